@@ -1,0 +1,359 @@
+//! `.npy` / `.npz` arrays: the exchange format of the reference recordings, of
+//! `--dump`, `--force-tokens` and `--tokens-out`.
+//!
+//! Reading parses with `npyz`; `.npz` is a zip of `.npy` members (crate `zip`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+
+use npyz::WriterBuilder;
+
+/// Errors reading or writing arrays; each names the file and what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Format { path: PathBuf, reason: String },
+}
+
+pub type Result<T> = std::result::Result<T, IoError>;
+
+/// Element data of an array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+/// An n-dimensional array (C order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array {
+    pub shape: Vec<usize>,
+    pub data: Data,
+}
+
+impl Array {
+    pub fn new(shape: Vec<usize>, data: Data) -> Array {
+        Array { shape, data }
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.data {
+            Data::F32(_) => "float32",
+            Data::F64(_) => "float64",
+            Data::I16(_) => "int16",
+            Data::I32(_) => "int32",
+            Data::I64(_) => "int64",
+            Data::U32(_) => "uint32",
+            Data::U8(_) => "uint8",
+            Data::Bool(_) => "bool",
+        }
+    }
+
+    /// Values as f32 (floats only).
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        match &self.data {
+            Data::F32(v) => Some(v.clone()),
+            Data::F64(v) => Some(v.iter().map(|&x| x as f32).collect()),
+            _ => None,
+        }
+    }
+
+    /// Values as i64 (integers only).
+    pub fn to_i64(&self) -> Option<Vec<i64>> {
+        match &self.data {
+            Data::I16(v) => Some(v.iter().map(|&x| x as i64).collect()),
+            Data::I32(v) => Some(v.iter().map(|&x| x as i64).collect()),
+            Data::I64(v) => Some(v.clone()),
+            Data::U32(v) => Some(v.iter().map(|&x| x as i64).collect()),
+            Data::U8(v) => Some(v.iter().map(|&x| x as i64).collect()),
+            _ => None,
+        }
+    }
+}
+
+fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
+    use npyz::{DType, TypeChar};
+    let npy = npyz::NpyFile::new(bytes).map_err(|e| format!("not a .npy array: {e}"))?;
+    let fortran = npy.order() == npyz::Order::Fortran;
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let (tc, size) = match npy.dtype() {
+        DType::Plain(ts) => (ts.type_char(), ts.size_field()),
+        other => return Err(format!("unsupported dtype {}", other.descr())),
+    };
+    let e = |e: std::io::Error| format!("array data: {e}");
+    let data = match (tc, size) {
+        (TypeChar::Float, 4) => Data::F32(npy.into_vec().map_err(e)?),
+        (TypeChar::Float, 8) => Data::F64(npy.into_vec().map_err(e)?),
+        (TypeChar::Int, 2) => Data::I16(npy.into_vec().map_err(e)?),
+        (TypeChar::Int, 4) => Data::I32(npy.into_vec().map_err(e)?),
+        (TypeChar::Int, 8) => Data::I64(npy.into_vec().map_err(e)?),
+        (TypeChar::Uint, 4) => Data::U32(npy.into_vec().map_err(e)?),
+        (TypeChar::Uint, 1) => Data::U8(npy.into_vec().map_err(e)?),
+        (TypeChar::Bool, 1) => Data::Bool(npy.into_vec().map_err(e)?),
+        (t, s) => return Err(format!("unsupported dtype {t:?}{s}")),
+    };
+    let data = if fortran { fortran_to_c(&shape, data) } else { data };
+    Ok(Array { shape, data })
+}
+
+/// Reorders column-major (Fortran) element data into row-major (C) order.
+fn fortran_to_c(shape: &[usize], data: Data) -> Data {
+    fn reorder<T: Copy>(shape: &[usize], v: Vec<T>) -> Vec<T> {
+        if shape.len() < 2 {
+            return v;
+        }
+        let mut out = Vec::with_capacity(v.len());
+        let mut idx = vec![0usize; shape.len()];
+        for _ in 0..v.len() {
+            // Fortran offset of the C-order index `idx`.
+            let mut off = 0;
+            let mut stride = 1;
+            for (i, &d) in idx.iter().zip(shape) {
+                off += i * stride;
+                stride *= d;
+            }
+            out.push(v[off]);
+            for k in (0..shape.len()).rev() {
+                idx[k] += 1;
+                if idx[k] < shape[k] {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+        out
+    }
+    match data {
+        Data::F32(v) => Data::F32(reorder(shape, v)),
+        Data::F64(v) => Data::F64(reorder(shape, v)),
+        Data::I16(v) => Data::I16(reorder(shape, v)),
+        Data::I32(v) => Data::I32(reorder(shape, v)),
+        Data::I64(v) => Data::I64(reorder(shape, v)),
+        Data::U32(v) => Data::U32(reorder(shape, v)),
+        Data::U8(v) => Data::U8(reorder(shape, v)),
+        Data::Bool(v) => Data::Bool(reorder(shape, v)),
+    }
+}
+
+fn npy_bytes(a: &Array) -> std::io::Result<Vec<u8>> {
+    let shape: Vec<u64> = a.shape.iter().map(|&d| d as u64).collect();
+    let mut buf = Vec::new();
+    macro_rules! write_as {
+        ($t:ty, $v:expr) => {{
+            let mut w = npyz::WriteOptions::<$t>::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(Cursor::new(&mut buf))
+                .begin_nd()?;
+            w.extend($v.iter().copied())?;
+            w.finish()?;
+        }};
+    }
+    match &a.data {
+        Data::F32(v) => write_as!(f32, v),
+        Data::F64(v) => write_as!(f64, v),
+        Data::I16(v) => write_as!(i16, v),
+        Data::I32(v) => write_as!(i32, v),
+        Data::I64(v) => write_as!(i64, v),
+        Data::U32(v) => write_as!(u32, v),
+        Data::U8(v) => write_as!(u8, v),
+        Data::Bool(v) => write_as!(bool, v),
+    }
+    Ok(buf)
+}
+
+/// Reads one `.npy` file.
+pub fn read_npy(path: impl AsRef<Path>) -> Result<Array> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| IoError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_npy(&bytes).map_err(|reason| IoError::Format {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+/// Writes one `.npy` file.
+pub fn write_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
+    let path = path.as_ref();
+    let werr = |source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = npy_bytes(a).map_err(werr)?;
+    std::fs::write(path, bytes).map_err(werr)
+}
+
+/// All arrays of an `.npz` file, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Npz {
+    pub path: PathBuf,
+    pub arrays: BTreeMap<String, Array>,
+    /// Members that are not numeric arrays, with the reason.
+    pub unreadable: BTreeMap<String, String>,
+}
+
+impl Npz {
+    pub fn read(path: impl AsRef<Path>) -> Result<Npz> {
+        let path = path.as_ref().to_path_buf();
+        let fmt = |reason: String| IoError::Format {
+            path: path.clone(),
+            reason,
+        };
+        let file = File::open(&path).map_err(|source| IoError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let mut zip = zip::ZipArchive::new(BufReader::new(file))
+            .map_err(|e| fmt(format!("not an .npz (zip) archive: {e}")))?;
+        let mut arrays = BTreeMap::new();
+        let mut unreadable = BTreeMap::new();
+        for i in 0..zip.len() {
+            let mut f = zip
+                .by_index(i)
+                .map_err(|e| fmt(format!("archive member {i}: {e}")))?;
+            let member = f
+                .name()
+                .map_err(|e| fmt(format!("archive member {i}: {e}")))?
+                .to_string();
+            let Some(name) = member.strip_suffix(".npy").map(str::to_string) else {
+                continue;
+            };
+            let mut bytes = Vec::with_capacity(f.size() as usize);
+            f.read_to_end(&mut bytes)
+                .map_err(|e| fmt(format!("member {name}: {e}")))?;
+            match parse_npy(&bytes) {
+                Ok(a) => {
+                    arrays.insert(name, a);
+                }
+                // Kept for the error message if the array is asked for (e.g. a
+                // 0-d unicode metadata string, which rill never needs).
+                Err(reason) => {
+                    unreadable.insert(name, reason);
+                }
+            }
+        }
+        Ok(Npz {
+            path,
+            arrays,
+            unreadable,
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Array> {
+        self.arrays.get(name).ok_or_else(|| IoError::Format {
+            path: self.path.clone(),
+            reason: match self.unreadable.get(name) {
+                Some(why) => format!("array {name} cannot be read: {why}"),
+                None => format!("no array named {name}"),
+            },
+        })
+    }
+
+    /// A float array as f32 with its shape.
+    pub fn f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
+        let a = self.get(name)?;
+        let v = a.to_f32().ok_or_else(|| self.type_err(name, a, "a float"))?;
+        Ok((a.shape.clone(), v))
+    }
+
+    /// An integer array as i64 with its shape.
+    pub fn i64(&self, name: &str) -> Result<(Vec<usize>, Vec<i64>)> {
+        let a = self.get(name)?;
+        let v = a.to_i64().ok_or_else(|| self.type_err(name, a, "an integer"))?;
+        Ok((a.shape.clone(), v))
+    }
+
+    /// A bool array with its shape.
+    pub fn bool(&self, name: &str) -> Result<(Vec<usize>, Vec<bool>)> {
+        let a = self.get(name)?;
+        match &a.data {
+            Data::Bool(v) => Ok((a.shape.clone(), v.clone())),
+            _ => Err(self.type_err(name, a, "a bool")),
+        }
+    }
+
+    fn type_err(&self, name: &str, a: &Array, want: &str) -> IoError {
+        IoError::Format {
+            path: self.path.clone(),
+            reason: format!("array {name} is {}, expected {want} array", a.kind()),
+        }
+    }
+}
+
+/// Writes named arrays as a deflate-compressed `.npz` (readable by `np.load`).
+pub fn write_npz<'a>(
+    path: impl AsRef<Path>,
+    arrays: impl IntoIterator<Item = (&'a str, &'a Array)>,
+) -> Result<()> {
+    let path = path.as_ref();
+    let werr = |source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::create(path).map_err(werr)?;
+    let mut zip = zip::ZipWriter::new(BufWriter::new(file));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    for (name, a) in arrays {
+        let bytes = npy_bytes(a).map_err(werr)?;
+        zip.start_file(format!("{name}.npy"), opts)
+            .map_err(|e| werr(std::io::Error::other(e)))?;
+        zip.write_all(&bytes).map_err(werr)?;
+    }
+    let mut w = zip.finish().map_err(|e| werr(std::io::Error::other(e)))?;
+    w.flush().map_err(werr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npz_round_trip() {
+        let dir = std::env::temp_dir().join(format!("rill-io-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = Array::new(vec![2, 3], Data::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, -6.5]));
+        let b = Array::new(vec![4], Data::I32(vec![6, 7, 8, 12293]));
+        let c = Array::new(vec![2], Data::Bool(vec![true, false]));
+        let p = dir.join("x.npz");
+        write_npz(&p, [("a", &a), ("b", &b), ("c", &c)]).unwrap();
+        let z = Npz::read(&p).unwrap();
+        assert_eq!(z.get("a").unwrap(), &a);
+        assert_eq!(z.get("b").unwrap(), &b);
+        assert_eq!(z.get("c").unwrap(), &c);
+        let q = dir.join("t.npy");
+        write_npy(&q, &b).unwrap();
+        assert_eq!(read_npy(&q).unwrap(), b);
+        std::fs::write(&q, b"garbage").unwrap();
+        assert!(matches!(read_npy(&q), Err(IoError::Format { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,18 @@
+//! CPU kernels for rill.
+//!
+//! * [`isa`]: which SIMD tier this CPU runs (detected once, overridable with `RILL_ISA`).
+//! * [`pool`]: a persistent worker pool in which the caller participates.
+//! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
+//! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
+
+pub mod isa;
+pub mod matrix;
+pub mod ops;
+pub mod pool;
+
+mod gemv_f32;
+mod gemv_bf16;
+
+pub use isa::Isa;
+pub use matrix::{Matrix, WeightFormat};
+pub use pool::Pool;

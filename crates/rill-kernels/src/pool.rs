@@ -1,0 +1,252 @@
+//! A persistent worker pool for splitting one kernel call over the cores.
+//!
+//! Why not rayon or a barrier pool: a frame runs ~200 small kernels, so dispatch
+//! must cost well under a microsecond, and on a shared 2-core machine a helper
+//! thread may be descheduled at any time. Here the caller participates, tasks are
+//! handed out one at a time from an atomic counter (a stalled helper delays at most
+//! the one task it holds), helpers spin briefly between calls and then park.
+//! Dispatch takes no lock and makes no syscall unless a helper is parked.
+//!
+//! Results never depend on the thread count: callers split work into tasks whose
+//! boundaries depend only on the problem size.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+type Job = *const (dyn Fn(usize) + Sync);
+
+/// How long an idle helper spins before parking.
+const SPIN: Duration = Duration::from_micros(200);
+
+struct Shared {
+    /// (generation << 32) | next task index. Taking a task is a CAS that also
+    /// proves the job of that generation is still running.
+    counter: AtomicU64,
+    /// Task count of the current job.
+    tasks: AtomicUsize,
+    /// Tasks not yet finished in the current job.
+    remaining: AtomicUsize,
+    /// The current job; written only while no task of any job is outstanding.
+    job: UnsafeCell<Option<Job>>,
+    shutdown: AtomicBool,
+    sleeping: Vec<AtomicBool>,
+}
+
+// SAFETY: `job` is written by the dispatching thread only between jobs (when
+// `remaining == 0` and no counter index is claimable) and read by helpers only
+// after they claimed a task of the current generation, which keeps the job alive.
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
+
+/// A fixed set of helper threads plus the calling thread.
+pub struct Pool {
+    shared: Arc<Shared>,
+    threads: Vec<(JoinHandle<()>, Thread)>,
+    /// Serialises dispatch if the pool is shared between threads.
+    busy: AtomicBool,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pool({} threads)", self.threads())
+    }
+}
+
+impl Pool {
+    /// A pool that runs everything on the calling thread.
+    pub fn single() -> Pool {
+        Pool::new(1)
+    }
+
+    /// A pool of `threads` threads in total (the caller counts as one).
+    pub fn new(threads: usize) -> Pool {
+        let helpers = threads.max(1) - 1;
+        let shared = Arc::new(Shared {
+            counter: AtomicU64::new(0),
+            tasks: AtomicUsize::new(0),
+            remaining: AtomicUsize::new(0),
+            job: UnsafeCell::new(None),
+            shutdown: AtomicBool::new(false),
+            sleeping: (0..helpers).map(|_| AtomicBool::new(false)).collect(),
+        });
+        let threads = (0..helpers)
+            .map(|w| {
+                let s = Arc::clone(&shared);
+                let h = thread::Builder::new()
+                    .name(format!("rill-worker-{w}"))
+                    .spawn(move || worker(&s, w))
+                    .expect("spawning a worker thread");
+                let t = h.thread().clone();
+                (h, t)
+            })
+            .collect();
+        Pool {
+            shared,
+            threads,
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// A pool sized from `RILL_THREADS`, else the number of cores.
+    pub fn from_env() -> Pool {
+        let n = std::env::var("RILL_THREADS")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
+        Pool::new(n)
+    }
+
+    /// Total threads including the caller.
+    pub fn threads(&self) -> usize {
+        self.threads.len() + 1
+    }
+
+    /// Runs `f(i)` for every `i in 0..n`, spread over the pool; returns when all are done.
+    pub fn run(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
+        if n == 0 {
+            return;
+        }
+        if n == 1 || self.threads.is_empty() || self.busy.swap(true, Ordering::Acquire) {
+            // Single task, no helpers, or re-entrant/concurrent use: run inline.
+            (0..n).for_each(f);
+            return;
+        }
+        let s = &*self.shared;
+        // SAFETY: no job is outstanding (remaining == 0, all indices of the last
+        // generation are taken), so no helper reads `job` now; the pointer stays
+        // valid until `remaining` drops to 0 below, before `f` goes out of scope.
+        unsafe {
+            let erased: Job = std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), Job>(f);
+            *s.job.get() = Some(erased);
+        }
+        s.tasks.store(n, Ordering::Relaxed);
+        s.remaining.store(n, Ordering::Relaxed);
+        let gen = (s.counter.load(Ordering::Relaxed) >> 32).wrapping_add(1) & 0xffff_ffff;
+        s.counter.store(gen << 32, Ordering::Release);
+        for (w, (_, t)) in self.threads.iter().enumerate() {
+            if s.sleeping[w].swap(false, Ordering::AcqRel) {
+                t.unpark();
+            }
+        }
+        while let Some(i) = claim(s, gen, n) {
+            f(i);
+            s.remaining.fetch_sub(1, Ordering::Release);
+        }
+        while s.remaining.load(Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
+        // Close the generation: a helper that saw it late must not claim an index
+        // against the next job's task count.
+        s.counter.store((gen << 32) | 0xffff_ffff, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+    }
+}
+
+/// Claims the next task index of generation `gen`, if any is left.
+fn claim(s: &Shared, gen: u64, n: usize) -> Option<usize> {
+    let mut cur = s.counter.load(Ordering::Acquire);
+    loop {
+        let idx = (cur & 0xffff_ffff) as usize;
+        if cur >> 32 != gen || idx >= n {
+            return None;
+        }
+        match s
+            .counter
+            .compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return Some(idx),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+fn worker(s: &Shared, w: usize) {
+    let mut seen_gen = 0u64;
+    loop {
+        // Wait for a new generation: spin, then park.
+        let start = Instant::now();
+        let mut spins = 0u32;
+        let gen = loop {
+            if s.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let g = s.counter.load(Ordering::Acquire) >> 32;
+            if g != seen_gen {
+                break g;
+            }
+            spins += 1;
+            if spins % 64 == 0 && start.elapsed() > SPIN {
+                s.sleeping[w].store(true, Ordering::SeqCst);
+                // Re-check after announcing sleep so a dispatch cannot be missed.
+                let g = s.counter.load(Ordering::SeqCst) >> 32;
+                if g != seen_gen || s.shutdown.load(Ordering::SeqCst) {
+                    s.sleeping[w].store(false, Ordering::SeqCst);
+                    continue;
+                }
+                thread::park();
+                s.sleeping[w].store(false, Ordering::SeqCst);
+            } else {
+                std::hint::spin_loop();
+            }
+        };
+        seen_gen = gen;
+        let n = s.tasks.load(Ordering::Acquire);
+        while let Some(i) = claim(s, gen, n) {
+            // SAFETY: we hold an unfinished task of generation `gen`, so the
+            // dispatcher is still inside `run` and the job pointer is valid.
+            let job = unsafe { (*s.job.get()).expect("job set before generation") };
+            unsafe { (*job)(i) };
+            s.remaining.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        for (_, t) in &self.threads {
+            t.unpark();
+        }
+        for (h, _) in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_every_task_once() {
+        for threads in 1..4 {
+            let pool = Pool::new(threads);
+            for n in [0usize, 1, 2, 7, 64, 1000] {
+                let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                pool.run(n, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                });
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+            }
+        }
+    }
+
+    #[test]
+    fn survives_idle_periods() {
+        let pool = Pool::new(2);
+        let total = AtomicUsize::new(0);
+        for round in 0..5 {
+            if round % 2 == 1 {
+                thread::sleep(Duration::from_millis(2)); // helpers park
+            }
+            pool.run(16, &|_| {
+                total.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        assert_eq!(total.load(Ordering::Relaxed), 80);
+    }
+}

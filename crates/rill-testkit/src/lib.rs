@@ -1,0 +1,84 @@
+//! Shared test support: where the reference recordings live, synthetic
+//! checkpoints cached between test runs, and parity metrics.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rill_checkpoint::{synth, ModelKind};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A file under `testdata/mrt2/` (reference recordings made with the oracle).
+pub fn testdata(name: &str) -> PathBuf {
+    repo_root().join("testdata/mrt2").join(name)
+}
+
+/// Reads a reference recording.
+pub fn fixture(name: &str) -> rill_io::Npz {
+    rill_io::Npz::read(testdata(name)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Directory for generated test inputs: `$RILL_TEST_CACHE` or `target/rill-test-cache`.
+pub fn cache_dir() -> PathBuf {
+    let dir = std::env::var_os("RILL_TEST_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/rill-test-cache"));
+    std::fs::create_dir_all(&dir).expect("creating the test cache directory");
+    dir
+}
+
+static SYNTH_LOCK: Mutex<()> = Mutex::new(());
+
+/// Path of the portable random-weight checkpoint for (`kind`, `seed`), synthesised
+/// on first use (about 10 s for mrt2_small) and reused afterwards.
+pub fn synthetic_checkpoint(kind: ModelKind, seed: u64) -> PathBuf {
+    let _guard = SYNTH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let path = cache_dir().join(format!("{}_seed{seed}.safetensors", kind.name()));
+    let specs = rill_checkpoint::layout::tensor_specs(kind);
+    let header = synth::header_json(kind, seed, &specs);
+    let want = 8 + header.len() as u64 + specs.iter().map(|t| 4 * t.numel() as u64).sum::<u64>();
+    if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
+        synth::write_checkpoint(kind, seed, &path, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("synthesising {}: {e}", path.display()));
+    }
+    path
+}
+
+/// Cosine similarity in f64.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x as f64, y as f64);
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 && bb == 0.0 {
+        return 1.0;
+    }
+    ab / (aa.sqrt() * bb.sqrt())
+}
+
+/// Largest absolute difference.
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// Signal-to-noise ratio of `test` against `reference`, in dB.
+pub fn snr_db(reference: &[f32], test: &[f32]) -> f64 {
+    assert_eq!(reference.len(), test.len());
+    let (mut s, mut n) = (0f64, 0f64);
+    for (&r, &t) in reference.iter().zip(test) {
+        s += (r as f64) * (r as f64);
+        n += ((r - t) as f64) * ((r - t) as f64);
+    }
+    if n == 0.0 {
+        return f64::INFINITY;
+    }
+    10.0 * (s / n).log10()
+}
