@@ -62,6 +62,25 @@ pub fn round_bf16(v: f32) -> f32 {
     half::bf16::from_f32(v).to_f32()
 }
 
+/// Transposes a row-major `[rows][cols]` array into `[cols][rows]`.
+pub fn transpose(rows: usize, cols: usize, a: &[f32]) -> Vec<f32> {
+    assert_eq!(a.len(), rows * cols, "transpose input length");
+    let mut t = vec![0f32; rows * cols];
+    // Blocked so both sides stay cache-friendly for 1024x4096 kernels.
+    const B: usize = 64;
+    for r0 in (0..rows).step_by(B) {
+        for c0 in (0..cols).step_by(B) {
+            for r in r0..(r0 + B).min(rows) {
+                let src = &a[r * cols..(r + 1) * cols];
+                for c in c0..(c0 + B).min(cols) {
+                    t[c * rows + r] = src[c];
+                }
+            }
+        }
+    }
+    t
+}
+
 impl Matrix {
     /// Builds a matrix from row-major f32 values, converting to `format`.
     pub fn from_f32(rows: usize, cols: usize, values: Vec<f32>, format: WeightFormat) -> Matrix {
@@ -80,21 +99,7 @@ impl Matrix {
         in_major: &[f32],
         format: WeightFormat,
     ) -> Matrix {
-        assert_eq!(in_major.len(), rows * cols, "matrix data length");
-        let mut t = vec![0f32; rows * cols];
-        // Blocked transpose: keeps both sides cache-friendly for 1024x4096 kernels.
-        const B: usize = 64;
-        for c0 in (0..cols).step_by(B) {
-            for r0 in (0..rows).step_by(B) {
-                for c in c0..(c0 + B).min(cols) {
-                    let src = &in_major[c * rows..(c + 1) * rows];
-                    for r in r0..(r0 + B).min(rows) {
-                        t[r * cols + c] = src[r];
-                    }
-                }
-            }
-        }
-        Matrix::from_f32(rows, cols, t, format)
+        Matrix::from_f32(rows, cols, transpose(cols, rows, in_major), format)
     }
 
     pub fn rows(&self) -> usize {

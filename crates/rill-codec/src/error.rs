@@ -1,0 +1,29 @@
+//! Errors of loading codec weights and of restoring codec state.
+
+use rill_checkpoint::CheckpointError;
+
+/// Everything that can go wrong in `rill-codec`; each variant names the tensor or
+/// state array concerned and, for shape problems, what was expected and found.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    #[error("codec tensor {name}: expected shape {expected:?}, found {found:?}")]
+    TensorShape {
+        name: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    #[error("codec state array {name}: expected shape {expected:?}, found {found:?}")]
+    StateShape {
+        name: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    #[error("codec state array {name} is missing")]
+    MissingStateArray { name: String },
+    #[error("codec state array {name} is not part of the codec state")]
+    UnknownStateArray { name: String },
+    #[error("codec state array {name}: {reason}")]
+    BadStateArray { name: String, reason: String },
+}

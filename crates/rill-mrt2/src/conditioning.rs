@@ -1,0 +1,155 @@
+//! Controls → the 144 conditioning tokens of the encoder (spec §1.5, §1.8, T7).
+//!
+//! Layout: 12 MusicCoCa style codes, 128 pianoroll pitches, 1 drum channel, then the
+//! CFG bins (musiccoca, notes) and (drums). Every channel is offset by +7
+//! (6 reserved ids + 1 dropout id), so "masked" (raw −1) becomes 6.
+
+/// Number of conditioning channels.
+pub const CHANNELS: usize = 144;
+/// MusicCoCa style levels.
+pub const STYLE_LEVELS: usize = 12;
+/// Pianoroll pitches (MIDI 0..127).
+pub const PITCHES: usize = 128;
+/// Offset added to every raw value (6 reserved + 1 dropout).
+pub const TOKEN_OFFSET: i32 = 7;
+/// Token of a masked channel (raw −1).
+pub const MASK_TOKEN: i32 = 6;
+
+/// Raw pianoroll value of a pitch (spec §1.5, `config.py:150-156`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteValue {
+    /// −1: the model decides (default for pitches not mentioned).
+    Masked,
+    /// 0: the pitch is off.
+    Off,
+    /// 1: sustained from an earlier onset.
+    Sustain,
+    /// 2: onset in this frame.
+    Onset,
+    /// 3: on (onset/sustain not specified).
+    On,
+}
+
+impl NoteValue {
+    pub fn raw(self) -> i32 {
+        match self {
+            NoteValue::Masked => -1,
+            NoteValue::Off => 0,
+            NoteValue::Sustain => 1,
+            NoteValue::Onset => 2,
+            NoteValue::On => 3,
+        }
+    }
+}
+
+/// CFG scales (upstream defaults musiccoca 3, notes 1, drums 1). They enter the
+/// model only as discretised conditioning tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CfgScales {
+    pub musiccoca: f64,
+    pub notes: f64,
+    pub drums: f64,
+}
+
+impl Default for CfgScales {
+    fn default() -> Self {
+        CfgScales {
+            musiccoca: 3.0,
+            notes: 1.0,
+            drums: 1.0,
+        }
+    }
+}
+
+/// `discretize_cfg` of `system.py:46-67`: `clamp(round((clamp(s, −1, 7) + 1)/step), 0, max_bin)`
+/// with Python's round-half-to-even in f64.
+pub fn cfg_bin(scale: f64, step: f64, max_bin: i32) -> i32 {
+    let s = if scale.is_nan() { 0.0 } else { scale.clamp(-1.0, 7.0) };
+    let b = ((s + 1.0) / step).round_ties_even();
+    (b as i32).clamp(0, max_bin)
+}
+
+/// What the user steers: style, notes, drums and CFG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conditioning {
+    /// 12 MusicCoCa RVQ codes 0..1023; `None` = masked.
+    pub style: Option<[u16; STYLE_LEVELS]>,
+    /// Raw pianoroll value per MIDI pitch.
+    pub notes: [NoteValue; PITCHES],
+    /// Drum channel: Some(true) = drums, Some(false) = no drums, None = masked.
+    pub drums: Option<bool>,
+    pub cfg: CfgScales,
+}
+
+impl Default for Conditioning {
+    fn default() -> Self {
+        Conditioning {
+            style: None,
+            notes: [NoteValue::Masked; PITCHES],
+            drums: None,
+            cfg: CfgScales::default(),
+        }
+    }
+}
+
+impl Conditioning {
+    /// Holds `pitches` on (raw 3) and masks every other pitch, as `rill generate --notes`.
+    pub fn with_held_notes(mut self, pitches: &[u8]) -> Self {
+        self.notes = [NoteValue::Masked; PITCHES];
+        for &p in pitches {
+            self.notes[(p as usize).min(PITCHES - 1)] = NoteValue::On;
+        }
+        self
+    }
+
+    /// The 144 encoder tokens.
+    pub fn tokens(&self) -> [i32; CHANNELS] {
+        let mut t = [MASK_TOKEN; CHANNELS];
+        if let Some(style) = self.style {
+            for (dst, &c) in t[..STYLE_LEVELS].iter_mut().zip(&style) {
+                *dst = c.min(1023) as i32 + TOKEN_OFFSET;
+            }
+        }
+        for (dst, n) in t[STYLE_LEVELS..STYLE_LEVELS + PITCHES].iter_mut().zip(&self.notes) {
+            *dst = n.raw() + TOKEN_OFFSET;
+        }
+        t[140] = match self.drums {
+            None => MASK_TOKEN,
+            Some(d) => d as i32 + TOKEN_OFFSET,
+        };
+        t[141] = cfg_bin(self.cfg.musiccoca, 0.2, 40) + TOKEN_OFFSET;
+        t[142] = cfg_bin(self.cfg.notes, 0.2, 40) + TOKEN_OFFSET;
+        t[143] = cfg_bin(self.cfg.drums, 1.0, 8) + TOKEN_OFFSET;
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_example_spec_1_8() {
+        let c = Conditioning {
+            style: Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]),
+            ..Default::default()
+        };
+        let t = c.tokens();
+        assert_eq!(&t[..12], &[667, 1023, 302, 213, 864, 848, 398, 864, 626, 77, 408, 29]);
+        assert!(t[12..141].iter().all(|&v| v == 6));
+        assert_eq!(&t[141..], &[27, 17, 9]);
+    }
+
+    #[test]
+    fn cfg_bins_edges() {
+        assert_eq!(cfg_bin(7.0, 0.2, 40), 40);
+        assert_eq!(cfg_bin(100.0, 0.2, 40), 40);
+        assert_eq!(cfg_bin(-5.0, 0.2, 40), 0);
+        assert_eq!(cfg_bin(7.0, 1.0, 8), 8);
+        assert_eq!(cfg_bin(5.0, 0.2, 40), 30);
+        assert_eq!(cfg_bin(2.0, 0.2, 40), 15);
+        // Half-to-even: (0.5 + 1) / 1 = 1.5 -> 2; (1.5 + 1) = 2.5 -> 2.
+        assert_eq!(cfg_bin(0.5, 1.0, 8), 2);
+        assert_eq!(cfg_bin(1.5, 1.0, 8), 2);
+    }
+}

@@ -1,0 +1,250 @@
+//! Transformer blocks of the temporal and depth stacks (spec §1.3).
+//!
+//! Every residual branch is primer-hybrid: `x += post_norm(f(pre_norm(x)))` with
+//! RMSNorm (eps 1e-6). Step functions are pure with respect to caches: they read
+//! past keys/values through [`KvView`] and write this step's key/value into
+//! caller-provided slices; the session appends them.
+
+use rill_kernels::{ops, Matrix, Pool};
+
+use crate::attention::{Attention, KvView};
+use crate::error::ModelError;
+use crate::loader::Loader;
+use crate::precision::Role;
+
+pub(crate) const NORM_EPS: f32 = 1e-6;
+
+/// Preallocated activations of one stack, so a step allocates nothing.
+#[derive(Debug, Clone)]
+pub struct StackScratch {
+    pub h: Vec<f32>,
+    pub qkv: Vec<f32>,
+    pub ctx: Vec<f32>,
+    pub out: Vec<f32>,
+    pub hidden: Vec<f32>,
+    pub scores: Vec<f32>,
+}
+
+impl StackScratch {
+    pub fn new(dim: usize, inner: usize, ffn: usize, max_slots: usize) -> Self {
+        StackScratch {
+            h: vec![0.0; dim],
+            qkv: vec![0.0; 3 * inner],
+            ctx: vec![0.0; inner],
+            out: vec![0.0; dim],
+            hidden: vec![0.0; ffn],
+            scores: vec![0.0; Attention::scores_len(max_slots)],
+        }
+    }
+}
+
+/// `x += post(y)`, with `y` normalised in place first.
+fn add_post_norm(x: &mut [f32], y: &[f32], post: &[f32], tmp: &mut [f32]) {
+    ops::rms_norm(y, post, NORM_EPS, tmp);
+    ops::add_in_place(x, tmp);
+}
+
+/// Self-attention residual branch.
+#[derive(Debug, Clone)]
+pub struct SelfAttentionBlock {
+    pre_norm: Vec<f32>,
+    post_norm: Vec<f32>,
+    /// q, k, v projections stacked: `[3·H·Dh][D]`.
+    wqkv: Matrix,
+    /// Output projection `[D][H·Dh]` (the checkpoint's `[d, n, h]` kernel as is).
+    wo: Matrix,
+    pub attn: Attention,
+}
+
+impl SelfAttentionBlock {
+    pub(crate) fn load(
+        l: &Loader<'_>,
+        prefix: &str,
+        dim: usize,
+        heads: usize,
+        head_dim: usize,
+        sinks: bool,
+        role: Role,
+    ) -> Result<Self, ModelError> {
+        let inner = heads * head_dim;
+        let a = format!("{prefix}/attention");
+        let wqkv = l.dense_stacked(
+            &[
+                &format!("{a}/query_projection/kernel"),
+                &format!("{a}/key_projection/kernel"),
+                &format!("{a}/value_projection/kernel"),
+            ],
+            dim,
+            inner,
+            role,
+        )?;
+        let pds = l.vector(&format!("{a}/per_dim_scale"), head_dim)?;
+        let sink = if sinks {
+            Some((
+                l.vector(&format!("{a}/sink_key_embeddings"), inner)?,
+                l.vector(&format!("{a}/sink_value_embeddings"), inner)?,
+            ))
+        } else {
+            None
+        };
+        Ok(SelfAttentionBlock {
+            pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
+            post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
+            wqkv,
+            wo: l.rows(&format!("{prefix}/output_projection/kernel"), dim, inner, role)?,
+            attn: Attention::new(
+                heads,
+                head_dim,
+                &pds,
+                sink.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+            ),
+        })
+    }
+
+    /// One step; writes this step's key and value into `new_k`, `new_v`.
+    pub fn step(
+        &self,
+        x: &mut [f32],
+        past: KvView<'_>,
+        new_k: &mut [f32],
+        new_v: &mut [f32],
+        s: &mut StackScratch,
+        pool: &Pool,
+    ) {
+        let inner = self.attn.heads * self.attn.head_dim;
+        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        self.wqkv.gemv(&s.h, &mut s.qkv, pool);
+        new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
+        new_v.copy_from_slice(&s.qkv[2 * inner..]);
+        let (q, _) = s.qkv.split_at_mut(inner);
+        self.attn.attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
+        self.wo.gemv(&s.ctx, &mut s.out, pool);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+    }
+}
+
+/// Cross-attention residual branch (temporal stack; keys/values from the encoder).
+#[derive(Debug, Clone)]
+pub struct CrossAttentionBlock {
+    pre_norm: Vec<f32>,
+    post_norm: Vec<f32>,
+    wq: Matrix,
+    /// k, v projections of the source stacked: `[2·H·Dh][D_enc]`.
+    wkv: Matrix,
+    wo: Matrix,
+    pub attn: Attention,
+}
+
+impl CrossAttentionBlock {
+    pub(crate) fn load(
+        l: &Loader<'_>,
+        prefix: &str,
+        dim: usize,
+        src_dim: usize,
+        heads: usize,
+        head_dim: usize,
+        role: Role,
+    ) -> Result<Self, ModelError> {
+        let inner = heads * head_dim;
+        let a = format!("{prefix}/attention");
+        let pds = l.vector(&format!("{a}/per_dim_scale"), head_dim)?;
+        let sk = l.vector(&format!("{a}/sink_key_embeddings"), inner)?;
+        let sv = l.vector(&format!("{a}/sink_value_embeddings"), inner)?;
+        Ok(CrossAttentionBlock {
+            pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
+            post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
+            wq: l.dense(&format!("{a}/query_projection/kernel"), dim, inner, role)?,
+            wkv: l.dense_stacked(
+                &[
+                    &format!("{a}/key_projection/kernel"),
+                    &format!("{a}/value_projection/kernel"),
+                ],
+                src_dim,
+                inner,
+                role,
+            )?,
+            wo: l.rows(&format!("{prefix}/output_projection/kernel"), dim, inner, role)?,
+            attn: Attention::new(heads, head_dim, &pds, Some((&sk, &sv))),
+        })
+    }
+
+    /// This step's cross-attention key and value (`[k | v]`, 2·H·Dh) from the
+    /// current encoder output.
+    pub fn project_source(&self, src: &[f32], kv: &mut [f32], pool: &Pool) {
+        self.wkv.gemv(src, kv, pool);
+    }
+
+    /// One step attending over the past source window and the current `kv`.
+    pub fn step(
+        &self,
+        x: &mut [f32],
+        kv: &[f32],
+        past: KvView<'_>,
+        s: &mut StackScratch,
+        pool: &Pool,
+    ) {
+        let inner = self.attn.heads * self.attn.head_dim;
+        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        let q = &mut s.qkv[..inner];
+        self.wq.gemv(&s.h, q, pool);
+        self.attn
+            .attend(q, past, &kv[..inner], &kv[inner..], &mut s.ctx, &mut s.scores);
+        self.wo.gemv(&s.ctx, &mut s.out, pool);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+    }
+}
+
+/// Feed-forward residual branch: `W2·gelu_tanh(W1·h + b1) + b2`.
+#[derive(Debug, Clone)]
+pub struct FfnBlock {
+    pre_norm: Vec<f32>,
+    post_norm: Vec<f32>,
+    w1: Matrix,
+    b1: Vec<f32>,
+    w2: Matrix,
+    b2: Vec<f32>,
+}
+
+impl FfnBlock {
+    pub(crate) fn load(
+        l: &Loader<'_>,
+        prefix: &str,
+        dim: usize,
+        ffn: usize,
+        role: Role,
+    ) -> Result<Self, ModelError> {
+        Ok(FfnBlock {
+            pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
+            post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
+            w1: l.dense(&format!("{prefix}/ffn_layer1/kernel"), dim, ffn, role)?,
+            b1: l.vector(&format!("{prefix}/ffn_layer1/bias"), ffn)?,
+            w2: l.dense(&format!("{prefix}/ffn_layer2/kernel"), ffn, dim, role)?,
+            b2: l.vector(&format!("{prefix}/ffn_layer2/bias"), dim)?,
+        })
+    }
+
+    pub fn step(&self, x: &mut [f32], s: &mut StackScratch, pool: &Pool) {
+        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        self.w1.gemv(&s.h, &mut s.hidden, pool);
+        ops::add_in_place(&mut s.hidden, &self.b1);
+        ops::gelu_tanh(&mut s.hidden);
+        self.w2.gemv(&s.hidden, &mut s.out, pool);
+        ops::add_in_place(&mut s.out, &self.b2);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+    }
+}
+
+/// One temporal layer: self-attention, cross-attention, FFN.
+#[derive(Debug, Clone)]
+pub struct TemporalLayer {
+    pub self_attn: SelfAttentionBlock,
+    pub cross_attn: CrossAttentionBlock,
+    pub ffn: FfnBlock,
+}
+
+/// One depth layer: self-attention, FFN (no sinks, no cross-attention).
+#[derive(Debug, Clone)]
+pub struct DepthLayer {
+    pub self_attn: SelfAttentionBlock,
+    pub ffn: FfnBlock,
+}

@@ -1,0 +1,243 @@
+//! The MRT2 depthformer weights and its two per-frame computations (spec §1.4, §3.3):
+//! the temporal step (one per frame) and the depth step (12 per frame).
+//!
+//! Everything here is immutable and `Sync`; all state lives in the caller's
+//! [`crate::session::Session`].
+
+use rill_checkpoint::layout::{LayoutDims, DEPTHFORMER, VOCAB};
+use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_kernels::matrix::round_bf16;
+use rill_kernels::{ops, Matrix, Pool};
+
+use crate::attention::KvView;
+use crate::encoder::Encoder;
+use crate::error::ModelError;
+use crate::layers::{
+    CrossAttentionBlock, DepthLayer, FfnBlock, SelfAttentionBlock, StackScratch, TemporalLayer,
+};
+use crate::loader::Loader;
+use crate::precision::{Precision, Role};
+use crate::sampler::{LEVEL, RESERVED};
+
+/// RVQ levels (depth steps) per frame.
+pub const LEVELS: usize = 12;
+/// Output-logit soft cap (trap T8).
+pub const SOFT_CAP: f32 = 30.0;
+
+/// Shapes of a loaded model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mrt2Config {
+    pub kind: ModelKind,
+    pub dims: LayoutDims,
+}
+
+impl Mrt2Config {
+    pub fn new(kind: ModelKind) -> Self {
+        Mrt2Config {
+            kind,
+            dims: kind.dims(),
+        }
+    }
+    /// Temporal attention width `H·Dh`.
+    pub fn temporal_inner(&self) -> usize {
+        self.dims.temporal.heads * self.dims.temporal.head_dim
+    }
+    /// Depth attention width `H·Dh`.
+    pub fn depth_inner(&self) -> usize {
+        self.dims.depth.heads * self.dims.depth.head_dim
+    }
+}
+
+/// The language model's weights.
+#[derive(Debug)]
+pub struct Mrt2 {
+    pub config: Mrt2Config,
+    pub precision: Precision,
+    pub(crate) encoder: Encoder,
+    /// Decoder token embedding `[12294][D]`, shared by the temporal and depth inputs.
+    embedding: Matrix,
+    /// `√D` in the compute dtype (bf16-rounded in bf16 mode: 55.5 for base, trap T4).
+    embed_scale: f32,
+    temporal: Vec<TemporalLayer>,
+    depth_adapter: Matrix,
+    depth: Vec<DepthLayer>,
+    final_ln_scale: Vec<f32>,
+    final_ln_bias: Vec<f32>,
+    /// `[12294][D_depth]`; only the current level's 1024 rows are ever multiplied.
+    to_logits: Matrix,
+    to_logits_bias: Vec<f32>,
+}
+
+impl Mrt2 {
+    /// Validates the checkpoint and loads the depthformer at `precision`.
+    pub fn load(ckpt: &Checkpoint, precision: Precision) -> Result<Mrt2, ModelError> {
+        let kind = ckpt.validate()?;
+        let config = Mrt2Config::new(kind);
+        let d = config.dims;
+        let (t, dp) = (d.temporal, d.depth);
+        let l = Loader { ckpt, precision };
+        let dec = format!("{DEPTHFORMER}/decoder");
+        let mut temporal = Vec::with_capacity(t.layers);
+        for i in 0..t.layers {
+            let p = format!("{dec}/temporal_body/transformer/x_layers_{i}");
+            temporal.push(TemporalLayer {
+                self_attn: SelfAttentionBlock::load(
+                    &l,
+                    &format!("{p}/self_attention"),
+                    t.dim,
+                    t.heads,
+                    t.head_dim,
+                    true,
+                    Role::Temporal,
+                )?,
+                cross_attn: CrossAttentionBlock::load(
+                    &l,
+                    &format!("{p}/cross_attention"),
+                    t.dim,
+                    d.enc_dim,
+                    t.heads,
+                    t.head_dim,
+                    Role::Temporal,
+                )?,
+                ffn: FfnBlock::load(&l, &format!("{p}/ffn"), t.dim, t.ffn, Role::Temporal)?,
+            });
+        }
+        let mut depth = Vec::with_capacity(dp.layers);
+        for j in 0..dp.layers {
+            let p = format!("{dec}/depth_body/transformer/x_layers_{j}");
+            depth.push(DepthLayer {
+                self_attn: SelfAttentionBlock::load(
+                    &l,
+                    &format!("{p}/self_attention"),
+                    dp.dim,
+                    dp.heads,
+                    dp.head_dim,
+                    false,
+                    Role::Depth,
+                )?,
+                ffn: FfnBlock::load(&l, &format!("{p}/ffn"), dp.dim, dp.ffn, Role::Depth)?,
+            });
+        }
+        let sqrt_d = (t.dim as f64).sqrt() as f32;
+        Ok(Mrt2 {
+            config,
+            precision,
+            encoder: Encoder::load(&l, d.enc_dim)?,
+            embedding: l.rows(
+                &format!("{dec}/decoder_embedding/embedding/embedding"),
+                VOCAB,
+                t.dim,
+                Role::Embedding,
+            )?,
+            embed_scale: if precision.rounds_vectors_to_bf16() {
+                round_bf16(sqrt_d)
+            } else {
+                sqrt_d
+            },
+            temporal,
+            depth_adapter: l.dense(
+                &format!("{dec}/depth_body/depth_input_adapter/kernel"),
+                t.dim,
+                dp.dim,
+                Role::Depth,
+            )?,
+            depth,
+            final_ln_scale: l.vector(&format!("{dec}/depth_body/final_ln/scale"), dp.dim)?,
+            final_ln_bias: l.vector(&format!("{dec}/depth_body/final_ln/bias"), dp.dim)?,
+            to_logits: l.dense(
+                &format!("{dec}/depth_body/to_logits/kernel"),
+                dp.dim,
+                VOCAB,
+                Role::Logits,
+            )?,
+            to_logits_bias: l.vector(&format!("{dec}/depth_body/to_logits/bias"), VOCAB)?,
+        })
+    }
+
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    pub fn temporal_layers(&self) -> usize {
+        self.temporal.len()
+    }
+
+    pub fn depth_layers(&self) -> usize {
+        self.depth.len()
+    }
+
+    /// `E[id]·√D` (depth-step input, one token).
+    pub fn embed_token(&self, id: u32, out: &mut [f32]) {
+        self.embedding.row_into((id as usize).min(VOCAB - 1), out);
+        for v in out.iter_mut() {
+            *v *= self.embed_scale;
+        }
+    }
+
+    /// Temporal input: `mean_q(E[prev[q]]·√D)` accumulated in f32 (trap T5).
+    pub fn frame_embedding(&self, prev: &[u32; LEVELS], out: &mut [f32], row: &mut [f32]) {
+        out.fill(0.0);
+        for &id in prev {
+            self.embed_token(id, row);
+            ops::add_in_place(out, row);
+        }
+        let inv = 1.0 / LEVELS as f32;
+        for v in out.iter_mut() {
+            *v *= inv;
+        }
+    }
+
+    /// One temporal layer step. Writes this frame's self-attention key/value into
+    /// `new_self_kv` (`[k | v]`) and cross-attention key/value into `new_cross_kv`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn temporal_layer_step(
+        &self,
+        layer: usize,
+        x: &mut [f32],
+        src: &[f32],
+        past_self: KvView<'_>,
+        past_cross: KvView<'_>,
+        new_self_kv: &mut [f32],
+        new_cross_kv: &mut [f32],
+        s: &mut StackScratch,
+        pool: &Pool,
+    ) {
+        let inner = self.config.temporal_inner();
+        let lay = &self.temporal[layer];
+        let (nk, nv) = new_self_kv.split_at_mut(inner);
+        lay.self_attn.step(x, past_self, nk, nv, s, pool);
+        lay.cross_attn.project_source(src, new_cross_kv, pool);
+        lay.cross_attn.step(x, new_cross_kv, past_cross, s, pool);
+        lay.ffn.step(x, s, pool);
+    }
+
+    /// Depth input adapter: `z = W_adapt · inp`.
+    pub fn depth_input(&self, inp: &[f32], z: &mut [f32], pool: &Pool) {
+        self.depth_adapter.gemv(inp, z, pool);
+    }
+
+    /// One depth layer step; writes this step's key/value into `new_kv` (`[k | v]`).
+    pub fn depth_layer_step(
+        &self,
+        layer: usize,
+        z: &mut [f32],
+        past: KvView<'_>,
+        new_kv: &mut [f32],
+        s: &mut StackScratch,
+        pool: &Pool,
+    ) {
+        let inner = self.config.depth_inner();
+        let (nk, nv) = new_kv.split_at_mut(inner);
+        self.depth[layer].self_attn.step(z, past, nk, nv, s, pool);
+        self.depth[layer].ffn.step(z, s, pool);
+    }
+
+    /// Final LayerNorm, the level's 1024 rows of `to_logits` (+bias) and the soft cap.
+    pub fn level_logits(&self, level: usize, z: &[f32], normed: &mut [f32], logits: &mut [f32], pool: &Pool) {
+        ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
+        let lo = RESERVED + LEVEL * level;
+        self.to_logits.gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+        ops::add_in_place(logits, &self.to_logits_bias[lo..lo + LEVEL]);
+        ops::soft_cap(logits, SOFT_CAP);
+    }
+}
