@@ -1,0 +1,74 @@
+//! Session behaviour: save/load continues bit-identically, forced tokens are
+//! validated, reset returns to the initial state.
+
+mod common;
+
+use common::{model, pool, Recording};
+use rill_mrt2::{Precision, Session, LEVELS};
+
+#[test]
+fn save_load_continues_bit_identically() {
+    let rec = Recording::load("D2").expect("D2 recording");
+    let pool = pool();
+    let m = model(rec.weights_seed(), Precision::F32);
+    let mut a = Session::new(m.clone(), rec.sampler_seed(), &pool);
+    a.set_conditioning(&rec.conditioning(), &pool);
+    a.set_sampling(rec.sampling());
+    // 45 frames: past the 41-slot ring wrap, so restored ring positions matter.
+    for _ in 0..45 {
+        a.step(&pool, None);
+    }
+    let dir = rill_testkit::cache_dir();
+    let path = dir.join("session_test.rillsession");
+    let extra = vec![("codec/test".to_string(), vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.5])];
+    a.save(&path, &extra).unwrap();
+    let cont_a: Vec<[u32; LEVELS]> = (0..12).map(|_| a.step(&pool, None)).collect();
+
+    // A different fresh session (other seed, default controls) restored from the file.
+    let mut b = Session::new(m, 1, &pool);
+    let got_extra = b.load(&path, &pool).unwrap();
+    assert_eq!(got_extra, extra);
+    assert_eq!(b.conditioning(), &rec.conditioning());
+    assert_eq!(b.sampling(), rec.sampling());
+    let cont_b: Vec<[u32; LEVELS]> = (0..12).map(|_| b.step(&pool, None)).collect();
+    assert_eq!(cont_a, cont_b);
+    assert_eq!(a.state(), b.state());
+    // The continuation also equals the recording (frames 45..57 of D2).
+    assert_eq!(&cont_a[..], &rec.tokens[45..57]);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn load_rejects_other_precision_and_garbage() {
+    let pool = pool();
+    let m32 = model(0, Precision::F32);
+    let s = Session::new(m32, 42, &pool);
+    let dir = rill_testkit::cache_dir();
+    let path = dir.join("session_precision.rillsession");
+    s.save(&path, &[]).unwrap();
+    let mut b = Session::new(model(0, Precision::Bf16), 42, &pool);
+    let e = b.load(&path, &pool).unwrap_err().to_string();
+    assert!(e.contains("precision"), "{e}");
+    std::fs::write(&path, b"not a session").unwrap();
+    assert!(b.load(&path, &pool).is_err());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn forced_tokens_are_validated_and_reset_restarts() {
+    let pool = pool();
+    let m = model(0, Precision::F32);
+    let mut s = Session::new(m, 42, &pool);
+    let mut bad = [0u32; LEVELS];
+    for (k, t) in bad.iter_mut().enumerate() {
+        *t = (6 + 1024 * k) as u32;
+    }
+    bad[3] = 5; // outside level 3
+    let e = s.step_forced(&bad, &pool, None).unwrap_err().to_string();
+    assert!(e.contains("depth step 3"), "{e}");
+    let first = s.step(&pool, None);
+    s.step(&pool, None);
+    s.reset(42);
+    assert_eq!(s.state().frame, 0);
+    assert_eq!(s.step(&pool, None), first);
+}
