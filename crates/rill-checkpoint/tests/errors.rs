@@ -1,0 +1,162 @@
+//! Every way a checkpoint can be wrong gives an error naming the problem, never a panic.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs};
+use rill_checkpoint::{Checkpoint, CheckpointError, ModelKind, Problem};
+use safetensors::{Dtype, View};
+
+struct T {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl View for &T {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+fn zeros(dtype: Dtype, shape: &[usize]) -> T {
+    let n: usize = shape.iter().product();
+    T {
+        dtype,
+        shape: shape.to_vec(),
+        bytes: vec![0u8; n * dtype.bitsize() / 8],
+    }
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rill-ckpt-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(name: &str, tensors: Vec<(String, T)>) -> PathBuf {
+    let p = dir().join(name);
+    let views: Vec<(String, &T)> = tensors.iter().map(|(n, t)| (n.clone(), t)).collect();
+    safetensors::serialize_to_file(views, None::<HashMap<String, String>>, &p).unwrap();
+    p
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    let e = Checkpoint::open("/nonexistent/rill/mrt2_small.safetensors").unwrap_err();
+    assert!(matches!(e, CheckpointError::Io { .. }), "{e}");
+    assert!(e.to_string().contains("/nonexistent/rill/mrt2_small.safetensors"));
+}
+
+#[test]
+fn truncated_and_corrupt_files_are_rejected() {
+    let p = write(
+        "small.safetensors",
+        vec![("a".into(), zeros(Dtype::F32, &[4, 4]))],
+    );
+    let bytes = std::fs::read(&p).unwrap();
+    for cut in [0, 4, 8, 20, bytes.len() - 1] {
+        let q = dir().join(format!("cut{cut}.safetensors"));
+        std::fs::write(&q, &bytes[..cut]).unwrap();
+        let e = Checkpoint::open(&q).unwrap_err();
+        assert!(matches!(e, CheckpointError::NotSafetensors { .. }), "cut {cut}: {e}");
+    }
+    // A header length pointing far beyond the file.
+    let mut huge = bytes.clone();
+    huge[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let q = dir().join("huge.safetensors");
+    std::fs::write(&q, &huge).unwrap();
+    assert!(matches!(Checkpoint::open(&q), Err(CheckpointError::NotSafetensors { .. })));
+    // Valid length, garbage JSON.
+    let mut garbage = bytes.clone();
+    for b in &mut garbage[8..20] {
+        *b = b'#';
+    }
+    let q = dir().join("garbage.safetensors");
+    std::fs::write(&q, &garbage).unwrap();
+    let e = Checkpoint::open(&q).unwrap_err();
+    assert!(matches!(e, CheckpointError::NotSafetensors { .. }), "{e}");
+    assert!(e.to_string().contains("download it again"));
+}
+
+#[test]
+fn unknown_model_names_the_embedding() {
+    let p = write(
+        "other.safetensors",
+        vec![("params/foo".into(), zeros(Dtype::F32, &[2]))],
+    );
+    let ck = Checkpoint::open(&p).unwrap();
+    let e = ck.validate().unwrap_err();
+    assert!(matches!(e, CheckpointError::UnknownModel { .. }));
+    assert!(e.to_string().contains("decoder_embedding"), "{e}");
+
+    let p = write(
+        "wrongwidth.safetensors",
+        vec![(decoder_embedding_name(), zeros(Dtype::BF16, &[12294, 512]))],
+    );
+    let e = Checkpoint::open(&p).unwrap().validate().unwrap_err();
+    assert!(e.to_string().contains("[12294, 512]"), "{e}");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let specs = tensor_specs(ModelKind::Small);
+    let wrong_shape = specs
+        .iter()
+        .find(|s| s.name.ends_with("x_layers_3/ffn/ffn_layer1/bias"))
+        .unwrap()
+        .name
+        .clone();
+    let wrong_dtype = specs
+        .iter()
+        .find(|s| s.name.ends_with("depth_body/final_ln/scale"))
+        .unwrap()
+        .name
+        .clone();
+    let p = write(
+        "partial.safetensors",
+        vec![
+            (decoder_embedding_name(), zeros(Dtype::BF16, &[12294, 1024])),
+            (wrong_shape.clone(), zeros(Dtype::F32, &[4095])),
+            (wrong_dtype.clone(), zeros(Dtype::I32, &[768])),
+        ],
+    );
+    let ck = Checkpoint::open(&p).unwrap();
+    assert_eq!(ck.detect_model().unwrap(), ModelKind::Small);
+    let CheckpointError::Invalid { problems, .. } = ck.validate().unwrap_err() else {
+        panic!("expected Invalid");
+    };
+    assert_eq!(problems.len(), specs.len() - 3 + 2);
+    assert!(problems.contains(&Problem::WrongShape {
+        name: wrong_shape.clone(),
+        expected: vec![4096],
+        found: vec![4095],
+    }));
+    assert!(problems.iter().any(|p| matches!(p, Problem::WrongDtype { name, .. } if *name == wrong_dtype)));
+    let missing = problems.iter().filter(|p| matches!(p, Problem::Missing { .. })).count();
+    assert_eq!(missing, specs.len() - 3);
+    let msg = ck.validate().unwrap_err().to_string();
+    assert!(msg.contains(&wrong_shape) && msg.contains("expected shape [4096], found [4095]"), "{msg}");
+}
+
+#[test]
+fn bf16_tensors_widen_exactly() {
+    let mut t = zeros(Dtype::BF16, &[3]);
+    // 1.0, -2.5, 0.15625 in bf16
+    for (i, b) in [0x3f80u16, 0xc020, 0x3e20].iter().enumerate() {
+        t.bytes[2 * i..2 * i + 2].copy_from_slice(&b.to_le_bytes());
+    }
+    let p = write("bf16.safetensors", vec![("x".into(), t)]);
+    let ck = Checkpoint::open(&p).unwrap();
+    assert_eq!(ck.f32("x").unwrap(), vec![1.0, -2.5, 0.15625]);
+    assert!(matches!(ck.f32("y"), Err(CheckpointError::NoSuchTensor { .. })));
+}
