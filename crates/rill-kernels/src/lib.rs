@@ -9,9 +9,12 @@ pub mod isa;
 pub mod matrix;
 pub mod ops;
 pub mod pool;
+pub mod quant;
 
 mod gemv_f32;
 mod gemv_bf16;
+mod gemv_int8;
+mod gemv_q4;
 
 pub use isa::Isa;
 pub use matrix::{Matrix, WeightFormat};

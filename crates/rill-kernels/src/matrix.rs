@@ -6,9 +6,13 @@
 
 use std::ops::Range;
 
+use std::cell::RefCell;
+
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
-use crate::{gemv_bf16, gemv_f32};
+use crate::quant::{self, Affine};
+use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
+use crate::{gemv_bf16, gemv_f32, gemv_int8};
 
 /// Storage format of a weight matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -17,6 +21,12 @@ pub enum WeightFormat {
     F32,
     /// bfloat16 (f32 rounded to nearest even), widened exactly to f32 in the kernel.
     Bf16,
+    /// MLX affine int8, groups of 64 along the input (`nn.quantize(bits=8)`).
+    Int8,
+    /// MLX affine int4, groups of 32 along the input (`nn.quantize(bits=4, group_size=32)`).
+    Int4,
+    /// 4-bit palettisation: a 16-level k-means codebook per 16 output rows.
+    Lut4,
 }
 
 impl WeightFormat {
@@ -24,6 +34,9 @@ impl WeightFormat {
         match self {
             WeightFormat::F32 => "f32",
             WeightFormat::Bf16 => "bf16",
+            WeightFormat::Int8 => "int8",
+            WeightFormat::Int4 => "int4",
+            WeightFormat::Lut4 => "lut4",
         }
     }
 }
@@ -32,6 +45,30 @@ impl WeightFormat {
 enum Storage {
     F32(Vec<f32>),
     Bf16(Vec<u16>),
+    Int8(Affine),
+    /// Packed nibbles (see `gemv_q4`), per-group scales and biases.
+    Int4 {
+        packed: Vec<u8>,
+        scales: Vec<f32>,
+        biases: Vec<f32>,
+    },
+    /// Packed nibble indices and `[rows/16][16]` codebooks.
+    Lut4 {
+        packed: Vec<u8>,
+        lut: Vec<f32>,
+    },
+}
+
+/// Per-thread activation quantisation buffers (grown once, then reused).
+#[derive(Default)]
+struct ActScratch {
+    xq: Vec<i16>,
+    sums: Vec<i32>,
+    sums_f: Vec<f32>,
+}
+
+thread_local! {
+    static ACT: RefCell<ActScratch> = RefCell::new(ActScratch::default());
 }
 
 /// A `[rows][cols]` weight matrix.
@@ -88,6 +125,26 @@ impl Matrix {
         let data = match format {
             WeightFormat::F32 => Storage::F32(values),
             WeightFormat::Bf16 => Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect()),
+            WeightFormat::Int8 if cols % gemv_int8::GROUP == 0 => {
+                Storage::Int8(quant::affine(&values, cols, gemv_int8::GROUP, 8))
+            }
+            WeightFormat::Int4 if cols % AFFINE_GROUP == 0 => {
+                let a = quant::affine(&values, cols, AFFINE_GROUP, 4);
+                Storage::Int4 {
+                    packed: gemv_q4::pack(&a.q),
+                    scales: a.scales,
+                    biases: a.biases,
+                }
+            }
+            WeightFormat::Lut4 if cols % 32 == 0 => {
+                let p = quant::palettize(&values, cols, PALETTE_ROWS);
+                Storage::Lut4 {
+                    packed: gemv_q4::pack(&p.idx),
+                    lut: p.lut,
+                }
+            }
+            // Shapes the grouped formats cannot hold stay exact.
+            WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4 => Storage::F32(values),
         };
         Matrix { rows, cols, data }
     }
@@ -114,6 +171,9 @@ impl Matrix {
         match self.data {
             Storage::F32(_) => WeightFormat::F32,
             Storage::Bf16(_) => WeightFormat::Bf16,
+            Storage::Int8(_) => WeightFormat::Int8,
+            Storage::Int4 { .. } => WeightFormat::Int4,
+            Storage::Lut4 { .. } => WeightFormat::Lut4,
         }
     }
 
@@ -122,6 +182,9 @@ impl Matrix {
         match &self.data {
             Storage::F32(v) => v.len() * 4,
             Storage::Bf16(v) => v.len() * 2,
+            Storage::Int8(a) => a.q.len() + 4 * (a.scales.len() + a.biases.len()),
+            Storage::Int4 { packed, scales, biases } => packed.len() + 4 * (scales.len() + biases.len()),
+            Storage::Lut4 { packed, lut } => packed.len() + 4 * lut.len(),
         }
     }
 
@@ -133,6 +196,25 @@ impl Matrix {
             Storage::Bf16(v) => {
                 for (o, &b) in out.iter_mut().zip(&v[r * c..(r + 1) * c]) {
                     *o = gemv_bf16::bf16_to_f32(b);
+                }
+            }
+            Storage::Int8(a) => {
+                let g = a.group;
+                for (i, o) in out.iter_mut().enumerate() {
+                    let gi = (r * c + i) / g;
+                    *o = a.q[r * c + i] as f32 * a.scales[gi] + a.biases[gi];
+                }
+            }
+            Storage::Int4 { packed, scales, biases } => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    let gi = (r * c + i) / AFFINE_GROUP;
+                    *o = gemv_q4::unpack_at(packed, r * c + i) as f32 * scales[gi] + biases[gi];
+                }
+            }
+            Storage::Lut4 { packed, lut } => {
+                let l = &lut[r / PALETTE_ROWS * 16..][..16];
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = l[gemv_q4::unpack_at(packed, r * c + i) as usize];
                 }
             }
         }
@@ -164,23 +246,90 @@ impl Matrix {
         let tasks = n.div_ceil(ROWS_PER_TASK);
         let out = SendPtr(y.as_mut_ptr());
         let cols = self.cols;
-        let run = |t: usize| {
+        // SAFETY (all arms): tasks cover disjoint output ranges [lo, hi) of `y`,
+        // which outlives `pool.run`.
+        let block = |t: usize| {
             let lo = t * ROWS_PER_TASK;
             let hi = (lo + ROWS_PER_TASK).min(n);
-            // SAFETY: tasks cover disjoint output ranges [lo, hi) of `y`, which
-            // outlives `pool.run`.
             let ys = unsafe { std::slice::from_raw_parts_mut(out.get().add(lo), hi - lo) };
-            let (r0, r1) = (rows.start + lo, rows.start + hi);
-            match &self.data {
-                Storage::F32(w) => gemv_f32::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys),
-                Storage::Bf16(w) => gemv_bf16::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys),
+            (rows.start + lo, rows.start + hi, ys)
+        };
+        let run_all = |f: &(dyn Fn(usize) + Sync)| {
+            if tasks <= 1 {
+                f(0);
+            } else {
+                pool.run(tasks, f);
             }
         };
-        if tasks <= 1 {
-            run(0);
-        } else {
-            pool.run(tasks, &run);
+        match &self.data {
+            Storage::F32(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_f32::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Bf16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_bf16::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Int8(a) => with_quantized(x, a.group, |xq, xs, sx| {
+                let groups = cols / a.group;
+                run_all(&|t| {
+                    let (r0, r1, ys) = block(t);
+                    gemv_int8::rows(
+                        isa,
+                        &a.q[r0 * cols..r1 * cols],
+                        &a.scales[r0 * groups..r1 * groups],
+                        &a.biases[r0 * groups..r1 * groups],
+                        cols,
+                        xq,
+                        xs,
+                        sx,
+                        ys,
+                    )
+                })
+            }),
+            Storage::Int4 { packed, scales, biases } => with_quantized(x, AFFINE_GROUP, |xq, xs, sx| {
+                let groups = cols / AFFINE_GROUP;
+                run_all(&|t| {
+                    let (r0, r1, ys) = block(t);
+                    let (sc, bi) = (&scales[r0 * groups..r1 * groups], &biases[r0 * groups..r1 * groups]);
+                    gemv_q4::affine_rows(isa, &packed[r0 * cols / 2..r1 * cols / 2], sc, cols, xq, ys);
+                    finish_affine(ys, bi, groups, xs, sx);
+                })
+            }),
+            Storage::Lut4 { packed, lut } => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                let l = &lut[r0 / PALETTE_ROWS * 16..(r1 - 1) / PALETTE_ROWS * 16 + 16];
+                gemv_q4::palette_rows(isa, &packed[r0 * cols / 2..r1 * cols / 2], l, r0, cols, x, ys);
+            }),
         }
+    }
+}
+
+/// Quantises `x` to int16 in this thread's scratch and calls `f(xq, group sums, scale)`.
+fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&[i16], &[f32], f32) -> R) -> R {
+    ACT.with(|act| {
+        let mut act = act.borrow_mut();
+        let act = &mut *act;
+        let groups = x.len() / group;
+        act.xq.resize(x.len(), 0);
+        act.sums.resize(groups, 0);
+        act.sums_f.resize(groups, 0.0);
+        let sx = quant::quantize_activations_i16(x, group, &mut act.xq, &mut act.sums);
+        for (f, &i) in act.sums_f.iter_mut().zip(&act.sums) {
+            *f = i as f32;
+        }
+        f(&act.xq, &act.sums_f, sx)
+    })
+}
+
+/// Adds the affine bias terms and applies the activation scale.
+pub(crate) fn finish_affine(y: &mut [f32], biases: &[f32], groups: usize, xsum: &[f32], sx: f32) {
+    for (r, out) in y.iter_mut().enumerate() {
+        let mut bias_term = 0f32;
+        for (bg, xs) in biases[r * groups..(r + 1) * groups].iter().zip(xsum) {
+            bias_term += bg * xs;
+        }
+        *out = sx * (*out + bias_term);
     }
 }
 
@@ -212,28 +361,57 @@ mod tests {
             .collect()
     }
 
+    /// The weights a format actually multiplies with (its dequantised values).
+    fn effective(m: &Matrix, rows: usize, cols: usize) -> Vec<f32> {
+        let mut w = vec![0f32; rows * cols];
+        for r in 0..rows {
+            m.row_into(r, &mut w[r * cols..(r + 1) * cols]);
+        }
+        w
+    }
+
     #[test]
     fn every_isa_matches_f64_reference() {
         let pool = Pool::new(2);
         let mut seed = 7u64;
-        for &(rows, cols) in &[(1, 1), (3, 17), (37, 768), (130, 1024), (64, 33)] {
+        let shapes = [(1, 1), (3, 17), (37, 768), (130, 1024), (64, 33), (5, 64), (67, 192)];
+        for &(rows, cols) in &shapes {
             let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
-            let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
-            for format in [WeightFormat::F32, WeightFormat::Bf16] {
+            let mut x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+            x[0] = 3.0; // an outlier, as transformer activations have
+            for format in [WeightFormat::F32, WeightFormat::Bf16, WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
                 let m = Matrix::from_f32(rows, cols, w.clone(), format);
-                let wq: Vec<f32> = match format {
-                    WeightFormat::F32 => w.clone(),
-                    WeightFormat::Bf16 => w.iter().map(|&v| round_bf16(v)).collect(),
-                };
-                let want = reference(&wq, cols, &x);
+                let want = reference(&effective(&m, rows, cols), cols, &x);
+                // int8 also quantises activations to int16 (error ≈ max|x|/65534 per entry).
+                let act_err = if matches!(m.format(), WeightFormat::Int8 | WeightFormat::Int4) { 3.0 / 32767.0 } else { 0.0 };
                 for isa in Isa::available() {
                     let mut y = vec![0f32; rows];
                     m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
                     for (a, b) in y.iter().zip(&want) {
-                        let tol = 1e-5 * (cols as f64).sqrt();
-                        assert!((*a as f64 - b).abs() < tol, "{isa:?} {format:?} {rows}x{cols}");
+                        let tol = 1e-5 * (cols as f64).sqrt() + act_err * 0.5 * cols as f64 * 0.5;
+                        assert!((*a as f64 - b).abs() < tol, "{isa:?} {format:?} {rows}x{cols}: {a} vs {b}");
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn int8_paths_agree_closely() {
+        // Integer sums are exact on every path; only f32 group accumulation order differs.
+        let pool = Pool::single();
+        let mut seed = 3u64;
+        let (rows, cols) = (96, 1024);
+        let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        let m = Matrix::from_f32(rows, cols, w, WeightFormat::Int8);
+        let mut base = vec![0f32; rows];
+        m.gemv_rows_isa(Isa::Portable, &x, &mut base, 0..rows, &pool);
+        for isa in Isa::available() {
+            let mut y = vec![0f32; rows];
+            m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
+            for (a, b) in y.iter().zip(&base) {
+                assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{isa:?}: {a} vs {b}");
             }
         }
     }

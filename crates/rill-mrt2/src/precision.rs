@@ -26,6 +26,9 @@ pub enum Precision {
     /// Every depthformer weight rounded to bf16 as upstream's `convert_to_bf16`
     /// (trap T18), f32 activations and accumulation.
     Bf16,
+    /// Every matrix affine int8 with groups of 64 (MLX `nn.quantize(bits=8)`, the
+    /// upstream default), activations quantised to int16; vectors stay f32.
+    Int8,
 }
 
 impl Precision {
@@ -33,6 +36,7 @@ impl Precision {
         match self {
             Precision::F32 => "f32",
             Precision::Bf16 => "bf16",
+            Precision::Int8 => "int8",
         }
     }
 
@@ -40,6 +44,7 @@ impl Precision {
         match s {
             "f32" | "fp32" => Some(Precision::F32),
             "bf16" => Some(Precision::Bf16),
+            "int8" => Some(Precision::Int8),
             _ => None,
         }
     }
@@ -49,6 +54,7 @@ impl Precision {
         match self {
             Precision::F32 => WeightFormat::F32,
             Precision::Bf16 => WeightFormat::Bf16,
+            Precision::Int8 => WeightFormat::Int8,
         }
     }
 

@@ -1,0 +1,197 @@
+//! Argument groups shared by several commands and their validation.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use rill_mrt2::conditioning::{CfgScales, Conditioning};
+use rill_mrt2::sampler::{SamplingParams, VOCAB};
+use rill_mrt2::Precision;
+
+/// Where the weights come from and how they run.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// MRT2 checkpoint (`mrt2_small.safetensors` or `mrt2_base.safetensors`).
+    /// Default: $RILL_CHECKPOINT, then $MAGENTA_HOME/checkpoints/mrt2_small.safetensors,
+    /// then ~/Documents/Magenta/magenta-rt-v2/checkpoints/mrt2_small.safetensors.
+    #[arg(long, value_name = "PATH")]
+    pub checkpoint: Option<PathBuf>,
+
+    /// Use a random-weight mrt2_small checkpoint synthesised from this weights seed
+    /// instead of real weights (a smoke test: the audio is not music).
+    #[arg(long, value_name = "SEED", num_args = 0..=1, default_missing_value = "0", conflicts_with = "checkpoint")]
+    pub random_weights: Option<u64>,
+
+    /// Weight precision of the language model: f32 (parity with upstream's fp32
+    /// reference) or bf16 (weights rounded like upstream's shipped model, f32 math).
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
+    pub precision: PrecisionArg,
+
+    /// Worker threads (default: $RILL_THREADS or the number of cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    Bf16,
+}
+
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Precision {
+        match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::Bf16 => Precision::Bf16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// Style, notes, drums, CFG and sampling controls (defaults = upstream Python's).
+#[derive(Debug, Clone, Args)]
+pub struct ControlArgs {
+    /// Sampler seed (upstream's default key is 42).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// 12 MusicCoCa style codes 0..1023, comma-separated (default: masked, no style).
+    #[arg(long, value_name = "C0,...,C11")]
+    pub style_codes: Option<String>,
+
+    /// MIDI pitches 0..127 held on for every frame, comma-separated; other pitches
+    /// are left to the model (masked).
+    #[arg(long, value_name = "P,P,...")]
+    pub notes: Option<String>,
+
+    /// Drum channel: on or off (default: masked, the model decides).
+    #[arg(long, value_enum)]
+    pub drums: Option<OnOff>,
+
+    /// Sampling temperature (scales the Gumbel noise; 0 = greedy).
+    #[arg(long, default_value_t = 1.3)]
+    pub temperature: f32,
+
+    /// Keep only the K most likely tokens per step (1..=12294; ≥ 1024 keeps all).
+    #[arg(long, default_value_t = 40)]
+    pub top_k: usize,
+
+    /// Classifier-free guidance of the style (binned to 0.2 steps in -1..7, as upstream).
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    pub cfg_musiccoca: f64,
+
+    /// Classifier-free guidance of the notes (binned to 0.2 steps in -1..7).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub cfg_notes: f64,
+
+    /// Classifier-free guidance of the drums (binned to whole steps in -1..7).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub cfg_drums: f64,
+}
+
+/// Parses `--style-codes`: exactly 12 integers 0..1023.
+pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.len() != 12 {
+        bail!(
+            "--style-codes needs exactly 12 comma-separated codes (MusicCoCa RVQ levels 0..11), got {}",
+            parts.len()
+        );
+    }
+    let mut out = [0u16; 12];
+    for (i, p) in parts.iter().enumerate() {
+        let v: i64 = p
+            .parse()
+            .with_context(|| format!("--style-codes: {p:?} (code {i}) is not an integer"))?;
+        if !(0..=1023).contains(&v) {
+            bail!("--style-codes: code {i} is {v}, but codes must be in 0..1023");
+        }
+        out[i] = v as u16;
+    }
+    Ok(out)
+}
+
+/// Parses `--notes`: MIDI pitches 0..127.
+pub fn parse_notes(s: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let v: i64 = p
+            .parse()
+            .with_context(|| format!("--notes: {p:?} is not a MIDI pitch number"))?;
+        if !(0..=127).contains(&v) {
+            bail!("--notes: pitch {v} is outside the MIDI range 0..127");
+        }
+        out.push(v as u8);
+    }
+    Ok(out)
+}
+
+impl ControlArgs {
+    pub fn conditioning(&self) -> Result<Conditioning> {
+        for (name, v) in [
+            ("--cfg-musiccoca", self.cfg_musiccoca),
+            ("--cfg-notes", self.cfg_notes),
+            ("--cfg-drums", self.cfg_drums),
+        ] {
+            if !v.is_finite() {
+                bail!("{name} must be a finite number, got {v}");
+            }
+        }
+        let mut c = Conditioning {
+            style: self.style_codes.as_deref().map(parse_style_codes).transpose()?,
+            drums: self.drums.map(|d| d == OnOff::On),
+            cfg: CfgScales {
+                musiccoca: self.cfg_musiccoca,
+                notes: self.cfg_notes,
+                drums: self.cfg_drums,
+            },
+            ..Default::default()
+        };
+        if let Some(n) = &self.notes {
+            c = c.with_held_notes(&parse_notes(n)?);
+        }
+        Ok(c)
+    }
+
+    pub fn sampling(&self) -> Result<SamplingParams> {
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            bail!("--temperature must be a finite number ≥ 0, got {}", self.temperature);
+        }
+        if !(1..=VOCAB).contains(&self.top_k) {
+            bail!("--top-k must be in 1..={VOCAB}, got {}", self.top_k);
+        }
+        Ok(SamplingParams {
+            temperature: self.temperature,
+            top_k: self.top_k,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn style_codes_validation() {
+        assert!(parse_style_codes("1,2,3").is_err());
+        assert!(parse_style_codes("0,0,0,0,0,0,0,0,0,0,0,1024").is_err());
+        assert!(parse_style_codes("0,0,0,0,0,0,0,0,0,0,0,x").is_err());
+        assert_eq!(
+            parse_style_codes("325, 98,979,657,802,453,475,622,729,934,567,782").unwrap()[1],
+            98
+        );
+    }
+
+    #[test]
+    fn notes_validation() {
+        assert_eq!(parse_notes("60,64,67").unwrap(), vec![60, 64, 67]);
+        assert!(parse_notes("128").is_err());
+        assert!(parse_notes("-1").is_err());
+        assert!(parse_notes("C4").is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! `rill generate`: controls → tokens → audio, frame by frame as upstream streams it.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use rill_codec::CodecState;
+use rill_io::{Array, Data};
+use rill_kernels::Pool;
+use rill_mrt2::{FrameTrace, Session, LEVELS};
+
+use crate::args::{ControlArgs, ModelArgs};
+use crate::dump::Dump;
+use crate::model_source;
+use crate::output::{PendingFile, WavOut};
+use crate::progress;
+use crate::stats::Timings;
+use crate::tokens::read_tokens;
+
+/// Samples per 40 ms frame and channel at 48 kHz.
+pub const FRAME_SAMPLES: usize = 1920;
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub controls: ControlArgs,
+
+    /// Number of 40 ms frames to generate (25 per second).
+    #[arg(long, conflicts_with = "seconds")]
+    pub frames: Option<u64>,
+
+    /// Seconds of audio to generate (frames = ⌊25·S⌋ as upstream).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+
+    /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
+    /// upstream's streaming decoder emits them (its lookahead latency).
+    /// Default: rill_output.wav (never overwriting an existing default file).
+    #[arg(short = 'o', long, value_name = "FILE.wav")]
+    pub output: Option<PathBuf>,
+
+    /// Teacher-force these tokens ([N,12] int32 .npy of unique ids, level k in
+    /// 6+1024k..6+1024k+1023) while computing every frame's logits along that path.
+    #[arg(long, value_name = "FILE.npy")]
+    pub force_tokens: Option<PathBuf>,
+
+    /// Write the generated tokens as a [N,12] int32 .npy.
+    #[arg(long, value_name = "FILE.npy")]
+    pub tokens_out: Option<PathBuf>,
+
+    /// Write intermediates as .npz with the oracle's names: tokens, encoder_out,
+    /// temporal_in, temporal_out, logits [N,12,12294] (soft-capped sampler input;
+    /// ids outside the step's level are 0), logits_level, gumbel_level, rng_key,
+    /// cond_tokens and, when audio is produced, decoder_stft, audio_float, audio_int16.
+    #[arg(long, value_name = "FILE.npz")]
+    pub dump: Option<PathBuf>,
+
+    /// Only generate tokens (no audio); implied when only --tokens-out is given.
+    #[arg(long)]
+    pub no_audio: bool,
+}
+
+fn default_output() -> PathBuf {
+    let base = PathBuf::from("rill_output.wav");
+    if !base.exists() {
+        return base;
+    }
+    (2..)
+        .map(|i| PathBuf::from(format!("rill_output_{i}.wav")))
+        .find(|p| !p.exists())
+        .unwrap_or(base)
+}
+
+pub fn run(args: GenerateArgs) -> Result<()> {
+    let cond = args.controls.conditioning()?;
+    let sampling = args.controls.sampling()?;
+    let forced = match &args.force_tokens {
+        Some(p) => Some(read_tokens(p)?),
+        None => None,
+    };
+    let frames = match (args.frames, args.seconds, &forced) {
+        (Some(0), _, _) => bail!("--frames must be at least 1"),
+        (Some(n), _, Some(f)) if n as usize > f.len() => {
+            bail!("--frames {n} is more than the {} frames in --force-tokens", f.len())
+        }
+        (Some(n), _, _) => n as usize,
+        (None, Some(s), _) => {
+            if !(s.is_finite() && s > 0.0) {
+                bail!("--seconds must be a positive number, got {s}");
+            }
+            let n = (s * 25.0).floor() as usize;
+            if n == 0 {
+                bail!("--seconds {s} is shorter than one 40 ms frame");
+            }
+            n
+        }
+        (None, None, Some(f)) => f.len(),
+        (None, None, None) => bail!("say how much to generate: --frames N or --seconds S"),
+    };
+    let want_audio = !args.no_audio && (args.output.is_some() || args.tokens_out.is_none() || args.dump.is_some());
+    let wav_path = if want_audio {
+        Some(args.output.clone().unwrap_or_else(default_output))
+    } else {
+        None
+    };
+
+    // Reserve every output before any work, so a bad path fails in a second.
+    let mut wav = wav_path.as_deref().map(WavOut::create).transpose()?;
+    let tokens_out = args.tokens_out.as_deref().map(PendingFile::reserve).transpose()?;
+    let dump_out = args.dump.as_deref().map(PendingFile::reserve).transpose()?;
+
+    let path = model_source::resolve(&args.model)?;
+    let (ckpt, _) = model_source::open(&path)?;
+    let pool = match args.model.threads {
+        Some(n) => Pool::new(n.max(1)),
+        None => Pool::from_env(),
+    };
+    let lm = model_source::load_lm(&ckpt, args.model.precision.into())?;
+    let codec = if want_audio {
+        Some(model_source::load_codec(&ckpt)?)
+    } else {
+        None
+    };
+    drop(ckpt);
+
+    let mut session = Session::new(lm.clone(), args.controls.seed, &pool);
+    session.set_conditioning(&cond, &pool);
+    session.set_sampling(sampling);
+    let mut codec_state: Option<CodecState> = codec.as_ref().map(|c| c.new_state());
+
+    let mut dump = args.dump.as_ref().map(|_| Dump::new(&lm, session.conditioning_tokens()));
+    let mut trace = FrameTrace::default();
+    let mut all_tokens: Vec<[u32; LEVELS]> = Vec::with_capacity(frames);
+    let mut audio = vec![0f32; 2 * FRAME_SAMPLES];
+    let mut stft = vec![0f32; 4 * 480 * 4];
+    let mut pcm = vec![0i16; 2 * FRAME_SAMPLES];
+    let mut nonfinite = 0usize;
+    let mut timings = Timings::default();
+
+    let bar = progress::frames_bar(frames as u64, "generating");
+    let start = Instant::now();
+    for n in 0..frames {
+        let t0 = Instant::now();
+        let want_trace = dump.is_some();
+        let tr = if want_trace { Some(&mut trace) } else { None };
+        let tokens = match &forced {
+            Some(f) => session
+                .step_forced(&f[n], &pool, tr)
+                .with_context(|| format!("--force-tokens row {n}"))?,
+            None => session.step(&pool, tr),
+        };
+        let t1 = Instant::now();
+        timings.lm.push(t1 - t0);
+        all_tokens.push(tokens);
+        if let (Some(c), Some(st)) = (&codec, codec_state.as_mut()) {
+            let want_stft = dump.is_some();
+            c.step(st, &tokens, &mut audio, want_stft.then_some(&mut stft[..]), &pool);
+            nonfinite += rill_codec::float_to_int16(&audio, &mut pcm);
+            timings.codec.push(t1.elapsed());
+            if let Some(w) = wav.as_mut() {
+                w.write(&pcm)?;
+            }
+            if let Some(d) = dump.as_mut() {
+                d.push_audio(&stft, &audio, &pcm);
+            }
+        }
+        if let Some(d) = dump.as_mut() {
+            d.push_frame(&tokens, &trace);
+        }
+        bar.inc(1);
+        if n % 5 == 4 {
+            let rtf = start.elapsed().as_secs_f64() / ((n + 1) as f64 * 0.04);
+            bar.set_message(format!("RTF {rtf:.2}"));
+        }
+    }
+    bar.finish_and_clear();
+    let wall = start.elapsed();
+
+    if let Some(w) = wav {
+        w.finish()?;
+    }
+    if let Some(p) = tokens_out {
+        let flat: Vec<i32> = all_tokens.iter().flatten().map(|&t| t as i32).collect();
+        rill_io::write_npy(p.partial_path(), &Array::new(vec![frames, LEVELS], Data::I32(flat)))?;
+        p.commit()?;
+    }
+    if let (Some(p), Some(d)) = (dump_out, dump) {
+        d.write(p.partial_path())?;
+        p.commit()?;
+    }
+
+    timings.report(frames, wall);
+    if nonfinite > 0 {
+        eprintln!("warning: {nonfinite} non-finite audio samples were replaced by silence");
+    }
+    if let Some(p) = &wav_path {
+        eprintln!("wrote {} ({:.2} s of 48 kHz stereo audio)", p.display(), frames as f64 * 0.04);
+    }
+    if let Some(p) = &args.tokens_out {
+        eprintln!("wrote {} ([{frames}, 12] token ids)", p.display());
+    }
+    if let Some(p) = &args.dump {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! `rill`: Magenta RealTime 2 music generation on ordinary CPUs.
+
+mod args;
+mod decode;
+mod dump;
+mod generate;
+mod model_source;
+mod output;
+mod progress;
+mod stats;
+mod synth;
+mod tokens;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rill",
+    version,
+    about = "Magenta RealTime 2 music generation on the CPU",
+    long_about = "rill runs Google's Magenta RealTime 2 (MRT2) streaming music model on ordinary CPUs: \
+style codes, MIDI notes and drum controls in, 48 kHz stereo audio out, one 40 ms frame at a time.\n\n\
+Quick start without downloading weights:\n    rill generate --random-weights --seconds 4 -o smoke.wav\n\
+With the real checkpoint:\n    rill generate --checkpoint mrt2_small.safetensors --seconds 10 --notes 60,64,67 -o out.wav"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate music (tokens and 48 kHz stereo audio) from style, note and drum controls.
+    Generate(generate::GenerateArgs),
+    /// Decode a [N,12] token file into a WAV file with the SpectroStream decoder.
+    Decode(decode::DecodeArgs),
+    /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
+    SynthCheckpoint(synth::SynthArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Generate(a) => generate::run(a),
+        Command::Decode(a) => decode::run(a),
+        Command::SynthCheckpoint(a) => synth::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,136 @@
+//! Finding the checkpoint (or synthesising a random-weight one) and loading it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rill_checkpoint::{synth, Checkpoint, ModelKind};
+use rill_codec::Codec;
+use rill_mrt2::{Mrt2, Precision};
+
+use crate::args::ModelArgs;
+use crate::progress;
+
+/// How to get real weights, printed whenever none are found.
+pub const DOWNLOAD_HELP: &str = "\
+Get the real weights (Google's Magenta RealTime 2, CC-BY 4.0) from Hugging Face:
+    pip install -U huggingface_hub
+    huggingface-cli download google/magenta-realtime-2 checkpoints/mrt2_small.safetensors \\
+        --local-dir ~/Documents/Magenta/magenta-rt-v2
+  (or: curl -L -o mrt2_small.safetensors \\
+        https://huggingface.co/google/magenta-realtime-2/resolve/main/checkpoints/mrt2_small.safetensors)
+then pass --checkpoint PATH (or set RILL_CHECKPOINT).
+To try rill without downloading anything, add --random-weights: a checkpoint with
+random weights in the real layout is synthesised (~1.1 GB, ~10 s); the output is
+not music, but every stage runs exactly as with real weights.";
+
+/// Default locations, in search order.
+fn default_candidates() -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(p) = std::env::var_os("RILL_CHECKPOINT") {
+        c.push(PathBuf::from(p));
+    }
+    if let Some(h) = std::env::var_os("MAGENTA_HOME") {
+        c.push(PathBuf::from(h).join("checkpoints/mrt2_small.safetensors"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        c.push(PathBuf::from(home).join("Documents/Magenta/magenta-rt-v2/checkpoints/mrt2_small.safetensors"));
+    }
+    c
+}
+
+/// Cache directory for synthesised checkpoints: `$XDG_CACHE_HOME/rill` or `~/.cache/rill`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(x).join("rill");
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => PathBuf::from(h).join(".cache/rill"),
+        None => std::env::temp_dir().join("rill-cache"),
+    }
+}
+
+/// Resolves the checkpoint path from the arguments; synthesises random weights if asked.
+pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
+    if let Some(seed) = args.random_weights {
+        let dir = cache_dir();
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
+        let path = dir.join(format!("mrt2_small_random_seed{seed}.safetensors"));
+        if !is_complete_synth(&path, seed) {
+            eprintln!("synthesising a random-weight mrt2_small checkpoint (weights seed {seed}) at {}", path.display());
+            synthesise(ModelKind::Small, seed, &path)?;
+        }
+        eprintln!("note: random weights — every stage runs as with real weights, but the output is not music");
+        return Ok(path);
+    }
+    if let Some(p) = &args.checkpoint {
+        if !p.exists() {
+            bail!("checkpoint {} does not exist\n\n{DOWNLOAD_HELP}", p.display());
+        }
+        return Ok(p.clone());
+    }
+    for c in default_candidates() {
+        if c.exists() {
+            return Ok(c);
+        }
+    }
+    bail!("no MRT2 checkpoint given and none found in the default locations\n\n{DOWNLOAD_HELP}")
+}
+
+fn is_complete_synth(path: &Path, seed: u64) -> bool {
+    let specs = rill_checkpoint::layout::tensor_specs(ModelKind::Small);
+    let header = synth::header_json(ModelKind::Small, seed, &specs);
+    let want = 8 + header.len() as u64 + specs.iter().map(|t| 4 * t.numel() as u64).sum::<u64>();
+    std::fs::metadata(path).map(|m| m.len()).ok() == Some(want)
+}
+
+/// Writes a synthetic checkpoint with a progress bar.
+pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
+    let start = Instant::now();
+    let bar = progress::bytes_bar("synthesising");
+    let summary = synth::write_checkpoint(kind, seed, path, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "wrote {} ({} tensors, {} parameters, {:.1} GB) in {:.1} s",
+        path.display(),
+        summary.tensors,
+        summary.params,
+        summary.bytes as f64 / 1e9,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Opens and validates a checkpoint.
+pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
+    let ckpt = Checkpoint::open(path)?;
+    let kind = ckpt.validate()?;
+    Ok((ckpt, kind))
+}
+
+/// Loads the language model, reporting the time taken.
+pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
+    let start = Instant::now();
+    let m = Mrt2::load(ckpt, precision)?;
+    eprintln!(
+        "loaded {} language model ({precision}) from {} in {:.1} s",
+        m.config.kind,
+        ckpt.path().display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(Arc::new(m))
+}
+
+/// Loads the SpectroStream decoder.
+pub fn load_codec(ckpt: &Checkpoint) -> Result<Arc<Codec>> {
+    let start = Instant::now();
+    let c = Codec::load(ckpt)?;
+    eprintln!("loaded SpectroStream decoder in {:.1} s", start.elapsed().as_secs_f64());
+    Ok(Arc::new(c))
+}

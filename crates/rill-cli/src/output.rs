@@ -1,0 +1,92 @@
+//! Output files that are checked before any work starts and appear atomically.
+//!
+//! Each output is first created as `NAME.partial` (so an unwritable path fails
+//! immediately) and renamed to its final name only when complete; an aborted run
+//! leaves no truncated file under the final name.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// A reserved output path.
+pub struct PendingFile {
+    final_path: PathBuf,
+    partial: PathBuf,
+    committed: bool,
+}
+
+impl PendingFile {
+    /// Creates `path.partial` now, failing early if the location is not writable.
+    pub fn reserve(path: &Path) -> Result<PendingFile> {
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        File::create(&partial).with_context(|| format!("cannot write output {}", path.display()))?;
+        Ok(PendingFile {
+            final_path: path.to_path_buf(),
+            partial,
+            committed: false,
+        })
+    }
+
+    /// Path data should be written to.
+    pub fn partial_path(&self) -> &Path {
+        &self.partial
+    }
+
+    /// Moves the finished file into place.
+    pub fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.partial, &self.final_path)
+            .with_context(|| format!("cannot move the output into place at {}", self.final_path.display()))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
+}
+
+/// A 48 kHz 16-bit stereo WAV file being written.
+pub struct WavOut {
+    pending: PendingFile,
+    writer: hound::WavWriter<BufWriter<File>>,
+}
+
+impl WavOut {
+    pub fn create(path: &Path) -> Result<WavOut> {
+        let pending = PendingFile::reserve(path)?;
+        let file = File::create(pending.partial_path())
+            .with_context(|| format!("cannot write output {}", path.display()))?;
+        let spec = hound::WavSpec {
+            channels: 2,
+            sample_rate: 48_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let writer = hound::WavWriter::new(BufWriter::new(file), spec)
+            .with_context(|| format!("cannot write WAV {}", path.display()))?;
+        Ok(WavOut { pending, writer })
+    }
+
+    /// Appends interleaved stereo samples.
+    pub fn write(&mut self, samples: &[i16]) -> Result<()> {
+        let mut w = self.writer.get_i16_writer(samples.len() as u32);
+        for &s in samples {
+            w.write_sample(s);
+        }
+        w.flush().context("writing WAV samples")?;
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<()> {
+        self.writer.finalize().context("finalising the WAV file")?;
+        self.pending.commit()
+    }
+}

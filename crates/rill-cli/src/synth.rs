@@ -1,0 +1,47 @@
+//! `rill synth-checkpoint`: a random-weight checkpoint in the real layout.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use rill_checkpoint::ModelKind;
+
+use crate::model_source;
+use crate::output::PendingFile;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModelName {
+    #[value(name = "mrt2_small")]
+    Small,
+    #[value(name = "mrt2_base")]
+    Base,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Which model layout to write (mrt2_small: 1.1 GB; mrt2_base: 9.8 GB).
+    #[arg(long, value_enum, default_value = "mrt2_small")]
+    pub model: ModelName,
+
+    /// Weights seed: every value is a pure function of (seed, tensor name, index),
+    /// the portable recipe of the reference fixtures (byte-identical files).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Output .safetensors path.
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: SynthArgs) -> Result<()> {
+    let kind = match args.model {
+        ModelName::Small => ModelKind::Small,
+        ModelName::Base => ModelKind::Base,
+    };
+    if args.output.is_dir() {
+        bail!("{} is a directory; give a file name like mrt2_small_random.safetensors", args.output.display());
+    }
+    // Fail now if the location is not writable (the writer uses its own .partial file).
+    drop(PendingFile::reserve(&args.output)?);
+    model_source::synthesise(kind, args.seed, &args.output)
+}

@@ -1,0 +1,187 @@
+//! 4-bit weights: MLX-style affine int4 (groups of 32 along the input) and 4-bit
+//! palettisation (a 16-entry codebook per 16 output rows).
+//!
+//! Packing (both formats): per run of 32 consecutive weights of a row, byte `j`
+//! (0..16) holds weight `j` in its low nibble and weight `j + 16` in its high
+//! nibble, so one 16-byte load unpacks into weights 0..15 and 16..31 with a mask
+//! and a shift.
+//!
+//! * affine int4 × int16 activations: exact integer group sums (`vpdpwssd` /
+//!   `vpmaddwd` / portable), as the int8 kernel;
+//! * palette × f32 activations: each index looks up its f32 level (`vpermps` holds
+//!   the whole 16-entry codebook in one register).
+
+use crate::isa::Isa;
+
+pub(crate) const AFFINE_GROUP: usize = 32;
+pub(crate) const PALETTE_ROWS: usize = 16;
+
+/// Packs one index/quant value per byte (values < 16) into the nibble layout.
+pub(crate) fn pack(values: &[u8]) -> Vec<u8> {
+    assert!(values.len() % 32 == 0, "4-bit packing needs runs of 32");
+    let mut out = vec![0u8; values.len() / 2];
+    for (run, dst) in values.chunks_exact(32).zip(out.chunks_exact_mut(16)) {
+        for j in 0..16 {
+            dst[j] = (run[j] & 0x0f) | (run[j + 16] << 4);
+        }
+    }
+    out
+}
+
+/// The value of weight `i` (flat index within the row-major matrix).
+#[inline]
+pub(crate) fn unpack_at(packed: &[u8], i: usize) -> u8 {
+    let run = i / 32;
+    let j = i % 32;
+    let b = packed[run * 16 + (j % 16)];
+    if j < 16 {
+        b & 0x0f
+    } else {
+        b >> 4
+    }
+}
+
+/// Affine int4 block: writes `Σ_g scale·Σ q·xq` (bias term and `sx` added by the caller).
+pub(crate) fn affine_rows(isa: Isa, packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
+        Isa::Avx512 => unsafe { x86::affine_avx512(packed, scales, cols, xq, y) },
+        _ => affine_portable(packed, scales, cols, xq, y),
+    }
+}
+
+fn affine_portable(packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+    let groups = cols / AFFINE_GROUP;
+    for (r, out) in y.iter_mut().enumerate() {
+        let row = &packed[r * cols / 2..(r + 1) * cols / 2];
+        let mut acc = 0f32;
+        for g in 0..groups {
+            let b = &row[g * 16..g * 16 + 16];
+            let xs = &xq[g * 32..g * 32 + 32];
+            let mut s = 0i32;
+            for j in 0..16 {
+                s += (b[j] & 0x0f) as i32 * xs[j] as i32 + (b[j] >> 4) as i32 * xs[j + 16] as i32;
+            }
+            acc += scales[r * groups + g] * s as f32;
+        }
+        *out = acc;
+    }
+}
+
+/// Palette block: `y[r] = Σ_i lut[idx[r,i]]·x[i]`; `lut` holds this block's codebooks.
+pub(crate) fn palette_rows(
+    isa: Isa,
+    packed: &[u8],
+    lut: &[f32],
+    first_row: usize,
+    cols: usize,
+    x: &[f32],
+    y: &mut [f32],
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f.
+        Isa::Avx512 => unsafe { x86::palette_avx512(packed, lut, first_row, cols, x, y) },
+        _ => palette_portable(packed, lut, first_row, cols, x, y),
+    }
+}
+
+fn palette_portable(packed: &[u8], lut: &[f32], first_row: usize, cols: usize, x: &[f32], y: &mut [f32]) {
+    for (r, out) in y.iter_mut().enumerate() {
+        let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
+        let l = &lut[g * 16..g * 16 + 16];
+        let row = &packed[r * cols / 2..(r + 1) * cols / 2];
+        let mut acc = [0f32; 16];
+        for (run, xs) in row.chunks_exact(16).zip(x.chunks_exact(32)) {
+            for j in 0..16 {
+                acc[j] += l[(run[j] & 0x0f) as usize] * xs[j] + l[(run[j] >> 4) as usize] * xs[j + 16];
+            }
+        }
+        *out = acc.iter().sum();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{AFFINE_GROUP, PALETTE_ROWS};
+    use std::arch::x86_64::*;
+
+    /// 32 packed nibbles → 32 bytes, weights 0..15 in the low half, 16..31 high.
+    #[inline(always)]
+    unsafe fn unpack32(p: *const u8) -> __m256i {
+        let b = _mm_loadu_si128(p as *const __m128i);
+        let m = _mm_set1_epi8(0x0f);
+        let lo = _mm_and_si128(b, m);
+        let hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+        _mm256_set_m128i(hi, lo)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub unsafe fn affine_avx512(packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+        let groups = cols / AFFINE_GROUP;
+        let n = y.len();
+        let s = n / 4;
+        let (pp, xp, sp) = (packed.as_ptr(), xq.as_ptr(), scales.as_ptr());
+        let row = |r: usize, acc: __m512, g: usize, xv: __m512i| -> __m512 {
+            let q = _mm512_cvtepu8_epi16(unpack32(pp.add(r * cols / 2 + g * 16)));
+            let d = _mm512_dpwssd_epi32(_mm512_setzero_si512(), q, xv);
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(*sp.add(r * groups + g)), acc)
+        };
+        for r in 0..s {
+            let rows = [r, r + s, r + 2 * s, r + 3 * s];
+            let mut acc = [_mm512_setzero_ps(); 4];
+            for g in 0..groups {
+                let xv = _mm512_loadu_si512(xp.add(g * 32) as *const _);
+                for j in 0..4 {
+                    acc[j] = row(rows[j], acc[j], g, xv);
+                }
+            }
+            for j in 0..4 {
+                y[rows[j]] = _mm512_reduce_add_ps(acc[j]);
+            }
+        }
+        for r in 4 * s..n {
+            let mut acc = _mm512_setzero_ps();
+            for g in 0..groups {
+                acc = row(r, acc, g, _mm512_loadu_si512(xp.add(g * 32) as *const _));
+            }
+            y[r] = _mm512_reduce_add_ps(acc);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub unsafe fn palette_avx512(
+        packed: &[u8],
+        lut: &[f32],
+        first_row: usize,
+        cols: usize,
+        x: &[f32],
+        y: &mut [f32],
+    ) {
+        let xp = x.as_ptr();
+        for (r, out) in y.iter_mut().enumerate() {
+            let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
+            let l = _mm512_loadu_ps(lut.as_ptr().add(g * 16));
+            let p = packed.as_ptr().add(r * cols / 2);
+            let mut a0 = _mm512_setzero_ps();
+            let mut a1 = _mm512_setzero_ps();
+            let mut c = 0;
+            while c < cols {
+                let idx = unpack32(p.add(c / 2));
+                let i0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(idx));
+                let i1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(idx, 1));
+                let w0 = _mm512_permutexvar_ps(i0, l);
+                let w1 = _mm512_permutexvar_ps(i1, l);
+                a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xp.add(c)), a0);
+                a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xp.add(c + 16)), a1);
+                c += 32;
+            }
+            *out = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        }
+    }
+}
