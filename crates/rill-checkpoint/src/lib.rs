@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod layout;
+pub mod quantized;
 pub mod synth;
 
 use std::collections::{BTreeMap, HashMap};
@@ -195,6 +196,41 @@ impl Checkpoint {
         self.tensor(name)?.to_f32()
     }
 
+    /// Tells the kernel this process no longer needs the pages of `name` (after
+    /// copying it into the engine layout), so loading a large file does not keep
+    /// the whole mapping resident. Pages are re-read from the page cache if touched
+    /// again; a no-op on platforms without `madvise`.
+    pub fn release(&self, name: &str) {
+        #[cfg(unix)]
+        if let Some(e) = self.entries.get(name) {
+            // SAFETY: the mapping is private and read-only; dropping its pages only
+            // makes later reads fault them in again from the file.
+            let _ = unsafe {
+                self.mmap.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    e.start,
+                    e.end - e.start,
+                )
+            };
+        }
+        #[cfg(not(unix))]
+        let _ = name;
+    }
+
+    /// For a pre-quantised file (`rill quantize`): the format a tensor was stored
+    /// in, if its parts (`NAME#FORMAT:PART`) are present instead of `NAME`.
+    pub fn quantized_format(&self, name: &str) -> Option<&str> {
+        let prefix = format!("{name}#");
+        let (k, _) = self.entries.range(prefix.clone()..).next()?;
+        let rest = k.strip_prefix(&prefix)?;
+        Some(&rest[..rest.find(':').unwrap_or(rest.len())])
+    }
+
+    /// The precision a pre-quantised file was written for (`None` for an ordinary checkpoint).
+    pub fn quantized_precision(&self) -> Option<&str> {
+        self.metadata.get(quantized::PRECISION_KEY).map(|s| s.as_str())
+    }
+
     /// Detects small vs base from the decoder embedding width.
     pub fn detect_model(&self) -> Result<ModelKind> {
         let name = layout::decoder_embedding_name();
@@ -202,6 +238,12 @@ impl Checkpoint {
             path: self.path.clone(),
             reason,
         };
+        if !self.entries.contains_key(&name) && self.quantized_format(&name).is_some() {
+            // A pre-quantised file records the model it was made from.
+            let m = self.metadata.get(quantized::MODEL_KEY).map(|s| s.as_str()).unwrap_or("");
+            return ModelKind::from_name(m)
+                .ok_or_else(|| unknown(format!("pre-quantised file names no known model ({m:?})")));
+        }
         let e = self
             .entries
             .get(&name)
@@ -235,6 +277,9 @@ impl Checkpoint {
         let mut problems = Vec::new();
         for spec in specs {
             let Some(e) = self.entries.get(&spec.name) else {
+                if self.quantized_format(&spec.name).is_some() {
+                    continue; // stored pre-quantised; the loader checks the parts
+                }
                 problems.push(Problem::Missing {
                     name: spec.name.clone(),
                     expected: spec.shape.clone(),

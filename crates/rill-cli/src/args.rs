@@ -23,9 +23,12 @@ pub struct ModelArgs {
     pub random_weights: Option<u64>,
 
     /// Weight precision of the language model: f32 (parity with upstream's fp32
-    /// reference) or bf16 (weights rounded like upstream's shipped model, f32 math).
-    #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
-    pub precision: PrecisionArg,
+    /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
+    /// int8 (MLX affine g64, upstream's default quantisation), int4 (affine g32),
+    /// lut4 (4-bit palettes per 16 rows) or mixed (temporal int4, the rest int8).
+    /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was made for.
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
 
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long, value_name = "N")]
@@ -36,6 +39,10 @@ pub struct ModelArgs {
 pub enum PrecisionArg {
     F32,
     Bf16,
+    Int8,
+    Int4,
+    Lut4,
+    Mixed,
 }
 
 impl From<PrecisionArg> for Precision {
@@ -43,6 +50,10 @@ impl From<PrecisionArg> for Precision {
         match p {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Int8 => Precision::Int8,
+            PrecisionArg::Int4 => Precision::Int4,
+            PrecisionArg::Lut4 => Precision::Lut4,
+            PrecisionArg::Mixed => Precision::Mixed,
         }
     }
 }

@@ -53,7 +53,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     let margs = crate::args::ModelArgs {
         checkpoint: args.checkpoint.clone(),
         random_weights: args.random_weights,
-        precision: crate::args::PrecisionArg::F32,
+        precision: None,
         threads: args.threads,
     };
     let path = model_source::resolve(&margs)?;

@@ -119,7 +119,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         Some(n) => Pool::new(n.max(1)),
         None => Pool::from_env(),
     };
-    let lm = model_source::load_lm(&ckpt, args.model.precision.into())?;
+    let lm = model_source::load_lm(&ckpt, model_source::precision(&args.model, &ckpt)?)?;
     let codec = if want_audio {
         Some(model_source::load_codec(&ckpt)?)
     } else {

@@ -1,12 +1,14 @@
 //! `rill`: Magenta RealTime 2 music generation on ordinary CPUs.
 
 mod args;
+mod bench;
 mod decode;
 mod dump;
 mod generate;
 mod model_source;
 mod output;
 mod progress;
+mod quantize;
 mod stats;
 mod synth;
 mod tokens;
@@ -34,6 +36,11 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// Decode a [N,12] token file into a WAV file with the SpectroStream decoder.
     Decode(decode::DecodeArgs),
+    /// Time every stage per frame (median, p90, p99, max), real-time factor and peak
+    /// memory; with --quality, agreement of each precision with f32.
+    Bench(bench::BenchArgs),
+    /// Write a pre-quantised checkpoint that loads without re-quantising.
+    Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
     SynthCheckpoint(synth::SynthArgs),
 }
@@ -44,6 +51,8 @@ fn main() {
         Command::Generate(a) => generate::run(a),
         Command::Decode(a) => decode::run(a),
         Command::SynthCheckpoint(a) => synth::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Quantize(a) => quantize::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

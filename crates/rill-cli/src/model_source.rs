@@ -114,6 +114,18 @@ pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
     Ok((ckpt, kind))
 }
 
+/// The precision to run: `--precision`, else a pre-quantised file's own, else f32.
+pub fn precision(args: &ModelArgs, ckpt: &Checkpoint) -> Result<Precision> {
+    if let Some(p) = args.precision {
+        return Ok(p.into());
+    }
+    match ckpt.quantized_precision() {
+        Some(name) => Precision::from_name(name)
+            .with_context(|| format!("{} is pre-quantised to an unknown precision {name:?}", ckpt.path().display())),
+        None => Ok(Precision::F32),
+    }
+}
+
 /// Loads the language model, reporting the time taken.
 pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
     let start = Instant::now();

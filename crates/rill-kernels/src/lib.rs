@@ -17,5 +17,5 @@ mod gemv_int8;
 mod gemv_q4;
 
 pub use isa::Isa;
-pub use matrix::{Matrix, WeightFormat};
+pub use matrix::{Matrix, Part, WeightFormat};
 pub use pool::Pool;

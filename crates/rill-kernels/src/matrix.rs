@@ -85,6 +85,16 @@ impl std::fmt::Debug for Matrix {
     }
 }
 
+/// One stored array of a matrix in a pre-quantised file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Raw bytes (int8 values, packed nibbles).
+    U8(Vec<u8>),
+    /// bf16 bit patterns.
+    Bf16(Vec<u16>),
+    F32(Vec<f32>),
+}
+
 /// Rows per pool task: small enough to balance two cores, large enough that the
 /// per-task claim (one CAS) is negligible.
 const ROWS_PER_TASK: usize = 32;
@@ -157,6 +167,136 @@ impl Matrix {
         format: WeightFormat,
     ) -> Matrix {
         Matrix::from_f32(rows, cols, transpose(cols, rows, in_major), format)
+    }
+
+    /// The arrays that store this matrix, by part name (e.g. `q`, `scales`).
+    pub fn parts(&self) -> Vec<(&'static str, Part)> {
+        match &self.data {
+            Storage::F32(v) => vec![("f32", Part::F32(v.clone()))],
+            Storage::Bf16(v) => vec![("bf16", Part::Bf16(v.clone()))],
+            Storage::Int8(a) => vec![
+                ("q", Part::U8(a.q.clone())),
+                ("scales", Part::F32(a.scales.clone())),
+                ("biases", Part::F32(a.biases.clone())),
+            ],
+            Storage::Int4 { packed, scales, biases } => vec![
+                ("q", Part::U8(packed.clone())),
+                ("scales", Part::F32(scales.clone())),
+                ("biases", Part::F32(biases.clone())),
+            ],
+            Storage::Lut4 { packed, lut } => vec![("q", Part::U8(packed.clone())), ("lut", Part::F32(lut.clone()))],
+        }
+    }
+
+    /// Rebuilds a matrix of `format` from its parts (as written by [`Matrix::parts`]),
+    /// checking every length.
+    pub fn from_parts(
+        format: WeightFormat,
+        rows: usize,
+        cols: usize,
+        mut get: impl FnMut(&str) -> Option<Part>,
+    ) -> Result<Matrix, String> {
+        let mut take = |name: &str, len: usize| -> Result<Part, String> {
+            let p = get(name).ok_or_else(|| format!("part {name} is missing"))?;
+            let found = match &p {
+                Part::U8(v) => v.len(),
+                Part::Bf16(v) => v.len(),
+                Part::F32(v) => v.len(),
+            };
+            if found != len {
+                return Err(format!("part {name} has {found} values, expected {len}"));
+            }
+            Ok(p)
+        };
+        let n = rows * cols;
+        let wrong = |name: &str| format!("part {name} has the wrong element type");
+        let data = match format {
+            WeightFormat::F32 => match take("f32", n)? {
+                Part::F32(v) => Storage::F32(v),
+                _ => return Err(wrong("f32")),
+            },
+            WeightFormat::Bf16 => match take("bf16", n)? {
+                Part::Bf16(v) => Storage::Bf16(v),
+                _ => return Err(wrong("bf16")),
+            },
+            WeightFormat::Int8 => {
+                let g = n / gemv_int8::GROUP;
+                match (take("q", n)?, take("scales", g)?, take("biases", g)?) {
+                    (Part::U8(q), Part::F32(scales), Part::F32(biases)) => Storage::Int8(Affine {
+                        bits: 8,
+                        group: gemv_int8::GROUP,
+                        q,
+                        scales,
+                        biases,
+                    }),
+                    _ => return Err(wrong("q/scales/biases")),
+                }
+            }
+            WeightFormat::Int4 => {
+                let g = n / AFFINE_GROUP;
+                match (take("q", n / 2)?, take("scales", g)?, take("biases", g)?) {
+                    (Part::U8(packed), Part::F32(scales), Part::F32(biases)) => Storage::Int4 {
+                        packed,
+                        scales,
+                        biases,
+                    },
+                    _ => return Err(wrong("q/scales/biases")),
+                }
+            }
+            WeightFormat::Lut4 => {
+                match (take("q", n / 2)?, take("lut", rows.div_ceil(PALETTE_ROWS) * 16)?) {
+                    (Part::U8(packed), Part::F32(lut)) => Storage::Lut4 { packed, lut },
+                    _ => return Err(wrong("q/lut")),
+                }
+            }
+        };
+        Ok(Matrix { rows, cols, data })
+    }
+
+    /// Stacks matrices of one format with equal column counts (rows concatenated;
+    /// every format here is row-wise, so this equals quantising the stacked matrix
+    /// except for palettes, whose 16-row groups must not straddle the parts).
+    pub fn stack(parts: Vec<Matrix>) -> Matrix {
+        let cols = parts[0].cols;
+        let rows = parts.iter().map(|m| m.rows).sum();
+        let format = parts[0].format();
+        assert!(parts.iter().all(|m| m.cols == cols && m.format() == format), "stack needs equal formats and widths");
+        assert!(
+            format != WeightFormat::Lut4 || parts.iter().all(|m| m.rows % PALETTE_ROWS == 0),
+            "palette parts must be whole 16-row groups"
+        );
+        let mut it = parts.into_iter();
+        let first = it.next().expect("at least one part");
+        let mut data = first.data;
+        for m in it {
+            match (&mut data, m.data) {
+                (Storage::F32(a), Storage::F32(b)) => a.extend(b),
+                (Storage::Bf16(a), Storage::Bf16(b)) => a.extend(b),
+                (Storage::Int8(a), Storage::Int8(b)) => {
+                    a.q.extend(b.q);
+                    a.scales.extend(b.scales);
+                    a.biases.extend(b.biases);
+                }
+                (
+                    Storage::Int4 { packed, scales, biases },
+                    Storage::Int4 {
+                        packed: p2,
+                        scales: s2,
+                        biases: b2,
+                    },
+                ) => {
+                    packed.extend(p2);
+                    scales.extend(s2);
+                    biases.extend(b2);
+                }
+                (Storage::Lut4 { packed, lut }, Storage::Lut4 { packed: p2, lut: l2 }) => {
+                    packed.extend(p2);
+                    lut.extend(l2);
+                }
+                _ => unreachable!("formats checked above"),
+            }
+        }
+        Matrix { rows, cols, data }
     }
 
     pub fn rows(&self) -> usize {

@@ -12,6 +12,8 @@ pub enum ModelError {
         expected: usize,
         found: usize,
     },
+    #[error("pre-quantised tensor {name}: {reason}")]
+    Prequantized { name: String, reason: String },
     #[error("session file {path}: {reason}")]
     SessionFile { path: PathBuf, reason: String },
     #[error("forced token {token} at depth step {level} is outside that level's ids {lo}..{hi}")]

@@ -23,11 +23,14 @@ pub mod error;
 pub mod layers;
 pub mod model;
 pub mod precision;
+pub mod quality;
 pub mod sampler;
 pub mod session;
 pub mod session_file;
 
 mod loader;
+
+pub use loader::RecordedMatrix;
 
 pub use error::ModelError;
 pub use model::{Mrt2, Mrt2Config, LEVELS};

@@ -1,18 +1,37 @@
 //! Reads checkpoint tensors into engine layouts at a given precision.
 //!
 //! JAX kernels are `[in, out]` (or `[in, H, Dh]`); the engine stores every matrix
-//! row-major `[out][in]` so a matrix-vector product streams contiguous rows.
+//! row-major `[out][in]` so a matrix-vector product streams contiguous rows. A
+//! pre-quantised file (`rill quantize`) already holds matrices in that layout and
+//! format, as parts named `NAME#FORMAT:PART`; they load without re-quantising.
 
-use rill_checkpoint::Checkpoint;
+use std::cell::RefCell;
+
+use rill_checkpoint::quantized::part_name;
+use rill_checkpoint::{Checkpoint, Dtype};
 use rill_kernels::matrix::{round_bf16, transpose};
-use rill_kernels::Matrix;
+use rill_kernels::{Matrix, Part, WeightFormat};
 
 use crate::error::ModelError;
 use crate::precision::{Precision, Role};
 
+/// A matrix as loaded, keyed by its checkpoint tensor name (for `rill quantize`).
+pub type RecordedMatrix = (String, Matrix);
+
+/// Drops a tensor's pages from this process once it has been copied.
+struct ReleaseOnDrop<'a>(&'a Checkpoint, &'a str);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
 pub(crate) struct Loader<'a> {
     pub ckpt: &'a Checkpoint,
     pub precision: Precision,
+    /// When set, every matrix loaded by name is also recorded here.
+    pub record: Option<RefCell<Vec<RecordedMatrix>>>,
 }
 
 impl Loader<'_> {
@@ -25,7 +44,9 @@ impl Loader<'_> {
                 found: t.numel(),
             });
         }
-        Ok(t.to_f32()?)
+        let v = t.to_f32()?;
+        self.ckpt.release(name);
+        Ok(v)
     }
 
     /// A small vector (norm scale, bias, sink, per-dim scale), bf16-rounded if the
@@ -38,27 +59,85 @@ impl Loader<'_> {
         Ok(v)
     }
 
+    /// The `rows × cols` engine matrix of tensor `name`, transposing JAX `[in, out]`
+    /// kernels when `in_major`.
+    fn matrix(&self, name: &str, rows: usize, cols: usize, in_major: bool, role: Role) -> Result<Matrix, ModelError> {
+        let format = self.precision.format(role);
+        let m = match self.ckpt.quantized_format(name) {
+            Some(stored) => self.prequantized(name, stored, format, rows, cols)?,
+            None => {
+                let v = self.raw(name, rows * cols)?;
+                let v = if in_major { transpose(cols, rows, &v) } else { v };
+                Matrix::from_f32(rows, cols, v, format)
+            }
+        };
+        if let Some(r) = &self.record {
+            r.borrow_mut().push((name.to_string(), m.clone()));
+        }
+        Ok(m)
+    }
+
+    fn prequantized(
+        &self,
+        name: &str,
+        stored: &str,
+        format: WeightFormat,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Matrix, ModelError> {
+        let bad = |reason: String| ModelError::Prequantized {
+            name: name.to_string(),
+            reason,
+        };
+        if stored != format.name() {
+            return Err(bad(format!(
+                "stored as {stored}, but precision {} needs {}; run with the precision the file was quantised for{}",
+                self.precision,
+                format.name(),
+                self.ckpt
+                    .quantized_precision()
+                    .map(|p| format!(" (--precision {p})"))
+                    .unwrap_or_default()
+            )));
+        }
+        let m = Matrix::from_parts(format, rows, cols, |part| {
+            let pname = part_name(name, stored, part);
+            let t = self.ckpt.tensor(&pname).ok()?;
+            let b = t.bytes;
+            let _release = ReleaseOnDrop(self.ckpt, &pname);
+            Some(match t.dtype {
+                Dtype::U8 => Part::U8(b.to_vec()),
+                Dtype::BF16 => Part::Bf16(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+                Dtype::F32 => Part::F32(
+                    b.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                ),
+                _ => return None,
+            })
+        })
+        .map_err(bad)?;
+        Ok(m)
+    }
+
     /// A JAX `[in, out...]` kernel as an `[out][in]` matrix.
     pub fn dense(&self, name: &str, din: usize, dout: usize, role: Role) -> Result<Matrix, ModelError> {
-        let v = self.raw(name, din * dout)?;
-        Ok(Matrix::from_f32_transposed(dout, din, &v, self.precision.format(role)))
+        self.matrix(name, dout, din, true, role)
     }
 
     /// Several JAX `[in, out_i]` kernels sharing the input, stacked as one
     /// `[Σ out_i][in]` matrix (one pass over the input, e.g. fused q/k/v).
     pub fn dense_stacked(&self, names: &[&str], din: usize, dout: usize, role: Role) -> Result<Matrix, ModelError> {
-        let mut rows = Vec::with_capacity(names.len() * din * dout);
-        for name in names {
-            let v = self.raw(name, din * dout)?;
-            rows.extend_from_slice(&transpose(din, dout, &v));
-        }
-        Ok(Matrix::from_f32(names.len() * dout, din, rows, self.precision.format(role)))
+        let parts = names
+            .iter()
+            .map(|n| self.dense(n, din, dout, role))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Matrix::stack(parts))
     }
 
     /// A kernel already in `[out][in]` order (attention output projection
     /// `[D, H, Dh]`, embedding tables `[rows, dim]`).
     pub fn rows(&self, name: &str, rows: usize, cols: usize, role: Role) -> Result<Matrix, ModelError> {
-        let v = self.raw(name, rows * cols)?;
-        Ok(Matrix::from_f32(rows, cols, v, self.precision.format(role)))
+        self.matrix(name, rows, cols, false, role)
     }
 }

@@ -15,7 +15,7 @@ use crate::error::ModelError;
 use crate::layers::{
     CrossAttentionBlock, DepthLayer, FfnBlock, SelfAttentionBlock, StackScratch, TemporalLayer,
 };
-use crate::loader::Loader;
+use crate::loader::{Loader, RecordedMatrix};
 use crate::precision::{Precision, Role};
 use crate::sampler::{LEVEL, RESERVED};
 
@@ -71,18 +71,41 @@ pub struct Mrt2 {
 impl Mrt2 {
     /// Validates the checkpoint and loads the depthformer at `precision`.
     pub fn load(ckpt: &Checkpoint, precision: Precision) -> Result<Mrt2, ModelError> {
+        Mrt2::load_with(&Loader {
+            ckpt,
+            precision,
+            record: None,
+        })
+    }
+
+    /// Like [`Mrt2::load`], also returning every weight matrix as loaded, keyed by
+    /// its checkpoint tensor name (what `rill quantize` writes).
+    pub fn load_recording(
+        ckpt: &Checkpoint,
+        precision: Precision,
+    ) -> Result<(Mrt2, Vec<RecordedMatrix>), ModelError> {
+        let l = Loader {
+            ckpt,
+            precision,
+            record: Some(Default::default()),
+        };
+        let m = Mrt2::load_with(&l)?;
+        Ok((m, l.record.map(|r| r.into_inner()).unwrap_or_default()))
+    }
+
+    fn load_with(l: &Loader<'_>) -> Result<Mrt2, ModelError> {
+        let (ckpt, precision) = (l.ckpt, l.precision);
         let kind = ckpt.validate()?;
         let config = Mrt2Config::new(kind);
         let d = config.dims;
         let (t, dp) = (d.temporal, d.depth);
-        let l = Loader { ckpt, precision };
         let dec = format!("{DEPTHFORMER}/decoder");
         let mut temporal = Vec::with_capacity(t.layers);
         for i in 0..t.layers {
             let p = format!("{dec}/temporal_body/transformer/x_layers_{i}");
             temporal.push(TemporalLayer {
                 self_attn: SelfAttentionBlock::load(
-                    &l,
+                    l,
                     &format!("{p}/self_attention"),
                     t.dim,
                     t.heads,
@@ -91,7 +114,7 @@ impl Mrt2 {
                     Role::Temporal,
                 )?,
                 cross_attn: CrossAttentionBlock::load(
-                    &l,
+                    l,
                     &format!("{p}/cross_attention"),
                     t.dim,
                     d.enc_dim,
@@ -99,7 +122,7 @@ impl Mrt2 {
                     t.head_dim,
                     Role::Temporal,
                 )?,
-                ffn: FfnBlock::load(&l, &format!("{p}/ffn"), t.dim, t.ffn, Role::Temporal)?,
+                ffn: FfnBlock::load(l, &format!("{p}/ffn"), t.dim, t.ffn, Role::Temporal)?,
             });
         }
         let mut depth = Vec::with_capacity(dp.layers);
@@ -107,7 +130,7 @@ impl Mrt2 {
             let p = format!("{dec}/depth_body/transformer/x_layers_{j}");
             depth.push(DepthLayer {
                 self_attn: SelfAttentionBlock::load(
-                    &l,
+                    l,
                     &format!("{p}/self_attention"),
                     dp.dim,
                     dp.heads,
@@ -115,14 +138,14 @@ impl Mrt2 {
                     false,
                     Role::Depth,
                 )?,
-                ffn: FfnBlock::load(&l, &format!("{p}/ffn"), dp.dim, dp.ffn, Role::Depth)?,
+                ffn: FfnBlock::load(l, &format!("{p}/ffn"), dp.dim, dp.ffn, Role::Depth)?,
             });
         }
         let sqrt_d = (t.dim as f64).sqrt() as f32;
         Ok(Mrt2 {
             config,
             precision,
-            encoder: Encoder::load(&l, d.enc_dim)?,
+            encoder: Encoder::load(l, d.enc_dim)?,
             embedding: l.rows(
                 &format!("{dec}/decoder_embedding/embedding/embedding"),
                 VOCAB,

@@ -29,6 +29,13 @@ pub enum Precision {
     /// Every matrix affine int8 with groups of 64 (MLX `nn.quantize(bits=8)`, the
     /// upstream default), activations quantised to int16; vectors stay f32.
     Int8,
+    /// Every matrix affine int4 with groups of 32 (MLX `nn.quantize(bits=4, group_size=32)`).
+    Int4,
+    /// Every matrix 4-bit palettised (16 k-means levels per 16 output rows).
+    Lut4,
+    /// Temporal transformer int4 (affine g32); depth decoder, `to_logits`,
+    /// embeddings and adapters int8 — the parts that do not tolerate 4 bits.
+    Mixed,
 }
 
 impl Precision {
@@ -37,6 +44,9 @@ impl Precision {
             Precision::F32 => "f32",
             Precision::Bf16 => "bf16",
             Precision::Int8 => "int8",
+            Precision::Int4 => "int4",
+            Precision::Lut4 => "lut4",
+            Precision::Mixed => "mixed",
         }
     }
 
@@ -45,18 +55,35 @@ impl Precision {
             "f32" | "fp32" => Some(Precision::F32),
             "bf16" => Some(Precision::Bf16),
             "int8" => Some(Precision::Int8),
+            "int4" => Some(Precision::Int4),
+            "lut4" => Some(Precision::Lut4),
+            "mixed" => Some(Precision::Mixed),
             _ => None,
         }
     }
 
     /// Storage of a weight matrix of this role.
-    pub fn format(self, _role: Role) -> WeightFormat {
-        match self {
-            Precision::F32 => WeightFormat::F32,
-            Precision::Bf16 => WeightFormat::Bf16,
-            Precision::Int8 => WeightFormat::Int8,
+    pub fn format(self, role: Role) -> WeightFormat {
+        match (self, role) {
+            (Precision::F32, _) => WeightFormat::F32,
+            (Precision::Bf16, _) => WeightFormat::Bf16,
+            (Precision::Int8, _) => WeightFormat::Int8,
+            (Precision::Int4, _) => WeightFormat::Int4,
+            (Precision::Lut4, _) => WeightFormat::Lut4,
+            (Precision::Mixed, Role::Temporal) => WeightFormat::Int4,
+            (Precision::Mixed, _) => WeightFormat::Int8,
         }
     }
+
+    /// Every mode, in the order of the quality table.
+    pub const ALL: [Precision; 6] = [
+        Precision::F32,
+        Precision::Bf16,
+        Precision::Int8,
+        Precision::Mixed,
+        Precision::Int4,
+        Precision::Lut4,
+    ];
 
     /// Whether small vectors (norm scales, biases, sinks, per-dim scales) are
     /// rounded to bf16 values, as upstream's loader does in its shipped mode.
