@@ -210,18 +210,25 @@ impl Mrt2 {
         }
     }
 
-    /// One temporal layer step. Writes this frame's self-attention key/value into
-    /// `new_self_kv` (`[k | v]`) and cross-attention key/value into `new_cross_kv`.
+    /// This frame's cross-attention key and value (`[k | v]`) of temporal layer
+    /// `layer` for encoder output `src`. The encoder is frame-wise, so for constant
+    /// conditioning the host may compute this once and reuse it.
+    pub fn cross_source_kv(&self, layer: usize, src: &[f32], kv: &mut [f32], pool: &Pool) {
+        self.temporal[layer].cross_attn.project_source(src, kv, pool);
+    }
+
+    /// One temporal layer step with this frame's cross-attention key/value `cross_kv`
+    /// (from [`Mrt2::cross_source_kv`]). Writes this frame's self-attention
+    /// key/value into `new_self_kv` (`[k | v]`).
     #[allow(clippy::too_many_arguments)]
     pub fn temporal_layer_step(
         &self,
         layer: usize,
         x: &mut [f32],
-        src: &[f32],
+        cross_kv: &[f32],
         past_self: KvView<'_>,
         past_cross: KvView<'_>,
         new_self_kv: &mut [f32],
-        new_cross_kv: &mut [f32],
         s: &mut StackScratch,
         pool: &Pool,
     ) {
@@ -229,8 +236,7 @@ impl Mrt2 {
         let lay = &self.temporal[layer];
         let (nk, nv) = new_self_kv.split_at_mut(inner);
         lay.self_attn.step(x, past_self, nk, nv, s, pool);
-        lay.cross_attn.project_source(src, new_cross_kv, pool);
-        lay.cross_attn.step(x, new_cross_kv, past_cross, s, pool);
+        lay.cross_attn.step(x, cross_kv, past_cross, s, pool);
         lay.ffn.step(x, s, pool);
     }
 

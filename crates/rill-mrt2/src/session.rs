@@ -58,7 +58,10 @@ struct Scratch {
     row: Vec<f32>,
     temporal: StackScratch,
     new_self: Vec<f32>,
-    new_cross: Vec<f32>,
+    /// This frame's cross-attention key/value per layer. Depends only on the
+    /// encoder output, so it is recomputed only when the conditioning changes.
+    cross_kv: Vec<f32>,
+    cross_kv_valid: bool,
     encoder: EncoderScratch,
     depth_in: Vec<f32>,
     z: Vec<f32>,
@@ -107,7 +110,8 @@ impl Session {
             row: vec![0.0; t.dim],
             temporal: StackScratch::new(t.dim, ti, t.ffn, w),
             new_self: vec![0.0; t.layers * 2 * ti],
-            new_cross: vec![0.0; t.layers * 2 * ti],
+            cross_kv: vec![0.0; t.layers * 2 * ti],
+            cross_kv_valid: false,
             encoder: model.encoder().scratch(),
             depth_in: vec![0.0; t.dim],
             z: vec![0.0; dp.dim],
@@ -165,7 +169,12 @@ impl Session {
     /// Sets the controls used from the next frame on.
     pub fn set_conditioning(&mut self, c: &Conditioning, pool: &Pool) {
         self.conditioning = c.clone();
-        self.cond_tokens = c.tokens();
+        let tokens = c.tokens();
+        if tokens == self.cond_tokens && self.scratch.cross_kv_valid {
+            return;
+        }
+        self.cond_tokens = tokens;
+        self.scratch.cross_kv_valid = false;
         self.model
             .encoder()
             .encode(&self.cond_tokens, &mut self.src, &mut self.scratch.encoder, pool);
@@ -239,6 +248,12 @@ impl Session {
         }
         let slots = (st.frame as usize).min(w);
         let ring = w * ti;
+        if !sc.cross_kv_valid {
+            for l in 0..model.temporal_layers() {
+                model.cross_source_kv(l, &self.src, &mut sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti], pool);
+            }
+            sc.cross_kv_valid = true;
+        }
         for l in 0..model.temporal_layers() {
             let past_self = KvView {
                 k: &st.self_k[l * ring..(l + 1) * ring],
@@ -253,11 +268,10 @@ impl Session {
             model.temporal_layer_step(
                 l,
                 &mut sc.x,
-                &self.src,
+                &sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
                 past_self,
                 past_cross,
                 &mut sc.new_self[l * 2 * ti..(l + 1) * 2 * ti],
-                &mut sc.new_cross[l * 2 * ti..(l + 1) * 2 * ti],
                 &mut sc.temporal,
                 pool,
             );
@@ -269,7 +283,7 @@ impl Session {
         for l in 0..model.temporal_layers() {
             let dst = l * ring + slot * ti;
             let ns = &sc.new_self[l * 2 * ti..(l + 1) * 2 * ti];
-            let nc = &sc.new_cross[l * 2 * ti..(l + 1) * 2 * ti];
+            let nc = &sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti];
             st.self_k[dst..dst + ti].copy_from_slice(&ns[..ti]);
             st.self_v[dst..dst + ti].copy_from_slice(&ns[ti..]);
             st.cross_k[dst..dst + ti].copy_from_slice(&nc[..ti]);
