@@ -113,6 +113,16 @@ impl GridShape {
     pub(crate) fn len(&self) -> usize {
         self.groups * self.group_stride()
     }
+
+    /// Element offset of (group, buffer row, buffer column); rows count the history.
+    pub(crate) fn at(&self, g: usize, row: usize, col: usize) -> usize {
+        g * self.group_stride() + row * self.row_stride() + col * self.c
+    }
+
+    /// Element offset of current time row `t`, interior freq column `f`.
+    pub(crate) fn interior(&self, g: usize, t: usize, f: usize) -> usize {
+        self.at(g, self.hist + t, self.pl + f)
+    }
 }
 
 /// A grid buffer (see the module doc).
@@ -132,13 +142,12 @@ impl Grid {
 
     /// Element offset of (group, buffer row, buffer column); rows count the history.
     pub(crate) fn at(&self, g: usize, row: usize, col: usize) -> usize {
-        let s = &self.shape;
-        g * s.group_stride() + row * s.row_stride() + col * s.c
+        self.shape.at(g, row, col)
     }
 
     /// Element offset of current time row `t`, interior freq column `f`.
     pub(crate) fn interior(&self, g: usize, t: usize, f: usize) -> usize {
-        self.at(g, self.shape.hist + t, self.shape.pl + f)
+        self.shape.interior(g, t, f)
     }
 
     /// After a chunk of `t` current rows: the last `hist` rows become the history.
@@ -181,15 +190,6 @@ impl Grid {
                     self.data[o..o + run].copy_from_slice(chunk);
                 }
             }
-        }
-    }
-
-    /// Zeroes the history rows (fresh stream).
-    pub(crate) fn clear_history(&mut self) {
-        let s = self.shape;
-        for g in 0..s.groups {
-            let o = self.at(g, 0, 0);
-            self.data[o..o + s.hist * s.row_stride()].fill(0.0);
         }
     }
 }

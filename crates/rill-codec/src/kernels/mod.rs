@@ -1,0 +1,311 @@
+//! Implicit-GEMM convolution kernels: `out[row, n] = epi(bias[n] + Σ_tap Σ_ci in[row_base + tap + ci]·W[tap·cin + ci, n])`.
+//!
+//! Every convolution of the decoder (1×1, 3×3, 7×7, and each stride phase of a
+//! transposed convolution) is one or more [`Job`]s of this form: a set of output rows
+//! given by an affine [`RowMap`] over (group, time, freq), each reading `taps.len()`
+//! contiguous runs of `cin` input channels at fixed offsets from the row's base.
+//!
+//! * Weights are packed once at load time ([`Packed`]): for `n ≥ 16` in panels of 16
+//!   columns (`[panel][k][16]`, what the SIMD micro-kernels stream); for narrow
+//!   outputs (`n < 16`, the 64→2 output conv) as `[n][k]` rows, computed as dot
+//!   products so no lanes are wasted on padding.
+//! * Work is split into tasks of at most [`BLOCK_M`] rows × [`BLOCK_N`] columns. The
+//!   split depends only on the problem size and every output element is summed by
+//!   one task in a fixed order (sequential over k, one FMA chain per element), so
+//!   results are identical for any thread count and for any number of rows — the
+//!   streaming step and the batched decoder produce the same bits.
+//! * Micro-kernels: AVX-512 (6 rows × 64 columns, 24 zmm accumulators), AVX2
+//!   (6 × 16), portable (4 × 16, auto-vectorised). The AVX2 and AVX-512 panel kernels
+//!   use FMA in the same order and the same ELU polynomial, so they agree bit for bit
+//!   (the narrow kernel has an AVX-512 and a portable version only); the portable path
+//!   rounds products separately.
+
+use std::marker::PhantomData;
+
+use rill_kernels::{Isa, Pool};
+
+use crate::grid::AVec;
+
+mod portable;
+#[cfg(target_arch = "x86_64")]
+mod x86_avx2;
+#[cfg(target_arch = "x86_64")]
+mod x86_avx512;
+
+/// Columns per packed weight panel (one zmm).
+pub(crate) const PANEL: usize = 16;
+/// Columns per task.
+pub(crate) const BLOCK_N: usize = 64;
+/// Rows per task: 8 micro-kernel calls of 6 rows reuse the task's weight block from L2.
+pub(crate) const BLOCK_M: usize = 48;
+
+/// What happens to `bias + Σ` before it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Epilogue {
+    /// `out = y`.
+    Store,
+    /// `out = elu(y)` (the next layer's pre-activation, fused).
+    Elu,
+    /// `out = out + y` (residual sum).
+    Accumulate,
+}
+
+/// Weight layout of a [`Packed`] matrix.
+#[derive(Debug, Clone, PartialEq)]
+enum Layout {
+    /// `[n/16 panels][k][16]`, zero-padded columns.
+    Panels,
+    /// `[n][k]` (narrow outputs).
+    Rows,
+}
+
+/// The weights of one implicit GEMM, `k = taps.len()·cin` by `n`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Packed {
+    pub k: usize,
+    pub n: usize,
+    pub cin: usize,
+    /// Element offset of each tap's channel run relative to an output row's input base.
+    pub taps: Vec<isize>,
+    layout: Layout,
+    data: AVec,
+    /// Bias, zero-padded to a multiple of [`PANEL`].
+    bias: AVec,
+}
+
+impl Packed {
+    /// Packs `w`, given as `[taps][cin][n]` row-major (tap-major `k`), and `bias[n]`.
+    pub(crate) fn new(w: &[f32], taps: Vec<isize>, cin: usize, n: usize, bias: &[f32]) -> Packed {
+        let k = taps.len() * cin;
+        assert_eq!(w.len(), k * n, "packed weight size");
+        assert_eq!(bias.len(), n, "bias size");
+        let np = n.div_ceil(PANEL);
+        let mut b = AVec::zeros(np * PANEL);
+        b[..n].copy_from_slice(bias);
+        let (layout, data) = if n >= PANEL {
+            let mut d = AVec::zeros(np * k * PANEL);
+            for p in 0..np {
+                for kk in 0..k {
+                    for j in 0..PANEL.min(n - p * PANEL) {
+                        d[(p * k + kk) * PANEL + j] = w[kk * n + p * PANEL + j];
+                    }
+                }
+            }
+            (Layout::Panels, d)
+        } else {
+            let mut d = AVec::zeros(n * k);
+            for kk in 0..k {
+                for j in 0..n {
+                    d[j * k + kk] = w[kk * n + j];
+                }
+            }
+            (Layout::Rows, d)
+        };
+        Packed {
+            k,
+            n,
+            cin,
+            taps,
+            layout,
+            data,
+            bias: b,
+        }
+    }
+
+    fn tap_range(&self) -> (isize, isize) {
+        let lo = self.taps.iter().copied().min().unwrap_or(0);
+        let hi = self.taps.iter().copied().max().unwrap_or(0);
+        (lo, hi)
+    }
+}
+
+/// Output rows of a job: row `m` ↔ `(i0, i1, i2)` with `i2` fastest, and
+/// `input = in_base + Σ i·in_strides`, `output = out_base + Σ i·out_strides` (elements).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowMap {
+    pub dims: [usize; 3],
+    pub in_strides: [usize; 3],
+    pub in_base: usize,
+    pub out_strides: [usize; 3],
+    pub out_base: usize,
+}
+
+impl RowMap {
+    fn rows(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    fn offsets(&self, m: usize) -> (usize, usize) {
+        let i2 = m % self.dims[2];
+        let i1 = (m / self.dims[2]) % self.dims[1];
+        let i0 = m / (self.dims[2] * self.dims[1]);
+        let [a0, a1, a2] = self.in_strides;
+        let [b0, b1, b2] = self.out_strides;
+        (
+            self.in_base + i0 * a0 + i1 * a1 + i2 * a2,
+            self.out_base + i0 * b0 + i1 * b1 + i2 * b2,
+        )
+    }
+
+    fn max_offsets(&self) -> (usize, usize) {
+        let last = |d: [usize; 3], s: [usize; 3]| (0..3).map(|i| (d[i] - 1) * s[i]).sum::<usize>();
+        (
+            self.in_base + last(self.dims, self.in_strides),
+            self.out_base + last(self.dims, self.out_strides),
+        )
+    }
+}
+
+/// One implicit GEMM writing into the output buffer of a [`gemm`] call.
+pub(crate) struct Job<'a> {
+    pub w: &'a Packed,
+    pub rows: RowMap,
+    pub input: &'a [f32],
+    pub epi: Epilogue,
+}
+
+impl Job<'_> {
+    fn tasks(&self) -> usize {
+        if self.rows.dims.contains(&0) {
+            return 0;
+        }
+        self.rows.rows().div_ceil(BLOCK_M) * self.w.n.div_ceil(BLOCK_N)
+    }
+
+    /// Panics unless every read and write of the job stays inside its buffers.
+    fn check_bounds(&self, out_len: usize) {
+        if self.tasks() == 0 {
+            return;
+        }
+        let (lo, hi) = self.w.tap_range();
+        let (imax, omax) = self.rows.max_offsets();
+        assert!(
+            self.rows.in_base as isize + lo >= 0
+                && imax as isize + hi + self.w.cin as isize <= self.input.len() as isize,
+            "conv job reads outside its input ({} floats)",
+            self.input.len()
+        );
+        assert!(
+            omax + self.w.n <= out_len,
+            "conv job writes outside its output ({out_len} floats)"
+        );
+    }
+}
+
+/// A raw output pointer shared by the tasks of one [`gemm`] call.
+#[derive(Clone, Copy)]
+struct OutPtr<'a> {
+    ptr: *mut f32,
+    _life: PhantomData<&'a mut [f32]>,
+}
+// SAFETY: tasks write disjoint (row, column-block) regions of the output: rows of
+// one call map to distinct output positions (each job covers its own rows, the
+// stride phases of a transposed convolution cover disjoint output positions) and
+// column blocks do not overlap.
+unsafe impl Send for OutPtr<'_> {}
+unsafe impl Sync for OutPtr<'_> {}
+
+/// Arguments of one task-sized kernel call.
+pub(crate) struct Tile<'a> {
+    /// Input base pointer of each row.
+    pub a: &'a [*const f32],
+    /// Output pointer of each row, already offset to the tile's first column.
+    pub c: &'a [*mut f32],
+    pub taps: &'a [isize],
+    pub cin: usize,
+    /// Weights: the panel of the tile's first column (panels layout) or its first row (rows layout).
+    pub b: *const f32,
+    /// Elements between consecutive panels (panels) or weight rows (rows layout).
+    pub b_stride: usize,
+    /// Valid columns in this tile.
+    pub ncols: usize,
+    /// Bias at the tile's first column.
+    pub bias: *const f32,
+    pub epi: Epilogue,
+}
+
+/// Runs every job (all writing into `out`) over the pool.
+pub(crate) fn gemm(isa: Isa, jobs: &[Job<'_>], out: &mut [f32], pool: &Pool) {
+    for j in jobs {
+        j.check_bounds(out.len());
+    }
+    let total: usize = jobs.iter().map(Job::tasks).sum();
+    let optr = OutPtr {
+        ptr: out.as_mut_ptr(),
+        _life: PhantomData,
+    };
+    pool.run(total, &|mut task| {
+        let mut ji = 0;
+        while task >= jobs[ji].tasks() {
+            task -= jobs[ji].tasks();
+            ji += 1;
+        }
+        run_task(isa, &jobs[ji], task, optr);
+    });
+}
+
+fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
+    let w = job.w;
+    let nb = w.n.div_ceil(BLOCK_N);
+    let (mb, cb) = (task / nb, task % nb);
+    let r0 = mb * BLOCK_M;
+    let r1 = (r0 + BLOCK_M).min(job.rows.rows());
+    let c0 = cb * BLOCK_N;
+    let ncols = BLOCK_N.min(w.n - c0);
+    let mut a = [std::ptr::null::<f32>(); BLOCK_M];
+    let mut c = [std::ptr::null_mut::<f32>(); BLOCK_M];
+    for (i, m) in (r0..r1).enumerate() {
+        let (io, oo) = job.rows.offsets(m);
+        // In bounds: checked for the extreme rows in `check_bounds`.
+        a[i] = job.input[io..].as_ptr();
+        // SAFETY: `oo + c0 + ncols <= out.len()` by `check_bounds`.
+        c[i] = unsafe { out.ptr.add(oo + c0) };
+    }
+    let n = r1 - r0;
+    let (b, b_stride) = match w.layout {
+        Layout::Panels => (w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(), w.k * PANEL),
+        Layout::Rows => (w.data[c0 * w.k..].as_ptr(), w.k),
+    };
+    let tile = Tile {
+        a: &a[..n],
+        c: &c[..n],
+        taps: &w.taps,
+        cin: w.cin,
+        b,
+        b_stride,
+        ncols,
+        bias: w.bias[c0..].as_ptr(),
+        epi: job.epi,
+    };
+    // SAFETY: all pointers were derived from bounds-checked buffers above; the ISA
+    // tier is only selected when the CPU supports it (`rill_kernels::isa`).
+    unsafe {
+        match (isa, &w.layout) {
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx512, Layout::Panels) => x86_avx512::tile(&tile),
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, Layout::Panels) => x86_avx2::tile(&tile),
+            (_, Layout::Panels) => portable::tile(&tile),
+            (_, Layout::Rows) => portable::narrow(&tile),
+        }
+    }
+}
+
+/// `dst[i] = elu(src[i])` with the same ELU as the fused epilogue of the kernels.
+pub(crate) fn elu_copy(isa: Isa, src: &[f32], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the tier is only selected when the CPU supports it.
+        Isa::Avx512 => unsafe { x86_avx512::elu_copy(src, dst) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { x86_avx2::elu_copy(src, dst) },
+        _ => portable::elu_copy(src, dst),
+    }
+}
+
+#[cfg(test)]
+mod tests;

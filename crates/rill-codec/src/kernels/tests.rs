@@ -1,0 +1,139 @@
+//! Kernel driver checks: epilogues, thread-count invariance, tier agreement.
+
+use super::*;
+use crate::conv::tests::rand_vec;
+
+/// A dense GEMM job `out[m, :] (stride ldo) = epi(x[m, :] · W + b)` plus its f64 reference.
+fn dense(m: usize, k: usize, n: usize, ldo: usize) -> (Packed, Vec<f32>, RowMap, Vec<f64>) {
+    let w = rand_vec(k * n, 5);
+    let b = rand_vec(n, 6);
+    let x = rand_vec(m * k, 7);
+    let p = Packed::new(&w, vec![0], k, n, &b);
+    let rows = RowMap {
+        dims: [1, m, 1],
+        in_strides: [0, k, 0],
+        in_base: 0,
+        out_strides: [0, ldo, 0],
+        out_base: 0,
+    };
+    let mut want = vec![0f64; m * n];
+    for r in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|i| x[r * k + i] as f64 * w[i * n + j] as f64)
+                .sum();
+            want[r * n + j] = s + b[j] as f64;
+        }
+    }
+    (p, x, rows, want)
+}
+
+#[test]
+fn epilogues_match_reference() {
+    let pool = Pool::new(2);
+    for &(m, k, n) in &[
+        (13, 40, 64),
+        (50, 17, 80),
+        (7, 33, 2),
+        (1, 64, 128),
+        (3, 16, 5),
+    ] {
+        let ldo = n + 3;
+        let (p, x, rows, want) = dense(m, k, n, ldo);
+        for isa in Isa::available() {
+            for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
+                let mut out = vec![0.25f32; m * ldo];
+                let job = Job {
+                    w: &p,
+                    rows,
+                    input: &x,
+                    epi,
+                };
+                gemm(isa, &[job], &mut out, &pool);
+                for r in 0..m {
+                    for j in 0..ldo {
+                        let got = out[r * ldo + j] as f64;
+                        let exp = if j >= n {
+                            0.25 // untouched padding
+                        } else {
+                            let y = want[r * n + j];
+                            match epi {
+                                Epilogue::Store => y,
+                                Epilogue::Elu => {
+                                    if y > 0.0 {
+                                        y
+                                    } else {
+                                        y.exp() - 1.0
+                                    }
+                                }
+                                Epilogue::Accumulate => 0.25 + y,
+                            }
+                        };
+                        assert!(
+                            (got - exp).abs() <= 1e-5 * (1.0 + exp.abs()),
+                            "{isa:?} {epi:?} m{m} k{k} n{n} [{r},{j}]: {got} vs {exp}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
+    let (m, k, n) = (97, 96, 192);
+    let (p, x, rows, _) = dense(m, k, n, n);
+    let mut by_tier = Vec::new();
+    for isa in Isa::available() {
+        let mut first: Option<Vec<f32>> = None;
+        for threads in [1, 2, 3] {
+            let pool = Pool::new(threads);
+            let mut out = vec![0f32; m * n];
+            let job = Job {
+                w: &p,
+                rows,
+                input: &x,
+                epi: Epilogue::Elu,
+            };
+            gemm(isa, &[job], &mut out, &pool);
+            match &first {
+                None => first = Some(out),
+                Some(f) => assert!(f == &out, "{isa:?}: {threads} threads changed the result"),
+            }
+        }
+        by_tier.push((isa, first.unwrap_or_default()));
+    }
+    // AVX2 and AVX-512 perform the same FMAs in the same order and the same ELU.
+    let simd: Vec<_> = by_tier
+        .iter()
+        .filter(|(i, _)| *i != Isa::Portable)
+        .collect();
+    for w in simd.windows(2) {
+        assert!(w[0].1 == w[1].1, "{:?} and {:?} differ", w[0].0, w[1].0);
+    }
+}
+
+#[test]
+fn elu_copy_matches_definition() {
+    let mut x: Vec<f32> = rand_vec(1000, 9).iter().map(|v| v * 30.0).collect();
+    x.extend_from_slice(&[0.0, -0.0, -87.5, -200.0, 1e-30, -1e-30, 88.0, -1e-7]);
+    for isa in Isa::available() {
+        let mut y = vec![0f32; x.len()];
+        elu_copy(isa, &x, &mut y);
+        for (a, b) in x.iter().zip(&y) {
+            let want = if *a > 0.0 {
+                *a as f64
+            } else {
+                (*a as f64).exp() - 1.0
+            };
+            assert!(
+                (*b as f64 - want).abs() <= 3e-7 * (1.0 + want.abs()),
+                "{isa:?} elu({a}) = {b}, want {want}"
+            );
+        }
+        let mut nan = [0f32; 1];
+        elu_copy(isa, &[f32::NAN], &mut nan);
+        assert!(nan[0].is_nan(), "{isa:?}: elu(NaN) must be NaN");
+    }
+}

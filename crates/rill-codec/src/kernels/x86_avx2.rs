@@ -1,0 +1,159 @@
+//! AVX2 + FMA micro-kernels: 6 rows × 16 columns (12 ymm accumulators, 2 weight
+//! vectors, 1 broadcast). Same FMA order and ELU polynomial as the AVX-512 path, so
+//! both tiers produce identical bits.
+//!
+//! Index loops over the fixed-size accumulator arrays are deliberate: with constant
+//! bounds they unroll into straight register code (hence the clippy allowances).
+#![allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+
+use std::arch::x86_64::*;
+
+use super::{Epilogue, Tile, PANEL};
+
+const MR: usize = 6;
+
+/// `exp(min(x, 0))`, operation for operation the AVX-512 `exp_nonpos`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_nonpos(x: __m256) -> __m256 {
+    let x = _mm256_max_ps(_mm256_set1_ps(-87.0), _mm256_min_ps(_mm256_setzero_ps(), x));
+    let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+        x,
+        _mm256_set1_ps(std::f32::consts::LOG2_E),
+    ));
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
+    let mut p = _mm256_set1_ps(1.987_569_1e-4);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.398_199_9e-3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.333_452e-3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.166_579_6e-2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.166_666_65));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5));
+    let y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+    let y = _mm256_add_ps(y, _mm256_set1_ps(1.0));
+    let e = _mm256_slli_epi32::<23>(_mm256_add_epi32(
+        _mm256_cvtps_epi32(n),
+        _mm256_set1_epi32(127),
+    ));
+    _mm256_mul_ps(y, _mm256_castsi256_ps(e))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn elu(x: __m256) -> __m256 {
+    let pos = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_setzero_ps());
+    let em1 = _mm256_sub_ps(exp_nonpos(x), _mm256_set1_ps(1.0));
+    _mm256_blendv_ps(em1, x, pos)
+}
+
+/// # Safety
+/// AVX2 and FMA must be available.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn elu_copy(src: &[f32], dst: &mut [f32]) {
+    let n = src.len().min(dst.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let v = _mm256_loadu_ps(src.as_ptr().add(i));
+        _mm256_storeu_ps(dst.as_mut_ptr().add(i), elu(v));
+        i += 8;
+    }
+    if i < n {
+        let mut tmp = [0f32; 8];
+        tmp[..n - i].copy_from_slice(&src[i..n]);
+        let mut out = [0f32; 8];
+        _mm256_storeu_ps(out.as_mut_ptr(), elu(_mm256_loadu_ps(tmp.as_ptr())));
+        dst[i..n].copy_from_slice(&out[..n - i]);
+    }
+}
+
+/// `M` rows × one 16-column panel `p` of the tile.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn micro<const M: usize>(
+    t: &Tile<'_>,
+    a: &[*const f32],
+    c: &[*mut f32],
+    p: usize,
+    nvalid: usize,
+) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; M];
+    let mut bp = t.b.add(p * t.b_stride);
+    for &off in t.taps {
+        let mut ap = [std::ptr::null::<f32>(); M];
+        for m in 0..M {
+            ap[m] = a[m].offset(off);
+        }
+        for ci in 0..t.cin {
+            let b0 = _mm256_loadu_ps(bp);
+            let b1 = _mm256_loadu_ps(bp.add(8));
+            for m in 0..M {
+                let av = _mm256_broadcast_ss(&*ap[m].add(ci));
+                acc[m][0] = _mm256_fmadd_ps(av, b0, acc[m][0]);
+                acc[m][1] = _mm256_fmadd_ps(av, b1, acc[m][1]);
+            }
+            bp = bp.add(PANEL);
+        }
+    }
+    // Copy out before the epilogue so `acc` stays in registers (see the AVX-512 kernel).
+    let mut res = [[_mm256_setzero_ps(); 2]; M];
+    for m in 0..M {
+        res[m] = acc[m];
+    }
+    epilogue(t, &res, c, p, nvalid);
+}
+
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn epilogue<const M: usize>(
+    t: &Tile<'_>,
+    res: &[[__m256; 2]; M],
+    c: &[*mut f32],
+    p: usize,
+    nvalid: usize,
+) {
+    let j = p * PANEL;
+    let mut bias = [0f32; PANEL];
+    bias[..nvalid].copy_from_slice(std::slice::from_raw_parts(t.bias.add(j), nvalid));
+    for (m, acc) in res.iter().enumerate() {
+        let dst = c[m].add(j);
+        let mut cur = [0f32; PANEL];
+        if t.epi == Epilogue::Accumulate {
+            cur[..nvalid].copy_from_slice(std::slice::from_raw_parts(dst, nvalid));
+        }
+        let mut out = [0f32; PANEL];
+        for h in 0..2 {
+            let y = _mm256_add_ps(acc[h], _mm256_loadu_ps(bias.as_ptr().add(8 * h)));
+            let o = match t.epi {
+                Epilogue::Store => y,
+                Epilogue::Elu => elu(y),
+                Epilogue::Accumulate => _mm256_add_ps(_mm256_loadu_ps(cur.as_ptr().add(8 * h)), y),
+            };
+            _mm256_storeu_ps(out.as_mut_ptr().add(8 * h), o);
+        }
+        std::ptr::copy_nonoverlapping(out.as_ptr(), dst, nvalid);
+    }
+}
+
+/// # Safety
+/// AVX2 and FMA must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn tile(t: &Tile<'_>) {
+    let rows = t.a.len();
+    for p in 0..t.ncols.div_ceil(PANEL) {
+        let nvalid = PANEL.min(t.ncols - p * PANEL);
+        let mut r = 0;
+        while r < rows {
+            let mr = MR.min(rows - r);
+            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
+            match mr {
+                6 => micro::<6>(t, a, c, p, nvalid),
+                5 => micro::<5>(t, a, c, p, nvalid),
+                4 => micro::<4>(t, a, c, p, nvalid),
+                3 => micro::<3>(t, a, c, p, nvalid),
+                2 => micro::<2>(t, a, c, p, nvalid),
+                _ => micro::<1>(t, a, c, p, nvalid),
+            }
+            r += mr;
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! AVX-512 micro-kernels: 6 rows × 64 columns (24 zmm accumulators, 4 weight
+//! vectors, 1 broadcast = 29 of 32 registers), a 6 × 16 variant for column counts
+//! that are not multiples of 64, and a dot-product kernel for narrow outputs.
+//!
+//! Index loops over the fixed-size accumulator arrays are deliberate: with constant
+//! bounds they unroll into straight register code (hence the clippy allowances).
+#![allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+
+use std::arch::x86_64::*;
+
+use super::{Epilogue, Tile, PANEL};
+
+const MR: usize = 6;
+
+/// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn elu(x: __m512) -> __m512 {
+    let pos = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_setzero_ps());
+    let em1 = _mm512_sub_ps(exp_nonpos(x), _mm512_set1_ps(1.0));
+    _mm512_mask_blend_ps(pos, em1, x)
+}
+
+/// `exp(min(x, 0))` for the ELU: Cephes `expf` (degree-6 polynomial on
+/// `[-ln2/2, ln2/2]`, ≤ 2 ulp), inputs clamped to `[-87, 0]` so `2^n` stays a normal
+/// number (for x < −87 the ELU is −1 exactly either way). NaN propagates.
+/// The AVX2 twin performs the identical sequence of operations.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_nonpos(x: __m512) -> __m512 {
+    // Operand order keeps NaN: MIN/MAX return the second operand if either is NaN.
+    let x = _mm512_max_ps(_mm512_set1_ps(-87.0), _mm512_min_ps(_mm512_setzero_ps(), x));
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+        _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
+    );
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), x);
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.121_944_4e-4), r);
+    let mut p = _mm512_set1_ps(1.987_569_1e-4);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.398_199_9e-3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.333_452e-3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.166_579_6e-2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.166_666_65));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5));
+    let y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+    let y = _mm512_add_ps(y, _mm512_set1_ps(1.0));
+    let e = _mm512_slli_epi32::<23>(_mm512_add_epi32(
+        _mm512_cvtps_epi32(n),
+        _mm512_set1_epi32(127),
+    ));
+    _mm512_mul_ps(y, _mm512_castsi512_ps(e))
+}
+
+/// # Safety
+/// AVX-512F must be available; `src`/`dst` have equal lengths.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn elu_copy(src: &[f32], dst: &mut [f32]) {
+    let n = src.len().min(dst.len());
+    let mut i = 0;
+    while i + 16 <= n {
+        let v = _mm512_loadu_ps(src.as_ptr().add(i));
+        _mm512_storeu_ps(dst.as_mut_ptr().add(i), elu(v));
+        i += 16;
+    }
+    if i < n {
+        let m: __mmask16 = ((1u32 << (n - i)) - 1) as __mmask16;
+        let v = _mm512_maskz_loadu_ps(m, src.as_ptr().add(i));
+        _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), m, elu(v));
+    }
+}
+
+#[inline]
+fn lane_mask(valid: usize) -> __mmask16 {
+    if valid >= PANEL {
+        0xffff
+    } else {
+        ((1u32 << valid) - 1) as __mmask16
+    }
+}
+
+/// `M` rows × `NV`·16 columns starting at column `col` of the tile.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn micro<const M: usize, const NV: usize>(
+    t: &Tile<'_>,
+    a: &[*const f32],
+    c: &[*mut f32],
+    col: usize,
+    nvalid: usize,
+) {
+    let mut acc = [[_mm512_setzero_ps(); NV]; M];
+    let mut bp = t.b.add((col / PANEL) * t.b_stride);
+    for &off in t.taps {
+        let mut ap = [std::ptr::null::<f32>(); M];
+        for m in 0..M {
+            ap[m] = a[m].offset(off);
+        }
+        for ci in 0..t.cin {
+            let mut bv = [_mm512_setzero_ps(); NV];
+            for (v, b) in bv.iter_mut().enumerate() {
+                *b = _mm512_loadu_ps(bp.add(v * t.b_stride));
+            }
+            for m in 0..M {
+                let av = _mm512_set1_ps(*ap[m].add(ci));
+                for v in 0..NV {
+                    acc[m][v] = _mm512_fmadd_ps(av, bv[v], acc[m][v]);
+                }
+            }
+            bp = bp.add(PANEL);
+        }
+    }
+    // Hand the sums to the epilogue through a copy: indexing `acc` with the epilogue's
+    // (not unrolled) loop counters would pin it in memory and cost a store per FMA.
+    let mut res = [[_mm512_setzero_ps(); NV]; M];
+    for m in 0..M {
+        for v in 0..NV {
+            res[m][v] = acc[m][v];
+        }
+    }
+    epilogue(t, &res, c, col, nvalid);
+}
+
+#[inline(never)]
+#[target_feature(enable = "avx512f")]
+unsafe fn epilogue<const M: usize, const NV: usize>(
+    t: &Tile<'_>,
+    res: &[[__m512; NV]; M],
+    c: &[*mut f32],
+    col: usize,
+    nvalid: usize,
+) {
+    for (m, row) in res.iter().enumerate() {
+        for (v, &acc) in row.iter().enumerate() {
+            let mask = lane_mask(nvalid.saturating_sub(v * PANEL));
+            let j = col + v * PANEL;
+            let y = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, t.bias.add(j)));
+            let dst = c[m].add(j);
+            let out = match t.epi {
+                Epilogue::Store => y,
+                Epilogue::Elu => elu(y),
+                Epilogue::Accumulate => _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), y),
+            };
+            _mm512_mask_storeu_ps(dst, mask, out);
+        }
+    }
+}
+
+macro_rules! by_rows {
+    ($nv:literal, $t:expr, $col:expr, $nvalid:expr) => {{
+        let rows = $t.a.len();
+        let mut r = 0;
+        while r < rows {
+            let mr = MR.min(rows - r);
+            let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
+            match mr {
+                6 => micro::<6, $nv>($t, a, c, $col, $nvalid),
+                5 => micro::<5, $nv>($t, a, c, $col, $nvalid),
+                4 => micro::<4, $nv>($t, a, c, $col, $nvalid),
+                3 => micro::<3, $nv>($t, a, c, $col, $nvalid),
+                2 => micro::<2, $nv>($t, a, c, $col, $nvalid),
+                _ => micro::<1, $nv>($t, a, c, $col, $nvalid),
+            }
+            r += mr;
+        }
+    }};
+}
+
+/// # Safety
+/// AVX-512F must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn tile(t: &Tile<'_>) {
+    if t.ncols == 4 * PANEL {
+        by_rows!(4, t, 0, 4 * PANEL);
+    } else {
+        for p in 0..t.ncols.div_ceil(PANEL) {
+            let nvalid = PANEL.min(t.ncols - p * PANEL);
+            by_rows!(1, t, p * PANEL, nvalid);
+        }
+    }
+}
+
+/// Horizontal sum, pairing lanes (l, l+8), (l, l+4), (l, l+2), (l, l+1) like
+/// the portable `reduce16`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn reduce16(v: __m512) -> f32 {
+    let mut l = [0f32; PANEL];
+    _mm512_storeu_ps(l.as_mut_ptr(), v);
+    super::portable::reduce16(&l)
+}
+
+/// Narrow outputs: per (row, column) a 16-lane dot product over all taps; 4 rows share
+/// each weight load.
+///
+/// # Safety
+/// AVX-512F must be available and the tile's pointers valid; `t.b` points at
+/// `ncols` weight rows of `taps·cin` floats.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn narrow(t: &Tile<'_>) {
+    const R: usize = 4;
+    let rows = t.a.len();
+    let full = t.cin / PANEL * PANEL;
+    let tail = lane_mask(t.cin - full);
+    let mut r0 = 0;
+    while r0 < rows {
+        let mr = R.min(rows - r0);
+        for j in 0..t.ncols {
+            let w = t.b.add(j * t.b_stride);
+            let mut acc = [_mm512_setzero_ps(); R];
+            for (ti, &off) in t.taps.iter().enumerate() {
+                let wt = w.add(ti * t.cin);
+                let mut ci = 0;
+                while ci < full {
+                    let wv = _mm512_loadu_ps(wt.add(ci));
+                    for m in 0..mr {
+                        let x = _mm512_loadu_ps(t.a[r0 + m].offset(off).add(ci));
+                        acc[m] = _mm512_fmadd_ps(x, wv, acc[m]);
+                    }
+                    ci += PANEL;
+                }
+                if full < t.cin {
+                    let wv = _mm512_maskz_loadu_ps(tail, wt.add(full));
+                    for m in 0..mr {
+                        let x = _mm512_maskz_loadu_ps(tail, t.a[r0 + m].offset(off).add(full));
+                        acc[m] = _mm512_fmadd_ps(x, wv, acc[m]);
+                    }
+                }
+            }
+            for m in 0..mr {
+                let y = reduce16(acc[m]) + *t.bias.add(j);
+                let dst = t.c[r0 + m].add(j);
+                *dst = match t.epi {
+                    Epilogue::Store => y,
+                    Epilogue::Elu => super::portable::elu(y),
+                    Epilogue::Accumulate => *dst + y,
+                };
+            }
+        }
+        r0 += mr;
+    }
+}

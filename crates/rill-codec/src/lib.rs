@@ -1,0 +1,236 @@
+//! The SpectroStream decoder of Magenta RealTime 2: 12 RVQ tokens per 40 ms codec
+//! frame → 1920 stereo samples at 48 kHz, in streaming (step) mode and batched mode,
+//! computing what the upstream reference computes (spec §4, `mrt2_spec.md`).
+//!
+//! ```text
+//! tokens [12] ─ rvq ─ [256] ─ decoder ─ [4 STFT frames, 480 bins, L_re L_im R_re R_im] ─ lookahead ─ iSTFT ─ [1920, 2]
+//! ```
+//!
+//! * [`Codec`] holds immutable f32 weights (packed for the conv kernels at load) and
+//!   is `Send + Sync`; every stream owns a [`CodecState`].
+//! * [`Codec::step`] decodes one frame. Like the reference it has one codec frame of
+//!   latency: the decoder's `Lookahead(4)` masks the first 4 STFT frames, so the first
+//!   1920-sample block of a stream is silence.
+//! * [`Codec::decode_batched`] decodes a whole sequence (the reference layer mode,
+//!   without the latency); it runs the same kernels over chunks of frames and equals
+//!   the step output shifted by 1920 samples, bit for bit.
+//! * Parallelism comes only from the [`Pool`] argument; results do not depend on the
+//!   number of threads.
+//! * [`float_to_int16`] is the sampler's output conversion (gain 0.5).
+
+mod act;
+mod conv;
+mod decoder;
+mod error;
+mod grid;
+mod istft;
+mod kernels;
+mod pcm;
+mod rvq;
+mod state;
+
+use rill_checkpoint::Checkpoint;
+use rill_kernels::{Isa, Pool};
+
+pub use error::CodecError;
+pub use istft::{BINS, BIN_CHANNELS, HOP};
+pub use pcm::{float_to_int16, OUTPUT_GAIN};
+pub use rvq::{CODES, DIM as EMBEDDING_DIM, LEVELS, RESERVED_IDS};
+pub use state::CodecState;
+
+use decoder::{Decoder, STFT_PER_FRAME};
+use istft::Istft;
+use rvq::Codebook;
+
+/// Output sample rate.
+pub const SAMPLE_RATE: u32 = 48_000;
+/// Stereo samples per codec frame (40 ms).
+pub const SAMPLES_PER_FRAME: usize = STFT_PER_FRAME * HOP;
+/// STFT frames per codec frame.
+pub const STFT_FRAMES_PER_FRAME: usize = STFT_PER_FRAME;
+/// Floats of one STFT frame (`480 bins × 4`).
+pub const STFT_FRAME_LEN: usize = BINS * BIN_CHANNELS;
+
+/// Codec frames per chunk in [`Codec::decode_batched`]: larger chunks reuse the
+/// early layers' weights over more rows; 4 keeps the scratch near 50 MB.
+const BATCH_CHUNK: usize = 4;
+
+/// Result of [`Codec::decode_batched`] for `T` codec frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchedOutput {
+    /// `(T−1)·1920` stereo samples, interleaved `[L, R]`, before the output gain.
+    pub audio: Vec<f32>,
+    /// `[4T−4, 480, 4]` decoder STFT (empty if not requested).
+    pub stft: Vec<f32>,
+}
+
+/// The SpectroStream decoder with its weights (immutable, shareable between threads).
+pub struct Codec {
+    codebook: Codebook,
+    decoder: Decoder,
+    istft: Istft,
+    isa: Isa,
+}
+
+impl std::fmt::Debug for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Codec(SpectroStream decoder, {} kernels)",
+            self.isa.name()
+        )
+    }
+}
+
+impl Codec {
+    /// Loads `params/soundstream/...` (the first 12 RVQ levels, the decoder convs) from
+    /// the checkpoint and packs the weights for the conv kernels of the active SIMD tier.
+    pub fn load(ckpt: &Checkpoint) -> Result<Codec, CodecError> {
+        Self::load_with_isa(ckpt, rill_kernels::isa::active())
+    }
+
+    /// As [`Codec::load`] with an explicit SIMD tier (lowered to what the CPU supports).
+    pub fn load_with_isa(ckpt: &Checkpoint, isa: Isa) -> Result<Codec, CodecError> {
+        Ok(Codec {
+            codebook: Codebook::load(ckpt)?,
+            decoder: Decoder::load(ckpt)?,
+            istft: Istft::new(),
+            isa: isa.min(Isa::detect()),
+        })
+    }
+
+    /// The SIMD tier the conv kernels use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// A fresh stream state (zero history, lookahead armed) for [`Codec::step`].
+    pub fn new_state(&self) -> CodecState {
+        self.state_for(1)
+    }
+
+    fn state_for(&self, chunk_frames: usize) -> CodecState {
+        CodecState::new(self.decoder.buffers(chunk_frames), self.istft.scratch())
+    }
+
+    /// The RVQ embedding of one frame: `out[256] = Σ_k CB[k][(id_k − 6) mod 1024]`.
+    pub fn rvq_embedding(&self, tokens: &[u32; LEVELS], out: &mut [f32]) {
+        self.codebook.embed(tokens, out);
+    }
+
+    /// Decodes one 40 ms frame in streaming mode.
+    ///
+    /// `tokens` are the 12 unique ids (level k: `6 + 1024k + code`; ids below 6 wrap
+    /// like Python's `%`, no range check). `audio` receives 1920 stereo samples
+    /// interleaved `[L, R]` (3840 floats, before the 0.5 output gain); `stft`, if given,
+    /// this frame's decoder output `[4, 480, 4]` (7680 floats; also written for frames
+    /// the lookahead masks). Allocates nothing.
+    ///
+    /// # Panics
+    /// If `audio` or `stft` have the wrong length.
+    pub fn step(
+        &self,
+        state: &mut CodecState,
+        tokens: &[u32; LEVELS],
+        audio: &mut [f32],
+        stft: Option<&mut [f32]>,
+        pool: &Pool,
+    ) {
+        assert_eq!(
+            audio.len(),
+            SAMPLES_PER_FRAME * 2,
+            "audio buffer must hold 1920 stereo samples"
+        );
+        if let Some(s) = &stft {
+            assert_eq!(
+                s.len(),
+                STFT_PER_FRAME * STFT_FRAME_LEN,
+                "stft buffer must hold [4, 480, 4]"
+            );
+        }
+        self.decoder.run_chunk(
+            self.isa,
+            &self.codebook,
+            std::slice::from_ref(tokens),
+            &mut state.bufs,
+            pool,
+        );
+        self.emit(state, 1, audio, stft);
+    }
+
+    /// Lookahead mask and inverse STFT of the chunk just decoded into `state`.
+    fn emit(
+        &self,
+        state: &mut CodecState,
+        frames: usize,
+        audio: &mut [f32],
+        stft: Option<&mut [f32]>,
+    ) {
+        let n = frames * STFT_PER_FRAME;
+        let spec = &state.bufs.stft.data[..n * STFT_FRAME_LEN];
+        if let Some(s) = stft {
+            s.copy_from_slice(spec);
+        }
+        for (frame, out) in spec
+            .chunks_exact(STFT_FRAME_LEN)
+            .zip(audio.chunks_exact_mut(HOP * 2))
+        {
+            state.countdown = (state.countdown - 1).max(0);
+            let valid = state.countdown == 0;
+            self.istft
+                .frame(frame, valid, &mut state.tail, out, &mut state.istft);
+        }
+    }
+
+    /// Decodes a whole sequence at once (offline rendering): the reference layer mode.
+    /// Returns `(T−1)·1920` stereo samples and the `[4T−4, 480, 4]` STFT; equal to the
+    /// step-mode output from sample 1920 on (no lookahead latency).
+    pub fn decode_batched(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> BatchedOutput {
+        self.batched(frames, true, pool)
+    }
+
+    /// As [`Codec::decode_batched`] without keeping the STFT (4× less memory than it).
+    pub fn decode_batched_audio(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> Vec<f32> {
+        self.batched(frames, false, pool).audio
+    }
+
+    fn batched(&self, frames: &[[u32; LEVELS]], keep_stft: bool, pool: &Pool) -> BatchedOutput {
+        let t = frames.len();
+        let frame_audio = SAMPLES_PER_FRAME * 2;
+        let frame_stft = STFT_PER_FRAME * STFT_FRAME_LEN;
+        let mut audio = vec![0f32; t * frame_audio];
+        let mut stft = vec![0f32; if keep_stft { t * frame_stft } else { 0 }];
+        let mut state = self.state_for(BATCH_CHUNK.min(t.max(1)));
+        for (c, chunk) in frames.chunks(BATCH_CHUNK).enumerate() {
+            let (f0, f1) = (c * BATCH_CHUNK, c * BATCH_CHUNK + chunk.len());
+            self.decoder
+                .run_chunk(self.isa, &self.codebook, chunk, &mut state.bufs, pool);
+            let s = keep_stft.then(|| &mut stft[f0 * frame_stft..f1 * frame_stft]);
+            self.emit(
+                &mut state,
+                chunk.len(),
+                &mut audio[f0 * frame_audio..f1 * frame_audio],
+                s,
+            );
+        }
+        // Drop the frame the lookahead masks: what remains is the layer-mode output.
+        let skip = |v: &mut Vec<f32>, n: usize| {
+            v.drain(..n.min(v.len()));
+        };
+        skip(&mut audio, frame_audio);
+        if keep_stft {
+            skip(&mut stft, frame_stft);
+        }
+        BatchedOutput { audio, stft }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn codec_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<super::Codec>();
+        check::<super::CodecState>();
+    }
+}

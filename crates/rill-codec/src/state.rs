@@ -1,0 +1,131 @@
+//! Per-stream codec state, owned by the host (the [`crate::Codec`] is immutable).
+//!
+//! The streaming state proper is about 1.03 M floats (19 arrays):
+//! * the causal history rows of every convolution input grid (`…/input`,
+//!   `[groups, rows, freq, channels]`; transposed convolutions keep input frames,
+//!   see `conv.rs`),
+//! * the lookahead countdown (`lookahead/countdown`, starts at 5: the first 4 STFT
+//!   frames are masked),
+//! * the inverse-STFT overlap-add tail (`inverse_stft/overlap_add_tail`, `[480, 2]`).
+//!
+//! Everything else in a `CodecState` is preallocated scratch for one chunk of codec
+//! frames, so [`crate::Codec::step`] allocates nothing.
+
+use crate::decoder::Buffers;
+use crate::istft::{IstftScratch, HOP};
+use crate::CodecError;
+
+/// Lookahead of the decoder in STFT frames (`decoder_lookahead · time stride`).
+pub(crate) const LOOKAHEAD: i32 = 4;
+
+const COUNTDOWN: &str = "lookahead/countdown";
+const OLA_TAIL: &str = "inverse_stft/overlap_add_tail";
+
+/// The state of one decode stream (see the module doc).
+#[derive(Clone)]
+pub struct CodecState {
+    pub(crate) bufs: Buffers,
+    /// Lookahead countdown: STFT frames still to be masked, plus one.
+    pub(crate) countdown: i32,
+    /// `[480][2]` overlap-add tail of the inverse STFT.
+    pub(crate) tail: Vec<f32>,
+    pub(crate) istft: IstftScratch,
+}
+
+impl std::fmt::Debug for CodecState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodecState")
+            .field("chunk_frames", &self.bufs.max_frames)
+            .field("countdown", &self.countdown)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Equal streaming state (history rows, countdown, overlap-add tail); scratch is ignored.
+impl PartialEq for CodecState {
+    fn eq(&self, other: &CodecState) -> bool {
+        self.export() == other.export()
+    }
+}
+
+impl CodecState {
+    pub(crate) fn new(bufs: Buffers, istft: IstftScratch) -> CodecState {
+        CodecState {
+            bufs,
+            countdown: LOOKAHEAD + 1,
+            tail: vec![0.0; HOP * 2],
+            istft,
+        }
+    }
+
+    /// Every state array as `(name, shape, values)`, in a stable order.
+    pub fn export(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut v: Vec<_> = self
+            .bufs
+            .state_grids()
+            .into_iter()
+            .map(|(name, g)| {
+                let s = g.shape;
+                (name, vec![s.groups, s.hist, s.f, s.c], g.history())
+            })
+            .collect();
+        v.push((COUNTDOWN.to_string(), vec![1], vec![self.countdown as f32]));
+        v.push((OLA_TAIL.to_string(), vec![HOP, 2], self.tail.clone()));
+        v
+    }
+
+    /// Restores arrays written by [`CodecState::export`]. Every array must be present
+    /// exactly once with its exact shape; nothing is changed unless all of them are valid.
+    pub fn import(&mut self, arrays: &[(String, Vec<usize>, Vec<f32>)]) -> Result<(), CodecError> {
+        let expected: Vec<(String, Vec<usize>)> =
+            self.export().into_iter().map(|(n, s, _)| (n, s)).collect();
+        for (i, (name, _, _)) in arrays.iter().enumerate() {
+            if !expected.iter().any(|(n, _)| n == name) {
+                return Err(CodecError::UnknownStateArray { name: name.clone() });
+            }
+            if arrays[..i].iter().any(|(n, _, _)| n == name) {
+                return Err(CodecError::BadStateArray {
+                    name: name.clone(),
+                    reason: "given more than once".to_string(),
+                });
+            }
+        }
+        let mut found = Vec::with_capacity(expected.len());
+        for (name, shape) in &expected {
+            let Some((_, s, v)) = arrays.iter().find(|(n, _, _)| n == name) else {
+                return Err(CodecError::MissingStateArray { name: name.clone() });
+            };
+            if s != shape {
+                return Err(CodecError::StateShape {
+                    name: name.clone(),
+                    expected: shape.clone(),
+                    found: s.clone(),
+                });
+            }
+            let n: usize = shape.iter().product();
+            if v.len() != n {
+                return Err(CodecError::BadStateArray {
+                    name: name.clone(),
+                    reason: format!("shape {shape:?} needs {n} values, found {}", v.len()),
+                });
+            }
+            found.push(v);
+        }
+        let countdown = found[found.len() - 2][0];
+        if !(0.0..=(LOOKAHEAD + 1) as f32).contains(&countdown) || countdown.fract() != 0.0 {
+            return Err(CodecError::BadStateArray {
+                name: COUNTDOWN.to_string(),
+                reason: format!(
+                    "countdown must be an integer in 0..={}, found {countdown}",
+                    LOOKAHEAD + 1
+                ),
+            });
+        }
+        for ((_, grid), v) in self.bufs.state_grids_mut().into_iter().zip(&found) {
+            grid.set_history(v);
+        }
+        self.countdown = countdown as i32;
+        self.tail.copy_from_slice(found[found.len() - 1]);
+        Ok(())
+    }
+}

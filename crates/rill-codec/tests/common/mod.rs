@@ -1,0 +1,133 @@
+//! Shared helpers of the parity tests: codec loading, fixture decoding, metrics.
+#![allow(dead_code)]
+
+use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_codec::{
+    float_to_int16, BatchedOutput, Codec, CodecState, LEVELS, SAMPLES_PER_FRAME,
+    STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
+};
+use rill_kernels::Pool;
+
+/// The codec of the portable random-weight checkpoint `seed` (synthesised once, cached).
+pub fn codec(seed: u64) -> Codec {
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+    let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
+    let t = std::time::Instant::now();
+    let c = Codec::load(&ckpt).expect("loading the codec");
+    eprintln!(
+        "codec (seed {seed}, {:?}) loaded in {:.2} s",
+        c.isa(),
+        t.elapsed().as_secs_f64()
+    );
+    c
+}
+
+/// Unique ids from raw per-level codes: `6 + 1024k + code`.
+pub fn ids_from_codes(codes: &[i64]) -> Vec<[u32; LEVELS]> {
+    codes
+        .chunks_exact(LEVELS)
+        .map(|c| std::array::from_fn(|k| 6 + 1024 * k as u32 + c[k] as u32))
+        .collect()
+}
+
+/// Step-mode outputs of a whole sequence: audio `[T][1920][2]`, stft `[T][4][480][4]`.
+pub struct StepRun {
+    pub audio: Vec<f32>,
+    pub stft: Vec<f32>,
+    pub ms_per_frame: f64,
+}
+
+pub fn run_steps(
+    codec: &Codec,
+    state: &mut CodecState,
+    frames: &[[u32; LEVELS]],
+    pool: &Pool,
+) -> StepRun {
+    let fa = SAMPLES_PER_FRAME * 2;
+    let fs = STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN;
+    let mut audio = vec![0f32; frames.len() * fa];
+    let mut stft = vec![0f32; frames.len() * fs];
+    let t = std::time::Instant::now();
+    for (i, ids) in frames.iter().enumerate() {
+        codec.step(
+            state,
+            ids,
+            &mut audio[i * fa..(i + 1) * fa],
+            Some(&mut stft[i * fs..(i + 1) * fs]),
+            pool,
+        );
+    }
+    let ms_per_frame = t.elapsed().as_secs_f64() * 1e3 / frames.len().max(1) as f64;
+    StepRun {
+        audio,
+        stft,
+        ms_per_frame,
+    }
+}
+
+/// Per-frame cosine over the valid STFT frames; returns the minimum.
+pub fn stft_min_cosine(what: &str, got: &[f32], want: &[f32], valid: &[bool]) -> f64 {
+    let mut min = f64::INFINITY;
+    let mut n = 0;
+    for (i, &v) in valid.iter().enumerate() {
+        if !v {
+            continue;
+        }
+        let r = i * STFT_FRAME_LEN..(i + 1) * STFT_FRAME_LEN;
+        min = min.min(rill_testkit::cosine(&got[r.clone()], &want[r]));
+        n += 1;
+    }
+    let diff = rill_testkit::max_abs_diff(got, want);
+    eprintln!(
+        "{what}: {n} valid STFT frames, min cosine {min:.9} (1 - cos = {:.2e}), max |diff| {diff:.3e} (all frames)",
+        1.0 - min
+    );
+    min
+}
+
+/// SNR of the audio against the reference and int16 agreement; asserts the thresholds.
+pub fn check_audio(what: &str, got: &[f32], want: &[f32], want_i16: Option<&[i64]>) {
+    let snr = rill_testkit::snr_db(want, got);
+    let diff = rill_testkit::max_abs_diff(got, want);
+    eprintln!(
+        "{what}: audio SNR {snr:.1} dB, max |diff| {diff:.3e} over {} samples",
+        got.len()
+    );
+    assert!(snr >= 80.0, "{what}: SNR {snr:.1} dB < 80 dB");
+    if let Some(ref16) = want_i16 {
+        let mut ours = vec![0i16; got.len()];
+        let replaced = float_to_int16(got, &mut ours);
+        assert_eq!(replaced, 0, "{what}: non-finite samples");
+        let (mut equal, mut max) = (0usize, 0i64);
+        for (a, &b) in ours.iter().zip(ref16) {
+            let d = (*a as i64 - b).abs();
+            max = max.max(d);
+            equal += (d == 0) as usize;
+        }
+        let pct = 100.0 * equal as f64 / ours.len() as f64;
+        eprintln!(
+            "{what}: int16 identical {equal}/{} ({pct:.4} %), max |diff| {max} LSB",
+            ours.len()
+        );
+        assert!(max <= 1, "{what}: int16 differs by {max} LSB");
+        assert!(
+            pct >= 99.0,
+            "{what}: only {pct:.3} % of int16 samples identical"
+        );
+    }
+}
+
+/// Step output from sample 1920 on vs the batched output: should be bit-identical.
+pub fn check_step_vs_batched(what: &str, step: &StepRun, batched: &BatchedOutput) {
+    let fa = SAMPLES_PER_FRAME * 2;
+    let fs = STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN;
+    let da = rill_testkit::max_abs_diff(&step.audio[fa..], &batched.audio);
+    let ds = rill_testkit::max_abs_diff(&step.stft[fs..], &batched.stft);
+    eprintln!(
+        "{what}: step[1920:] vs batched: audio max |diff| {da:.3e}, stft max |diff| {ds:.3e}"
+    );
+    assert!(
+        da <= 1e-6 && ds <= 1e-5,
+        "{what}: step and batched disagree"
+    );
+}

@@ -1,0 +1,120 @@
+//! Host-owned state: export/import round trip continues bit-identically, import
+//! rejects malformed arrays, results do not depend on the thread count, odd token
+//! ids do not panic.
+
+mod common;
+
+use common::*;
+use rill_codec::{CodecError, LEVELS, SAMPLES_PER_FRAME};
+use rill_kernels::Pool;
+
+fn d1_frames(n: usize) -> Vec<[u32; LEVELS]> {
+    let z = rill_testkit::fixture("D1.npz");
+    let (_, tokens) = z.i64("tokens").unwrap();
+    tokens[..n * LEVELS]
+        .chunks_exact(LEVELS)
+        .map(|c| std::array::from_fn(|k| c[k] as u32))
+        .collect()
+}
+
+#[test]
+fn export_import_round_trip_continues_bit_identically() {
+    let codec = codec(0);
+    let pool = Pool::new(2);
+    let frames = d1_frames(10);
+    let mut a = codec.new_state();
+    run_steps(&codec, &mut a, &frames[..5], &pool);
+    let saved = a.export();
+    let n: usize = saved.iter().map(|(_, _, v)| v.len()).sum();
+    eprintln!("codec state: {} arrays, {n} floats", saved.len());
+
+    let mut b = codec.new_state();
+    assert!(a != b);
+    b.import(&saved).unwrap();
+    assert!(a == b, "imported state equals the exported one");
+    assert_eq!(b.export(), saved);
+
+    let ra = run_steps(&codec, &mut a, &frames[5..], &pool);
+    let rb = run_steps(&codec, &mut b, &frames[5..], &pool);
+    assert!(
+        ra.audio == rb.audio && ra.stft == rb.stft,
+        "restored stream diverged"
+    );
+    assert!(a == b);
+    // A clone is an independent stream with the same state.
+    let mut c = a.clone();
+    let rc = run_steps(&codec, &mut c, &frames[..2], &pool);
+    let ra2 = run_steps(&codec, &mut a, &frames[..2], &pool);
+    assert!(rc.audio == ra2.audio);
+}
+
+#[test]
+fn import_rejects_malformed_state() {
+    let codec = codec(0);
+    let st = codec.new_state();
+    let good = st.export();
+    let mut s = codec.new_state();
+
+    let mut bad = good.clone();
+    bad[0].1[1] += 1;
+    let e = s.import(&bad).unwrap_err();
+    eprintln!("{e}");
+    assert!(matches!(e, CodecError::StateShape { .. }));
+
+    let mut bad = good.clone();
+    bad.remove(3);
+    assert!(matches!(
+        s.import(&bad).unwrap_err(),
+        CodecError::MissingStateArray { .. }
+    ));
+
+    let mut bad = good.clone();
+    bad.push(("decoder_9/whatever".into(), vec![1], vec![0.0]));
+    assert!(matches!(
+        s.import(&bad).unwrap_err(),
+        CodecError::UnknownStateArray { .. }
+    ));
+
+    let mut bad = good.clone();
+    bad[2].2.pop();
+    assert!(matches!(
+        s.import(&bad).unwrap_err(),
+        CodecError::BadStateArray { .. }
+    ));
+
+    let mut bad = good.clone();
+    let i = bad
+        .iter()
+        .position(|(n, _, _)| n == "lookahead/countdown")
+        .unwrap();
+    bad[i].2[0] = 2.5;
+    let e = s.import(&bad).unwrap_err();
+    eprintln!("{e}");
+    assert!(matches!(e, CodecError::BadStateArray { .. }));
+    assert!(s == st, "a failed import changes nothing");
+}
+
+#[test]
+fn thread_count_does_not_change_results() {
+    let codec = codec(0);
+    let frames = d1_frames(3);
+    let r1 = run_steps(&codec, &mut codec.new_state(), &frames, &Pool::new(1));
+    let r3 = run_steps(&codec, &mut codec.new_state(), &frames, &Pool::new(3));
+    assert!(r1.audio == r3.audio && r1.stft == r3.stft);
+}
+
+#[test]
+fn reserved_and_out_of_range_ids_do_not_panic() {
+    let codec = codec(0);
+    let pool = Pool::new(2);
+    let frames = vec![[0u32; LEVELS], [5; LEVELS], [u32::MAX; LEVELS]];
+    let r = run_steps(&codec, &mut codec.new_state(), &frames, &pool);
+    assert!(r.audio.iter().all(|v| v.is_finite()));
+    assert_eq!(r.audio.len(), 3 * SAMPLES_PER_FRAME * 2);
+    let mut e = [0f32; 256];
+    codec.rvq_embedding(&[3; LEVELS], &mut e);
+    let b = codec.decode_batched(&[], &pool);
+    assert!(b.audio.is_empty() && b.stft.is_empty());
+    let b = codec.decode_batched(&frames[..1], &pool);
+    assert!(b.audio.is_empty() && b.stft.is_empty());
+}
