@@ -32,7 +32,10 @@ impl fmt::Display for Problem {
                 name,
                 expected,
                 found,
-            } => write!(f, "tensor {name}: expected shape {expected:?}, found {found:?}"),
+            } => write!(
+                f,
+                "tensor {name}: expected shape {expected:?}, found {found:?}"
+            ),
             Problem::WrongDtype {
                 name,
                 expected,

@@ -214,10 +214,18 @@ impl Builder {
                 let a = format!("{p}/{block}/attention");
                 b.kernel(format!("{a}/query_projection/kernel"), &[d, h, u], d);
                 b.kernel(format!("{a}/key_projection/kernel"), &[kv_in, h, u], kv_in);
-                b.kernel(format!("{a}/value_projection/kernel"), &[kv_in, h, u], kv_in);
+                b.kernel(
+                    format!("{a}/value_projection/kernel"),
+                    &[kv_in, h, u],
+                    kv_in,
+                );
                 b.push(format!("{a}/per_dim_scale"), &[u], Init::PerDimScale);
                 if sinks {
-                    b.push(format!("{a}/sink_key_embeddings"), &[1, h, u], Init::SinkKey);
+                    b.push(
+                        format!("{a}/sink_key_embeddings"),
+                        &[1, h, u],
+                        Init::SinkKey,
+                    );
                     b.push(
                         format!("{a}/sink_value_embeddings"),
                         &[1, h, u],
@@ -254,7 +262,14 @@ impl Builder {
     }
 
     /// Conv2DTranspose `[kt, kf, cin, cout]` with strides; fan_in = kt·kf·cin/(st·sf).
-    fn conv_t(&mut self, name: &str, k: (usize, usize), s: (usize, usize), cin: usize, cout: usize) {
+    fn conv_t(
+        &mut self,
+        name: &str,
+        k: (usize, usize),
+        s: (usize, usize),
+        cin: usize,
+        cout: usize,
+    ) {
         let p = format!("{SOUNDSTREAM}/decoder/{name}/conv");
         let fan_in = (k.0 * k.1 * cin) as f64 / (s.0 * s.1) as f64;
         self.push(
@@ -288,8 +303,16 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
         &[REGULAR_ROWS, dims.enc_dim],
         Init::Embedding { gain: 1.0 },
     );
-    b.push(format!("{enc}/encoder_ln/scale"), &[dims.enc_dim], Init::Scale);
-    b.push(format!("{enc}/encoder_ln/bias"), &[dims.enc_dim], Init::LnBias);
+    b.push(
+        format!("{enc}/encoder_ln/scale"),
+        &[dims.enc_dim],
+        Init::Scale,
+    );
+    b.push(
+        format!("{enc}/encoder_ln/bias"),
+        &[dims.enc_dim],
+        Init::LnBias,
+    );
 
     let dec = format!("{DEPTHFORMER}/decoder");
     b.push(
@@ -310,8 +333,16 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
         t.dim,
     );
     b.transformer(&format!("{dec}/depth_body/transformer"), dp, None);
-    b.push(format!("{dec}/depth_body/final_ln/scale"), &[dp.dim], Init::Scale);
-    b.push(format!("{dec}/depth_body/final_ln/bias"), &[dp.dim], Init::LnBias);
+    b.push(
+        format!("{dec}/depth_body/final_ln/scale"),
+        &[dp.dim],
+        Init::Scale,
+    );
+    b.push(
+        format!("{dec}/depth_body/final_ln/bias"),
+        &[dp.dim],
+        Init::LnBias,
+    );
     b.push(
         format!("{dec}/depth_body/to_logits/kernel"),
         &[dp.dim, VOCAB],
@@ -320,7 +351,11 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
             gain: 8.0,
         },
     );
-    b.push(format!("{dec}/depth_body/to_logits/bias"), &[VOCAB], Init::Bias);
+    b.push(
+        format!("{dec}/depth_body/to_logits/bias"),
+        &[VOCAB],
+        Init::Bias,
+    );
 
     // SpectroStream decoder (identical for small and base), spec §4.2.
     b.push(
@@ -340,7 +375,13 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
     b.conv("decoder_1/conv2d_3x3", 3, 3, 256, 256);
     b.conv("decoder_1/shortcut_layer/conv1x1", 1, 1, 512, 256);
     for n in ["decoder_2", "decoder_3"] {
-        b.conv_t(&format!("{n}/conv2dtranspose_3x4"), (3, 4), (1, 2), 256, 256);
+        b.conv_t(
+            &format!("{n}/conv2dtranspose_3x4"),
+            (3, 4),
+            (1, 2),
+            256,
+            256,
+        );
         b.conv(&format!("{n}/conv2d_3x3"), 3, 3, 256, 256);
     }
     b.conv_t("decoder_4/conv2dtranspose_3x6", (3, 6), (1, 3), 256, 128);

@@ -58,7 +58,11 @@ impl TensorRef<'_> {
         if out.len() != self.numel() {
             return Err(CheckpointError::BadTensor {
                 name: self.name.to_string(),
-                reason: format!("expected {} elements, caller asked for {}", self.numel(), out.len()),
+                reason: format!(
+                    "expected {} elements, caller asked for {}",
+                    self.numel(),
+                    out.len()
+                ),
             });
         }
         match self.dtype {
@@ -228,7 +232,9 @@ impl Checkpoint {
 
     /// The precision a pre-quantised file was written for (`None` for an ordinary checkpoint).
     pub fn quantized_precision(&self) -> Option<&str> {
-        self.metadata.get(quantized::PRECISION_KEY).map(|s| s.as_str())
+        self.metadata
+            .get(quantized::PRECISION_KEY)
+            .map(|s| s.as_str())
     }
 
     /// Detects small vs base from the decoder embedding width.
@@ -240,14 +246,21 @@ impl Checkpoint {
         };
         if !self.entries.contains_key(&name) && self.quantized_format(&name).is_some() {
             // A pre-quantised file records the model it was made from.
-            let m = self.metadata.get(quantized::MODEL_KEY).map(|s| s.as_str()).unwrap_or("");
-            return ModelKind::from_name(m)
-                .ok_or_else(|| unknown(format!("pre-quantised file names no known model ({m:?})")));
+            let m = self
+                .metadata
+                .get(quantized::MODEL_KEY)
+                .map(|s| s.as_str())
+                .unwrap_or("");
+            return ModelKind::from_name(m).ok_or_else(|| {
+                unknown(format!("pre-quantised file names no known model ({m:?})"))
+            });
         }
-        let e = self
-            .entries
-            .get(&name)
-            .ok_or_else(|| unknown(format!("it has no tensor {name} ({} tensors in the file)", self.len())))?;
+        let e = self.entries.get(&name).ok_or_else(|| {
+            unknown(format!(
+                "it has no tensor {name} ({} tensors in the file)",
+                self.len()
+            ))
+        })?;
         match e.shape.as_slice() {
             [layout::VOCAB, 1024] => Ok(ModelKind::Small),
             [layout::VOCAB, 3072] => Ok(ModelKind::Base),

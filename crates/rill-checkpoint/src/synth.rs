@@ -87,7 +87,9 @@ pub fn header_json(kind: ModelKind, seed: u64, specs: &[TensorSpec]) -> Vec<u8> 
         "\"model\":\"{}\",\"weights_seed\":\"{seed}\",",
         kind.name()
     ));
-    s.push_str("\"init\":\"portable_init v1 (fnv1a64 + splitmix64 uniform, see portable_init.py)\"}");
+    s.push_str(
+        "\"init\":\"portable_init v1 (fnv1a64 + splitmix64 uniform, see portable_init.py)\"}",
+    );
     let mut off = 0usize;
     for t in specs {
         let n = 4 * t.numel();
@@ -106,7 +108,7 @@ pub fn header_json(kind: ModelKind, seed: u64, specs: &[TensorSpec]) -> Vec<u8> 
     }
     s.push('}');
     let mut b = s.into_bytes();
-    while b.len() % 8 != 0 {
+    while !b.len().is_multiple_of(8) {
         b.push(b' ');
     }
     b
@@ -143,7 +145,8 @@ pub fn write_checkpoint(
     };
     let file = File::create(&partial).map_err(io)?;
     let mut w = BufWriter::with_capacity(1 << 22, file);
-    w.write_all(&(header.len() as u64).to_le_bytes()).map_err(io)?;
+    w.write_all(&(header.len() as u64).to_le_bytes())
+        .map_err(io)?;
     w.write_all(&header).map_err(io)?;
     const CHUNK: usize = 1 << 22;
     let mut buf = vec![0f32; CHUNK];

@@ -54,7 +54,9 @@ fn write(name: &str, tensors: Vec<(String, T)>) -> PathBuf {
 fn missing_file_is_an_io_error() {
     let e = Checkpoint::open("/nonexistent/rill/mrt2_small.safetensors").unwrap_err();
     assert!(matches!(e, CheckpointError::Io { .. }), "{e}");
-    assert!(e.to_string().contains("/nonexistent/rill/mrt2_small.safetensors"));
+    assert!(e
+        .to_string()
+        .contains("/nonexistent/rill/mrt2_small.safetensors"));
 }
 
 #[test]
@@ -68,14 +70,20 @@ fn truncated_and_corrupt_files_are_rejected() {
         let q = dir().join(format!("cut{cut}.safetensors"));
         std::fs::write(&q, &bytes[..cut]).unwrap();
         let e = Checkpoint::open(&q).unwrap_err();
-        assert!(matches!(e, CheckpointError::NotSafetensors { .. }), "cut {cut}: {e}");
+        assert!(
+            matches!(e, CheckpointError::NotSafetensors { .. }),
+            "cut {cut}: {e}"
+        );
     }
     // A header length pointing far beyond the file.
     let mut huge = bytes.clone();
     huge[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
     let q = dir().join("huge.safetensors");
     std::fs::write(&q, &huge).unwrap();
-    assert!(matches!(Checkpoint::open(&q), Err(CheckpointError::NotSafetensors { .. })));
+    assert!(matches!(
+        Checkpoint::open(&q),
+        Err(CheckpointError::NotSafetensors { .. })
+    ));
     // Valid length, garbage JSON.
     let mut garbage = bytes.clone();
     for b in &mut garbage[8..20] {
@@ -141,11 +149,19 @@ fn every_problem_is_reported_at_once() {
         expected: vec![4096],
         found: vec![4095],
     }));
-    assert!(problems.iter().any(|p| matches!(p, Problem::WrongDtype { name, .. } if *name == wrong_dtype)));
-    let missing = problems.iter().filter(|p| matches!(p, Problem::Missing { .. })).count();
+    assert!(problems
+        .iter()
+        .any(|p| matches!(p, Problem::WrongDtype { name, .. } if *name == wrong_dtype)));
+    let missing = problems
+        .iter()
+        .filter(|p| matches!(p, Problem::Missing { .. }))
+        .count();
     assert_eq!(missing, specs.len() - 3);
     let msg = ck.validate().unwrap_err().to_string();
-    assert!(msg.contains(&wrong_shape) && msg.contains("expected shape [4096], found [4095]"), "{msg}");
+    assert!(
+        msg.contains(&wrong_shape) && msg.contains("expected shape [4096], found [4095]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -158,5 +174,8 @@ fn bf16_tensors_widen_exactly() {
     let p = write("bf16.safetensors", vec![("x".into(), t)]);
     let ck = Checkpoint::open(&p).unwrap();
     assert_eq!(ck.f32("x").unwrap(), vec![1.0, -2.5, 0.15625]);
-    assert!(matches!(ck.f32("y"), Err(CheckpointError::NoSuchTensor { .. })));
+    assert!(matches!(
+        ck.f32("y"),
+        Err(CheckpointError::NoSuchTensor { .. })
+    ));
 }

@@ -7,7 +7,9 @@ use rill_checkpoint::synth;
 use sha2::{Digest, Sha256};
 
 fn testdata(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/mrt2").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/mrt2")
+        .join(name)
 }
 
 fn json(name: &str) -> serde_json::Value {
@@ -42,10 +44,25 @@ fn layout_matches_reference_manifest_small() {
             .map(|d| d.as_u64().unwrap() as usize)
             .collect();
         assert_eq!(spec.shape, shape, "{}", spec.name);
-        assert_eq!(spec.init.kind(), t["init"].as_str().unwrap(), "{}", spec.name);
+        assert_eq!(
+            spec.init.kind(),
+            t["init"].as_str().unwrap(),
+            "{}",
+            spec.name
+        );
         let (mean, std) = spec.init.mean_std();
-        assert_eq!(mean.to_bits(), hex_u64(&t["mean_f64_bits"]), "{} mean", spec.name);
-        assert_eq!(std.to_bits(), hex_u64(&t["std_f64_bits"]), "{} std", spec.name);
+        assert_eq!(
+            mean.to_bits(),
+            hex_u64(&t["mean_f64_bits"]),
+            "{} mean",
+            spec.name
+        );
+        assert_eq!(
+            std.to_bits(),
+            hex_u64(&t["std_f64_bits"]),
+            "{} std",
+            spec.name
+        );
     }
 }
 
@@ -63,8 +80,18 @@ fn layout_matches_reference_manifest_base_if_recorded() {
     for (spec, t) in specs.iter().zip(tensors) {
         assert_eq!(spec.name, t["name"].as_str().unwrap());
         let (mean, std) = spec.init.mean_std();
-        assert_eq!(mean.to_bits(), hex_u64(&t["mean_f64_bits"]), "{} mean", spec.name);
-        assert_eq!(std.to_bits(), hex_u64(&t["std_f64_bits"]), "{} std", spec.name);
+        assert_eq!(
+            mean.to_bits(),
+            hex_u64(&t["mean_f64_bits"]),
+            "{} mean",
+            spec.name
+        );
+        assert_eq!(
+            std.to_bits(),
+            hex_u64(&t["std_f64_bits"]),
+            "{} std",
+            spec.name
+        );
     }
 }
 
@@ -88,9 +115,17 @@ fn test_vectors_seed0() {
         let values = synth::tensor_values(0, spec);
         for v in t["values"].as_array().unwrap() {
             let i = v["i"].as_u64().unwrap() as usize;
-            assert_eq!(values[i].to_bits() as u64, hex_u64(&v["f32_bits"]), "{name}[{i}]");
+            assert_eq!(
+                values[i].to_bits() as u64,
+                hex_u64(&v["f32_bits"]),
+                "{name}[{i}]"
+            );
         }
-        assert_eq!(sha256_f32le(&values), t["sha256_f32le"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            sha256_f32le(&values),
+            t["sha256_f32le"].as_str().unwrap(),
+            "{name}"
+        );
     }
 }
 

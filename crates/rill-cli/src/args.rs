@@ -107,7 +107,11 @@ pub struct ControlArgs {
 
 /// Parses `--style-codes`: exactly 12 integers 0..1023.
 pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
     if parts.len() != 12 {
         bail!(
             "--style-codes needs exactly 12 comma-separated codes (MusicCoCa RVQ levels 0..11), got {}",
@@ -154,7 +158,11 @@ impl ControlArgs {
             }
         }
         let mut c = Conditioning {
-            style: self.style_codes.as_deref().map(parse_style_codes).transpose()?,
+            style: self
+                .style_codes
+                .as_deref()
+                .map(parse_style_codes)
+                .transpose()?,
             drums: self.drums.map(|d| d == OnOff::On),
             cfg: CfgScales {
                 musiccoca: self.cfg_musiccoca,
@@ -171,7 +179,10 @@ impl ControlArgs {
 
     pub fn sampling(&self) -> Result<SamplingParams> {
         if !self.temperature.is_finite() || self.temperature < 0.0 {
-            bail!("--temperature must be a finite number ≥ 0, got {}", self.temperature);
+            bail!(
+                "--temperature must be a finite number ≥ 0, got {}",
+                self.temperature
+            );
         }
         if !(1..=VOCAB).contains(&self.top_k) {
             bail!("--top-k must be in 1..={VOCAB}, got {}", self.top_k);

@@ -129,7 +129,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 x.median, x.p90, x.p99, x.max
             );
         }
-        println!("real-time factor {rtf:7.3}  (median total / 40 ms; < 1 is faster than real time)");
+        println!(
+            "real-time factor {rtf:7.3}  (median total / 40 ms; < 1 is faster than real time)"
+        );
         if let Some(r) = rss {
             println!("peak RSS        {:8.2} GB", r as f64 / 1e9);
         }

@@ -77,7 +77,10 @@ pub fn run(args: DecodeArgs) -> Result<()> {
         stft = out.stft;
         audio = out.audio;
         pcm = p;
-        eprintln!("decoded {n} frames in batched mode in {:.2} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "decoded {n} frames in batched mode in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
     } else {
         let mut st = codec.new_state();
         let mut a = vec![0f32; 2 * 1920];
@@ -116,13 +119,22 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     if let Some(p) = dump_out {
         let stft_frames = stft.len() / (480 * 4);
         let arrays = [
-            ("decoder_stft", if args.batched {
-                Array::new(vec![stft_frames, 480, 4], Data::F32(stft))
-            } else {
-                Array::new(vec![out_frames, 4, 480, 4], Data::F32(stft))
-            }),
-            ("audio_float", Array::new(vec![out_frames, 1920, 2], Data::F32(audio))),
-            ("audio_int16", Array::new(vec![out_frames, 1920, 2], Data::I16(pcm))),
+            (
+                "decoder_stft",
+                if args.batched {
+                    Array::new(vec![stft_frames, 480, 4], Data::F32(stft))
+                } else {
+                    Array::new(vec![out_frames, 4, 480, 4], Data::F32(stft))
+                },
+            ),
+            (
+                "audio_float",
+                Array::new(vec![out_frames, 1920, 2], Data::F32(audio)),
+            ),
+            (
+                "audio_int16",
+                Array::new(vec![out_frames, 1920, 2], Data::I16(pcm)),
+            ),
         ];
         rill_io::write_npz(p.partial_path(), arrays.iter().map(|(k, a)| (*k, a)))?;
         p.commit()?;
@@ -130,6 +142,10 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     if nonfinite > 0 {
         eprintln!("warning: {nonfinite} non-finite audio samples were replaced by silence");
     }
-    eprintln!("wrote {} ({:.2} s of audio)", args.output.display(), out_frames as f64 * 0.04);
+    eprintln!(
+        "wrote {} ({:.2} s of audio)",
+        args.output.display(),
+        out_frames as f64 * 0.04
+    );
     Ok(())
 }

@@ -76,21 +76,57 @@ impl Dump {
             }
         }
         let mut arrays = vec![
-            ("tokens", Array::new(vec![n, LEVELS], Data::I32(self.tokens))),
-            ("cond_tokens", Array::new(vec![self.cond_tokens.len()], Data::I32(self.cond_tokens))),
-            ("encoder_out", Array::new(vec![n, self.enc_dim], Data::F32(self.encoder_out))),
-            ("temporal_in", Array::new(vec![n, self.dim], Data::F32(self.temporal_in))),
-            ("temporal_out", Array::new(vec![n, self.dim], Data::F32(self.temporal_out))),
-            ("logits", Array::new(vec![n, LEVELS, VOCAB], Data::F32(logits))),
-            ("logits_level", Array::new(vec![n, LEVELS, LEVEL], Data::F32(self.logits_level))),
-            ("gumbel_level", Array::new(vec![n, LEVELS, LEVEL], Data::F32(self.gumbel_level))),
-            ("rng_key", Array::new(vec![n, LEVELS, 2], Data::U32(self.rng_key))),
+            (
+                "tokens",
+                Array::new(vec![n, LEVELS], Data::I32(self.tokens)),
+            ),
+            (
+                "cond_tokens",
+                Array::new(vec![self.cond_tokens.len()], Data::I32(self.cond_tokens)),
+            ),
+            (
+                "encoder_out",
+                Array::new(vec![n, self.enc_dim], Data::F32(self.encoder_out)),
+            ),
+            (
+                "temporal_in",
+                Array::new(vec![n, self.dim], Data::F32(self.temporal_in)),
+            ),
+            (
+                "temporal_out",
+                Array::new(vec![n, self.dim], Data::F32(self.temporal_out)),
+            ),
+            (
+                "logits",
+                Array::new(vec![n, LEVELS, VOCAB], Data::F32(logits)),
+            ),
+            (
+                "logits_level",
+                Array::new(vec![n, LEVELS, LEVEL], Data::F32(self.logits_level)),
+            ),
+            (
+                "gumbel_level",
+                Array::new(vec![n, LEVELS, LEVEL], Data::F32(self.gumbel_level)),
+            ),
+            (
+                "rng_key",
+                Array::new(vec![n, LEVELS, 2], Data::U32(self.rng_key)),
+            ),
         ];
         if self.audio_frames > 0 {
             let c = self.audio_frames;
-            arrays.push(("decoder_stft", Array::new(vec![c, 4, 480, 4], Data::F32(self.decoder_stft))));
-            arrays.push(("audio_float", Array::new(vec![c, 1920, 2], Data::F32(self.audio_float))));
-            arrays.push(("audio_int16", Array::new(vec![c, 1920, 2], Data::I16(self.audio_int16))));
+            arrays.push((
+                "decoder_stft",
+                Array::new(vec![c, 4, 480, 4], Data::F32(self.decoder_stft)),
+            ));
+            arrays.push((
+                "audio_float",
+                Array::new(vec![c, 1920, 2], Data::F32(self.audio_float)),
+            ));
+            arrays.push((
+                "audio_int16",
+                Array::new(vec![c, 1920, 2], Data::I16(self.audio_int16)),
+            ));
         }
         rill_io::write_npz(path, arrays.iter().map(|(k, a)| (*k, a)))?;
         Ok(())

@@ -85,7 +85,10 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     let frames = match (args.frames, args.seconds, &forced) {
         (Some(0), _, _) => bail!("--frames must be at least 1"),
         (Some(n), _, Some(f)) if n as usize > f.len() => {
-            bail!("--frames {n} is more than the {} frames in --force-tokens", f.len())
+            bail!(
+                "--frames {n} is more than the {} frames in --force-tokens",
+                f.len()
+            )
         }
         (Some(n), _, _) => n as usize,
         (None, Some(s), _) => {
@@ -101,7 +104,8 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         (None, None, Some(f)) => f.len(),
         (None, None, None) => bail!("say how much to generate: --frames N or --seconds S"),
     };
-    let want_audio = !args.no_audio && (args.output.is_some() || args.tokens_out.is_none() || args.dump.is_some());
+    let want_audio = !args.no_audio
+        && (args.output.is_some() || args.tokens_out.is_none() || args.dump.is_some());
     let wav_path = if want_audio {
         Some(args.output.clone().unwrap_or_else(default_output))
     } else {
@@ -110,7 +114,11 @@ pub fn run(args: GenerateArgs) -> Result<()> {
 
     // Reserve every output before any work, so a bad path fails in a second.
     let mut wav = wav_path.as_deref().map(WavOut::create).transpose()?;
-    let tokens_out = args.tokens_out.as_deref().map(PendingFile::reserve).transpose()?;
+    let tokens_out = args
+        .tokens_out
+        .as_deref()
+        .map(PendingFile::reserve)
+        .transpose()?;
     let dump_out = args.dump.as_deref().map(PendingFile::reserve).transpose()?;
 
     let path = model_source::resolve(&args.model)?;
@@ -132,7 +140,10 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     session.set_sampling(sampling);
     let mut codec_state: Option<CodecState> = codec.as_ref().map(|c| c.new_state());
 
-    let mut dump = args.dump.as_ref().map(|_| Dump::new(&lm, session.conditioning_tokens()));
+    let mut dump = args
+        .dump
+        .as_ref()
+        .map(|_| Dump::new(&lm, session.conditioning_tokens()));
     let mut trace = FrameTrace::default();
     let mut all_tokens: Vec<[u32; LEVELS]> = Vec::with_capacity(frames);
     let mut audio = vec![0f32; 2 * FRAME_SAMPLES];
@@ -158,7 +169,13 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         all_tokens.push(tokens);
         if let (Some(c), Some(st)) = (&codec, codec_state.as_mut()) {
             let want_stft = dump.is_some();
-            c.step(st, &tokens, &mut audio, want_stft.then_some(&mut stft[..]), &pool);
+            c.step(
+                st,
+                &tokens,
+                &mut audio,
+                want_stft.then_some(&mut stft[..]),
+                &pool,
+            );
             nonfinite += rill_codec::float_to_int16(&audio, &mut pcm);
             timings.codec.push(t1.elapsed());
             if let Some(w) = wav.as_mut() {
@@ -185,7 +202,10 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     }
     if let Some(p) = tokens_out {
         let flat: Vec<i32> = all_tokens.iter().flatten().map(|&t| t as i32).collect();
-        rill_io::write_npy(p.partial_path(), &Array::new(vec![frames, LEVELS], Data::I32(flat)))?;
+        rill_io::write_npy(
+            p.partial_path(),
+            &Array::new(vec![frames, LEVELS], Data::I32(flat)),
+        )?;
         p.commit()?;
     }
     if let (Some(p), Some(d)) = (dump_out, dump) {
@@ -198,7 +218,11 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         eprintln!("warning: {nonfinite} non-finite audio samples were replaced by silence");
     }
     if let Some(p) = &wav_path {
-        eprintln!("wrote {} ({:.2} s of 48 kHz stereo audio)", p.display(), frames as f64 * 0.04);
+        eprintln!(
+            "wrote {} ({:.2} s of 48 kHz stereo audio)",
+            p.display(),
+            frames as f64 * 0.04
+        );
     }
     if let Some(p) = &args.tokens_out {
         eprintln!("wrote {} ([{frames}, 12] token ids)", p.display());

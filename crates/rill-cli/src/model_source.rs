@@ -35,7 +35,10 @@ fn default_candidates() -> Vec<PathBuf> {
         c.push(PathBuf::from(h).join("checkpoints/mrt2_small.safetensors"));
     }
     if let Some(home) = std::env::var_os("HOME") {
-        c.push(PathBuf::from(home).join("Documents/Magenta/magenta-rt-v2/checkpoints/mrt2_small.safetensors"));
+        c.push(
+            PathBuf::from(home)
+                .join("Documents/Magenta/magenta-rt-v2/checkpoints/mrt2_small.safetensors"),
+        );
     }
     c
 }
@@ -59,7 +62,10 @@ pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
             .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
         let path = dir.join(format!("mrt2_small_random_seed{seed}.safetensors"));
         if !is_complete_synth(&path, seed) {
-            eprintln!("synthesising a random-weight mrt2_small checkpoint (weights seed {seed}) at {}", path.display());
+            eprintln!(
+                "synthesising a random-weight mrt2_small checkpoint (weights seed {seed}) at {}",
+                path.display()
+            );
             synthesise(ModelKind::Small, seed, &path)?;
         }
         eprintln!("note: random weights — every stage runs as with real weights, but the output is not music");
@@ -67,7 +73,10 @@ pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
     }
     if let Some(p) = &args.checkpoint {
         if !p.exists() {
-            bail!("checkpoint {} does not exist\n\n{DOWNLOAD_HELP}", p.display());
+            bail!(
+                "checkpoint {} does not exist\n\n{DOWNLOAD_HELP}",
+                p.display()
+            );
         }
         return Ok(p.clone());
     }
@@ -120,8 +129,12 @@ pub fn precision(args: &ModelArgs, ckpt: &Checkpoint) -> Result<Precision> {
         return Ok(p.into());
     }
     match ckpt.quantized_precision() {
-        Some(name) => Precision::from_name(name)
-            .with_context(|| format!("{} is pre-quantised to an unknown precision {name:?}", ckpt.path().display())),
+        Some(name) => Precision::from_name(name).with_context(|| {
+            format!(
+                "{} is pre-quantised to an unknown precision {name:?}",
+                ckpt.path().display()
+            )
+        }),
         None => Ok(Precision::F32),
     }
 }
@@ -143,6 +156,9 @@ pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
 pub fn load_codec(ckpt: &Checkpoint) -> Result<Arc<Codec>> {
     let start = Instant::now();
     let c = Codec::load(ckpt)?;
-    eprintln!("loaded SpectroStream decoder in {:.1} s", start.elapsed().as_secs_f64());
+    eprintln!(
+        "loaded SpectroStream decoder in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
     Ok(Arc::new(c))
 }

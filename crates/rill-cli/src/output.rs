@@ -23,7 +23,8 @@ impl PendingFile {
         let mut partial = path.as_os_str().to_owned();
         partial.push(".partial");
         let partial = PathBuf::from(partial);
-        File::create(&partial).with_context(|| format!("cannot write output {}", path.display()))?;
+        File::create(&partial)
+            .with_context(|| format!("cannot write output {}", path.display()))?;
         Ok(PendingFile {
             final_path: path.to_path_buf(),
             partial,
@@ -38,8 +39,12 @@ impl PendingFile {
 
     /// Moves the finished file into place.
     pub fn commit(mut self) -> Result<()> {
-        std::fs::rename(&self.partial, &self.final_path)
-            .with_context(|| format!("cannot move the output into place at {}", self.final_path.display()))?;
+        std::fs::rename(&self.partial, &self.final_path).with_context(|| {
+            format!(
+                "cannot move the output into place at {}",
+                self.final_path.display()
+            )
+        })?;
         self.committed = true;
         Ok(())
     }

@@ -83,7 +83,10 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let ckpt = Checkpoint::open(&args.checkpoint)?;
     let kind = ckpt.validate()?;
     if let Some(p) = ckpt.quantized_precision() {
-        bail!("{} is already pre-quantised ({p}); quantise the original checkpoint", args.checkpoint.display());
+        bail!(
+            "{} is already pre-quantised ({p}); quantise the original checkpoint",
+            args.checkpoint.display()
+        );
     }
     let (_, matrices) = Mrt2::load_recording(&ckpt, precision)?;
     let recorded: HashSet<&str> = matrices.iter().map(|(n, _)| n.as_str()).collect();
@@ -125,7 +128,9 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     safetensors::serialize_to_file(views, Some(meta), pending.partial_path())
         .with_context(|| format!("writing {}", args.output.display()))?;
     pending.commit()?;
-    let size = std::fs::metadata(&args.output).map(|m| m.len()).unwrap_or(0);
+    let size = std::fs::metadata(&args.output)
+        .map(|m| m.len())
+        .unwrap_or(0);
     eprintln!(
         "wrote {} ({kind}, {precision}, {} matrices pre-quantised, {:.2} GB) in {:.1} s",
         args.output.display(),

@@ -39,7 +39,10 @@ pub fn run(args: SynthArgs) -> Result<()> {
         ModelName::Base => ModelKind::Base,
     };
     if args.output.is_dir() {
-        bail!("{} is a directory; give a file name like mrt2_small_random.safetensors", args.output.display());
+        bail!(
+            "{} is a directory; give a file name like mrt2_small_random.safetensors",
+            args.output.display()
+        );
     }
     // Fail now if the location is not writable (the writer uses its own .partial file).
     drop(PendingFile::reserve(&args.output)?);

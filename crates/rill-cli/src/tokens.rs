@@ -11,7 +11,10 @@ use rill_mrt2::LEVELS;
 pub fn read_tokens(path: &Path) -> Result<Vec<[u32; LEVELS]>> {
     let a = rill_io::read_npy(path)?;
     let Some(values) = a.to_i64() else {
-        bail!("{}: token ids must be an integer array, found floats or bools", path.display());
+        bail!(
+            "{}: token ids must be an integer array, found floats or bools",
+            path.display()
+        );
     };
     if a.shape.len() != 2 || a.shape[1] != LEVELS || a.shape[0] == 0 {
         bail!(

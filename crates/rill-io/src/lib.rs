@@ -116,7 +116,11 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
         (TypeChar::Bool, 1) => Data::Bool(npy.into_vec().map_err(e)?),
         (t, s) => return Err(format!("unsupported dtype {t:?}{s}")),
     };
-    let data = if fortran { fortran_to_c(&shape, data) } else { data };
+    let data = if fortran {
+        fortran_to_c(&shape, data)
+    } else {
+        data
+    };
     Ok(Array { shape, data })
 }
 
@@ -279,14 +283,18 @@ impl Npz {
     /// A float array as f32 with its shape.
     pub fn f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
         let a = self.get(name)?;
-        let v = a.to_f32().ok_or_else(|| self.type_err(name, a, "a float"))?;
+        let v = a
+            .to_f32()
+            .ok_or_else(|| self.type_err(name, a, "a float"))?;
         Ok((a.shape.clone(), v))
     }
 
     /// An integer array as i64 with its shape.
     pub fn i64(&self, name: &str) -> Result<(Vec<usize>, Vec<i64>)> {
         let a = self.get(name)?;
-        let v = a.to_i64().ok_or_else(|| self.type_err(name, a, "an integer"))?;
+        let v = a
+            .to_i64()
+            .ok_or_else(|| self.type_err(name, a, "an integer"))?;
         Ok((a.shape.clone(), v))
     }
 

@@ -28,6 +28,8 @@ fn reads_fortran_ordered_array() {
     // Layer-mode waveform equals the step-mode audio shifted by one frame (1920 samples).
     let (_, step) = z.f32("audio_float").unwrap();
     let n = 1920 * 2;
-    let max = (0..n).map(|i| (w[i] - step[n + i]).abs()).fold(0f32, f32::max);
+    let max = (0..n)
+        .map(|i| (w[i] - step[n + i]).abs())
+        .fold(0f32, f32::max);
     assert!(max < 1e-5, "{max}");
 }

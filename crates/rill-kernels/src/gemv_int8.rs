@@ -104,7 +104,12 @@ mod x86 {
         for r in 4 * s..n {
             let mut acc = _mm512_setzero_ps();
             for g in 0..groups {
-                acc = group_dot(qp.add(r * cols + g * GROUP), xp.add(g * GROUP), *sp.add(r * groups + g), acc);
+                acc = group_dot(
+                    qp.add(r * cols + g * GROUP),
+                    xp.add(g * GROUP),
+                    *sp.add(r * groups + g),
+                    acc,
+                );
             }
             y[r] = _mm512_reduce_add_ps(acc);
         }
@@ -132,7 +137,8 @@ mod x86 {
                 for c in 0..4 {
                     let p = q.as_ptr().add(r * cols + g * GROUP + 16 * c);
                     let qv = _mm256_cvtepu8_epi16(_mm_loadu_si128(p as *const __m128i));
-                    let xv = _mm256_loadu_si256(xq.as_ptr().add(g * GROUP + 16 * c) as *const __m256i);
+                    let xv =
+                        _mm256_loadu_si256(xq.as_ptr().add(g * GROUP + 16 * c) as *const __m256i);
                     d = _mm256_add_epi32(d, _mm256_madd_epi16(qv, xv));
                 }
                 let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));

@@ -42,7 +42,14 @@ pub(crate) fn unpack_at(packed: &[u8], i: usize) -> u8 {
 }
 
 /// Affine int4 block: writes `Σ_g scale·Σ q·xq` (bias term and `sx` added by the caller).
-pub(crate) fn affine_rows(isa: Isa, packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+pub(crate) fn affine_rows(
+    isa: Isa,
+    packed: &[u8],
+    scales: &[f32],
+    cols: usize,
+    xq: &[i16],
+    y: &mut [f32],
+) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
@@ -87,7 +94,14 @@ pub(crate) fn palette_rows(
     }
 }
 
-fn palette_portable(packed: &[u8], lut: &[f32], first_row: usize, cols: usize, x: &[f32], y: &mut [f32]) {
+fn palette_portable(
+    packed: &[u8],
+    lut: &[f32],
+    first_row: usize,
+    cols: usize,
+    x: &[f32],
+    y: &mut [f32],
+) {
     for (r, out) in y.iter_mut().enumerate() {
         let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
         let l = &lut[g * 16..g * 16 + 16];
@@ -95,7 +109,8 @@ fn palette_portable(packed: &[u8], lut: &[f32], first_row: usize, cols: usize, x
         let mut acc = [0f32; 16];
         for (run, xs) in row.chunks_exact(16).zip(x.chunks_exact(32)) {
             for j in 0..16 {
-                acc[j] += l[(run[j] & 0x0f) as usize] * xs[j] + l[(run[j] >> 4) as usize] * xs[j + 16];
+                acc[j] +=
+                    l[(run[j] & 0x0f) as usize] * xs[j] + l[(run[j] >> 4) as usize] * xs[j + 16];
             }
         }
         *out = acc.iter().sum();
@@ -120,7 +135,13 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn affine_avx512(packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+    pub unsafe fn affine_avx512(
+        packed: &[u8],
+        scales: &[f32],
+        cols: usize,
+        xq: &[i16],
+        y: &mut [f32],
+    ) {
         let groups = cols / AFFINE_GROUP;
         let n = y.len();
         let s = n / 4;
@@ -128,7 +149,11 @@ mod x86 {
         let row = |r: usize, acc: __m512, g: usize, xv: __m512i| -> __m512 {
             let q = _mm512_cvtepu8_epi16(unpack32(pp.add(r * cols / 2 + g * 16)));
             let d = _mm512_dpwssd_epi32(_mm512_setzero_si512(), q, xv);
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(*sp.add(r * groups + g)), acc)
+            _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(d),
+                _mm512_set1_ps(*sp.add(r * groups + g)),
+                acc,
+            )
         };
         for r in 0..s {
             let rows = [r, r + s, r + 2 * s, r + 3 * s];

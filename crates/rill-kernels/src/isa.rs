@@ -59,7 +59,11 @@ impl Isa {
     }
 
     fn from_env() -> Option<Isa> {
-        match std::env::var("RILL_ISA").ok()?.to_ascii_lowercase().as_str() {
+        match std::env::var("RILL_ISA")
+            .ok()?
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "portable" | "scalar" => Some(Isa::Portable),
             "avx2" => Some(Isa::Avx2),
             "avx512" => Some(Isa::Avx512),

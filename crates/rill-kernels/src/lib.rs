@@ -11,8 +11,8 @@ pub mod ops;
 pub mod pool;
 pub mod quant;
 
-mod gemv_f32;
 mod gemv_bf16;
+mod gemv_f32;
 mod gemv_int8;
 mod gemv_q4;
 

@@ -8,10 +8,10 @@ use std::ops::Range;
 
 use std::cell::RefCell;
 
+use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
 use crate::quant::{self, Affine};
-use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::{gemv_bf16, gemv_f32, gemv_int8};
 
 /// Storage format of a weight matrix.
@@ -81,7 +81,13 @@ pub struct Matrix {
 
 impl std::fmt::Debug for Matrix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Matrix({}x{}, {})", self.rows, self.cols, self.format().name())
+        write!(
+            f,
+            "Matrix({}x{}, {})",
+            self.rows,
+            self.cols,
+            self.format().name()
+        )
     }
 }
 
@@ -134,7 +140,9 @@ impl Matrix {
         assert_eq!(values.len(), rows * cols, "matrix data length");
         let data = match format {
             WeightFormat::F32 => Storage::F32(values),
-            WeightFormat::Bf16 => Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect()),
+            WeightFormat::Bf16 => {
+                Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect())
+            }
             WeightFormat::Int8 if cols % gemv_int8::GROUP == 0 => {
                 Storage::Int8(quant::affine(&values, cols, gemv_int8::GROUP, 8))
             }
@@ -179,12 +187,19 @@ impl Matrix {
                 ("scales", Part::F32(a.scales.clone())),
                 ("biases", Part::F32(a.biases.clone())),
             ],
-            Storage::Int4 { packed, scales, biases } => vec![
+            Storage::Int4 {
+                packed,
+                scales,
+                biases,
+            } => vec![
                 ("q", Part::U8(packed.clone())),
                 ("scales", Part::F32(scales.clone())),
                 ("biases", Part::F32(biases.clone())),
             ],
-            Storage::Lut4 { packed, lut } => vec![("q", Part::U8(packed.clone())), ("lut", Part::F32(lut.clone()))],
+            Storage::Lut4 { packed, lut } => vec![
+                ("q", Part::U8(packed.clone())),
+                ("lut", Part::F32(lut.clone())),
+            ],
         }
     }
 
@@ -244,7 +259,10 @@ impl Matrix {
                 }
             }
             WeightFormat::Lut4 => {
-                match (take("q", n / 2)?, take("lut", rows.div_ceil(PALETTE_ROWS) * 16)?) {
+                match (
+                    take("q", n / 2)?,
+                    take("lut", rows.div_ceil(PALETTE_ROWS) * 16)?,
+                ) {
                     (Part::U8(packed), Part::F32(lut)) => Storage::Lut4 { packed, lut },
                     _ => return Err(wrong("q/lut")),
                 }
@@ -260,7 +278,10 @@ impl Matrix {
         let cols = parts[0].cols;
         let rows = parts.iter().map(|m| m.rows).sum();
         let format = parts[0].format();
-        assert!(parts.iter().all(|m| m.cols == cols && m.format() == format), "stack needs equal formats and widths");
+        assert!(
+            parts.iter().all(|m| m.cols == cols && m.format() == format),
+            "stack needs equal formats and widths"
+        );
         assert!(
             format != WeightFormat::Lut4 || parts.iter().all(|m| m.rows % PALETTE_ROWS == 0),
             "palette parts must be whole 16-row groups"
@@ -278,7 +299,11 @@ impl Matrix {
                     a.biases.extend(b.biases);
                 }
                 (
-                    Storage::Int4 { packed, scales, biases },
+                    Storage::Int4 {
+                        packed,
+                        scales,
+                        biases,
+                    },
                     Storage::Int4 {
                         packed: p2,
                         scales: s2,
@@ -289,7 +314,13 @@ impl Matrix {
                     scales.extend(s2);
                     biases.extend(b2);
                 }
-                (Storage::Lut4 { packed, lut }, Storage::Lut4 { packed: p2, lut: l2 }) => {
+                (
+                    Storage::Lut4 { packed, lut },
+                    Storage::Lut4 {
+                        packed: p2,
+                        lut: l2,
+                    },
+                ) => {
                     packed.extend(p2);
                     lut.extend(l2);
                 }
@@ -323,7 +354,11 @@ impl Matrix {
             Storage::F32(v) => v.len() * 4,
             Storage::Bf16(v) => v.len() * 2,
             Storage::Int8(a) => a.q.len() + 4 * (a.scales.len() + a.biases.len()),
-            Storage::Int4 { packed, scales, biases } => packed.len() + 4 * (scales.len() + biases.len()),
+            Storage::Int4 {
+                packed,
+                scales,
+                biases,
+            } => packed.len() + 4 * (scales.len() + biases.len()),
             Storage::Lut4 { packed, lut } => packed.len() + 4 * lut.len(),
         }
     }
@@ -345,7 +380,11 @@ impl Matrix {
                     *o = a.q[r * c + i] as f32 * a.scales[gi] + a.biases[gi];
                 }
             }
-            Storage::Int4 { packed, scales, biases } => {
+            Storage::Int4 {
+                packed,
+                scales,
+                biases,
+            } => {
                 for (i, o) in out.iter_mut().enumerate() {
                     let gi = (r * c + i) / AFFINE_GROUP;
                     *o = gemv_q4::unpack_at(packed, r * c + i) as f32 * scales[gi] + biases[gi];
@@ -427,19 +466,41 @@ impl Matrix {
                     )
                 })
             }),
-            Storage::Int4 { packed, scales, biases } => with_quantized(x, AFFINE_GROUP, |xq, xs, sx| {
+            Storage::Int4 {
+                packed,
+                scales,
+                biases,
+            } => with_quantized(x, AFFINE_GROUP, |xq, xs, sx| {
                 let groups = cols / AFFINE_GROUP;
                 run_all(&|t| {
                     let (r0, r1, ys) = block(t);
-                    let (sc, bi) = (&scales[r0 * groups..r1 * groups], &biases[r0 * groups..r1 * groups]);
-                    gemv_q4::affine_rows(isa, &packed[r0 * cols / 2..r1 * cols / 2], sc, cols, xq, ys);
+                    let (sc, bi) = (
+                        &scales[r0 * groups..r1 * groups],
+                        &biases[r0 * groups..r1 * groups],
+                    );
+                    gemv_q4::affine_rows(
+                        isa,
+                        &packed[r0 * cols / 2..r1 * cols / 2],
+                        sc,
+                        cols,
+                        xq,
+                        ys,
+                    );
                     finish_affine(ys, bi, groups, xs, sx);
                 })
             }),
             Storage::Lut4 { packed, lut } => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
                 let l = &lut[r0 / PALETTE_ROWS * 16..(r1 - 1) / PALETTE_ROWS * 16 + 16];
-                gemv_q4::palette_rows(isa, &packed[r0 * cols / 2..r1 * cols / 2], l, r0, cols, x, ys);
+                gemv_q4::palette_rows(
+                    isa,
+                    &packed[r0 * cols / 2..r1 * cols / 2],
+                    l,
+                    r0,
+                    cols,
+                    x,
+                    ys,
+                );
             }),
         }
     }
@@ -491,7 +552,9 @@ mod tests {
     use super::*;
 
     fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     }
 
@@ -514,22 +577,43 @@ mod tests {
     fn every_isa_matches_f64_reference() {
         let pool = Pool::new(2);
         let mut seed = 7u64;
-        let shapes = [(1, 1), (3, 17), (37, 768), (130, 1024), (64, 33), (5, 64), (67, 192)];
+        let shapes = [
+            (1, 1),
+            (3, 17),
+            (37, 768),
+            (130, 1024),
+            (64, 33),
+            (5, 64),
+            (67, 192),
+        ];
         for &(rows, cols) in &shapes {
             let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
             let mut x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
             x[0] = 3.0; // an outlier, as transformer activations have
-            for format in [WeightFormat::F32, WeightFormat::Bf16, WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
+            for format in [
+                WeightFormat::F32,
+                WeightFormat::Bf16,
+                WeightFormat::Int8,
+                WeightFormat::Int4,
+                WeightFormat::Lut4,
+            ] {
                 let m = Matrix::from_f32(rows, cols, w.clone(), format);
                 let want = reference(&effective(&m, rows, cols), cols, &x);
                 // int8 also quantises activations to int16 (error ≈ max|x|/65534 per entry).
-                let act_err = if matches!(m.format(), WeightFormat::Int8 | WeightFormat::Int4) { 3.0 / 32767.0 } else { 0.0 };
+                let act_err = if matches!(m.format(), WeightFormat::Int8 | WeightFormat::Int4) {
+                    3.0 / 32767.0
+                } else {
+                    0.0
+                };
                 for isa in Isa::available() {
                     let mut y = vec![0f32; rows];
                     m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
                     for (a, b) in y.iter().zip(&want) {
                         let tol = 1e-5 * (cols as f64).sqrt() + act_err * 0.5 * cols as f64 * 0.5;
-                        assert!((*a as f64 - b).abs() < tol, "{isa:?} {format:?} {rows}x{cols}: {a} vs {b}");
+                        assert!(
+                            (*a as f64 - b).abs() < tol,
+                            "{isa:?} {format:?} {rows}x{cols}: {a} vs {b}"
+                        );
                     }
                 }
             }
@@ -551,7 +635,10 @@ mod tests {
             let mut y = vec![0f32; rows];
             m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
             for (a, b) in y.iter().zip(&base) {
-                assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{isa:?}: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                    "{isa:?}: {a} vs {b}"
+                );
             }
         }
     }

@@ -141,7 +141,8 @@ impl Pool {
         }
         // Close the generation: a helper that saw it late must not claim an index
         // against the next job's task count.
-        s.counter.store((gen << 32) | 0xffff_ffff, Ordering::Release);
+        s.counter
+            .store((gen << 32) | 0xffff_ffff, Ordering::Release);
         self.busy.store(false, Ordering::Release);
     }
 }

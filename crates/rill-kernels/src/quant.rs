@@ -18,7 +18,10 @@ pub struct Affine {
 
 /// MLX's affine quantisation of row-major `w` (`cols` per row, groups of `group`).
 pub fn affine(w: &[f32], cols: usize, group: usize, bits: u32) -> Affine {
-    assert!(cols % group == 0, "columns must be a multiple of the group size");
+    assert!(
+        cols % group == 0,
+        "columns must be a multiple of the group size"
+    );
     let n_bins = ((1u32 << bits) - 1) as f32;
     let groups = w.len() / group;
     let mut q = vec![0u8; w.len()];
@@ -143,7 +146,12 @@ pub fn palettize(w: &[f32], cols: usize, rows_per_group: usize) -> Palette {
 
 /// Symmetric int16 quantisation of an activation vector with one scale:
 /// `x ≈ xq·scale`. Also returns per-group sums of `xq` (for affine bias terms).
-pub fn quantize_activations_i16(x: &[f32], group: usize, xq: &mut [i16], group_sums: &mut [i32]) -> f32 {
+pub fn quantize_activations_i16(
+    x: &[f32],
+    group: usize,
+    xq: &mut [i16],
+    group_sums: &mut [i32],
+) -> f32 {
     let maxabs = x.iter().fold(0f32, |m, v| m.max(v.abs()));
     if maxabs == 0.0 || !maxabs.is_finite() {
         xq.fill(0);
@@ -168,7 +176,9 @@ mod tests {
     fn affine_matches_mlx_example() {
         // Reproduces the arithmetic checked against mx.quantize(bits=8, group 64):
         // the edge value dequantises exactly and zero is representable.
-        let w: Vec<f32> = (0..128).map(|i| ((i as f32) * 0.37).sin() * 2.0 - 0.3).collect();
+        let w: Vec<f32> = (0..128)
+            .map(|i| ((i as f32) * 0.37).sin() * 2.0 - 0.3)
+            .collect();
         let a = affine(&w, 128, 64, 8);
         let d = a.dequantize();
         for g in 0..2 {
@@ -187,7 +197,9 @@ mod tests {
 
     #[test]
     fn palette_error_small() {
-        let w: Vec<f32> = (0..64 * 32).map(|i| (i * 7919 % 1000) as f32 / 1000.0 - 0.5).collect();
+        let w: Vec<f32> = (0..64 * 32)
+            .map(|i| (i * 7919 % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
         let p = palettize(&w, 64, 16);
         let mut err = 0f64;
         let mut pow = 0f64;

@@ -20,6 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
     ms.sort_by(|a, b| a.total_cmp(b));
-    eprintln!("median {:.1} ms  min {:.1}  max {:.1}", ms[ms.len() / 2], ms[0], ms[ms.len() - 1]);
+    eprintln!(
+        "median {:.1} ms  min {:.1}  max {:.1}",
+        ms[ms.len() / 2],
+        ms[0],
+        ms[ms.len() - 1]
+    );
     Ok(())
 }

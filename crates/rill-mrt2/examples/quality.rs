@@ -16,7 +16,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let m = Arc::new(rill_mrt2::Mrt2::load(&ckpt, prec)?);
         let mut r = rill_mrt2::Session::new(reference.clone(), 42, &pool);
         let mut t = rill_mrt2::Session::new(m, 42, &pool);
-        let q = rill_mrt2::quality::compare_sessions(&mut r, &mut t, &cond, Default::default(), frames, &pool);
+        let q = rill_mrt2::quality::compare_sessions(
+            &mut r,
+            &mut t,
+            &cond,
+            Default::default(),
+            frames,
+            &pool,
+        );
         println!(
             "{p}: cos mean {:.6} min {:.6} greedy {:.3} sampling {:.4}",
             q.cosine_mean(),

@@ -44,7 +44,12 @@ pub fn query_scale(per_dim_scale: &[f32]) -> Vec<f32> {
 }
 
 impl Attention {
-    pub fn new(heads: usize, head_dim: usize, per_dim_scale: &[f32], sink: Option<(&[f32], &[f32])>) -> Self {
+    pub fn new(
+        heads: usize,
+        head_dim: usize,
+        per_dim_scale: &[f32],
+        sink: Option<(&[f32], &[f32])>,
+    ) -> Self {
         let q_scale = query_scale(per_dim_scale);
         let sink = sink.map(|(k, v)| Sink {
             key_over_scale: k
@@ -106,7 +111,11 @@ impl Attention {
                 j += 1;
             }
             for s in 0..past.slots {
-                ops::axpy(scores[j], &past.v[s * hd + h * dh..s * hd + (h + 1) * dh], out);
+                ops::axpy(
+                    scores[j],
+                    &past.v[s * hd + h * dh..s * hd + (h + 1) * dh],
+                    out,
+                );
                 j += 1;
             }
             ops::axpy(scores[j], &v_cur[r.clone()], out);
@@ -135,13 +144,18 @@ mod tests {
         let mut q = q0.clone();
         let mut ctx = vec![0f32; hd];
         let mut scores = vec![0f32; Attention::scores_len(3)];
-        let past = KvView { k: &pk, v: &pv, slots: 2 };
+        let past = KvView {
+            k: &pk,
+            v: &pv,
+            slots: 2,
+        };
         att.attend(&mut q, past, &kc, &vc, &mut ctx, &mut scores);
         let scale = query_scale(&pds);
         for h in 0..hn {
             let qh = &q0[h * dh..(h + 1) * dh];
             let qs: Vec<f64> = (0..dh).map(|d| (qh[d] * scale[d]) as f64).collect();
-            let dot = |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * *y as f64).sum::<f64>();
+            let dot =
+                |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * *y as f64).sum::<f64>();
             let unscaled: Vec<f64> = qh.iter().map(|&v| v as f64).collect();
             let mut logits = vec![dot(&unscaled, &sk[h * dh..(h + 1) * dh])];
             let mut vals: Vec<&[f32]> = vec![&sv[h * dh..(h + 1) * dh]];

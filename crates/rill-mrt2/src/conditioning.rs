@@ -64,7 +64,11 @@ impl Default for CfgScales {
 /// `discretize_cfg` of `system.py:46-67`: `clamp(round((clamp(s, −1, 7) + 1)/step), 0, max_bin)`
 /// with Python's round-half-to-even in f64.
 pub fn cfg_bin(scale: f64, step: f64, max_bin: i32) -> i32 {
-    let s = if scale.is_nan() { 0.0 } else { scale.clamp(-1.0, 7.0) };
+    let s = if scale.is_nan() {
+        0.0
+    } else {
+        scale.clamp(-1.0, 7.0)
+    };
     let b = ((s + 1.0) / step).round_ties_even();
     (b as i32).clamp(0, max_bin)
 }
@@ -110,7 +114,10 @@ impl Conditioning {
                 *dst = c.min(1023) as i32 + TOKEN_OFFSET;
             }
         }
-        for (dst, n) in t[STYLE_LEVELS..STYLE_LEVELS + PITCHES].iter_mut().zip(&self.notes) {
+        for (dst, n) in t[STYLE_LEVELS..STYLE_LEVELS + PITCHES]
+            .iter_mut()
+            .zip(&self.notes)
+        {
             *dst = n.raw() + TOKEN_OFFSET;
         }
         t[140] = match self.drums {
@@ -135,7 +142,10 @@ mod tests {
             ..Default::default()
         };
         let t = c.tokens();
-        assert_eq!(&t[..12], &[667, 1023, 302, 213, 864, 848, 398, 864, 626, 77, 408, 29]);
+        assert_eq!(
+            &t[..12],
+            &[667, 1023, 302, 213, 864, 848, 398, 864, 626, 77, 408, 29]
+        );
         assert!(t[12..141].iter().all(|&v| v == 6));
         assert_eq!(&t[141..], &[27, 17, 9]);
     }

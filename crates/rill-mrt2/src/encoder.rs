@@ -103,7 +103,13 @@ impl Encoder {
     /// Encodes the 144 conditioning tokens into the cross-attention source `out`.
     /// Token values outside their tables are clamped (they cannot come from
     /// [`crate::conditioning::Conditioning`]).
-    pub fn encode(&self, tokens: &[i32; CHANNELS], out: &mut [f32], s: &mut EncoderScratch, pool: &Pool) {
+    pub fn encode(
+        &self,
+        tokens: &[i32; CHANNELS],
+        out: &mut [f32],
+        s: &mut EncoderScratch,
+        pool: &Pool,
+    ) {
         s.sum768.fill(0.0);
         for (i, &t) in tokens[..STYLE_LEVELS].iter().enumerate() {
             let row = (t.max(0) as usize + i * MULAN_VOCAB).min(MULAN_ROWS - 1);

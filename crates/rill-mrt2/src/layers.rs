@@ -91,7 +91,12 @@ impl SelfAttentionBlock {
             pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
             post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
             wqkv,
-            wo: l.rows(&format!("{prefix}/output_projection/kernel"), dim, inner, role)?,
+            wo: l.rows(
+                &format!("{prefix}/output_projection/kernel"),
+                dim,
+                inner,
+                role,
+            )?,
             attn: Attention::new(
                 heads,
                 head_dim,
@@ -117,7 +122,8 @@ impl SelfAttentionBlock {
         new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
         new_v.copy_from_slice(&s.qkv[2 * inner..]);
         let (q, _) = s.qkv.split_at_mut(inner);
-        self.attn.attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
+        self.attn
+            .attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
         self.wo.gemv(&s.ctx, &mut s.out, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
     }
@@ -163,7 +169,12 @@ impl CrossAttentionBlock {
                 inner,
                 role,
             )?,
-            wo: l.rows(&format!("{prefix}/output_projection/kernel"), dim, inner, role)?,
+            wo: l.rows(
+                &format!("{prefix}/output_projection/kernel"),
+                dim,
+                inner,
+                role,
+            )?,
             attn: Attention::new(heads, head_dim, &pds, Some((&sk, &sv))),
         })
     }
@@ -187,8 +198,14 @@ impl CrossAttentionBlock {
         ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
         let q = &mut s.qkv[..inner];
         self.wq.gemv(&s.h, q, pool);
-        self.attn
-            .attend(q, past, &kv[..inner], &kv[inner..], &mut s.ctx, &mut s.scores);
+        self.attn.attend(
+            q,
+            past,
+            &kv[..inner],
+            &kv[inner..],
+            &mut s.ctx,
+            &mut s.scores,
+        );
         self.wo.gemv(&s.ctx, &mut s.out, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
     }

@@ -61,13 +61,24 @@ impl Loader<'_> {
 
     /// The `rows × cols` engine matrix of tensor `name`, transposing JAX `[in, out]`
     /// kernels when `in_major`.
-    fn matrix(&self, name: &str, rows: usize, cols: usize, in_major: bool, role: Role) -> Result<Matrix, ModelError> {
+    fn matrix(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        in_major: bool,
+        role: Role,
+    ) -> Result<Matrix, ModelError> {
         let format = self.precision.format(role);
         let m = match self.ckpt.quantized_format(name) {
             Some(stored) => self.prequantized(name, stored, format, rows, cols)?,
             None => {
                 let v = self.raw(name, rows * cols)?;
-                let v = if in_major { transpose(cols, rows, &v) } else { v };
+                let v = if in_major {
+                    transpose(cols, rows, &v)
+                } else {
+                    v
+                };
                 Matrix::from_f32(rows, cols, v, format)
             }
         };
@@ -107,7 +118,11 @@ impl Loader<'_> {
             let _release = ReleaseOnDrop(self.ckpt, &pname);
             Some(match t.dtype {
                 Dtype::U8 => Part::U8(b.to_vec()),
-                Dtype::BF16 => Part::Bf16(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+                Dtype::BF16 => Part::Bf16(
+                    b.chunks_exact(2)
+                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                        .collect(),
+                ),
                 Dtype::F32 => Part::F32(
                     b.chunks_exact(4)
                         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -121,13 +136,25 @@ impl Loader<'_> {
     }
 
     /// A JAX `[in, out...]` kernel as an `[out][in]` matrix.
-    pub fn dense(&self, name: &str, din: usize, dout: usize, role: Role) -> Result<Matrix, ModelError> {
+    pub fn dense(
+        &self,
+        name: &str,
+        din: usize,
+        dout: usize,
+        role: Role,
+    ) -> Result<Matrix, ModelError> {
         self.matrix(name, dout, din, true, role)
     }
 
     /// Several JAX `[in, out_i]` kernels sharing the input, stacked as one
     /// `[Σ out_i][in]` matrix (one pass over the input, e.g. fused q/k/v).
-    pub fn dense_stacked(&self, names: &[&str], din: usize, dout: usize, role: Role) -> Result<Matrix, ModelError> {
+    pub fn dense_stacked(
+        &self,
+        names: &[&str],
+        din: usize,
+        dout: usize,
+        role: Role,
+    ) -> Result<Matrix, ModelError> {
         let parts = names
             .iter()
             .map(|n| self.dense(n, din, dout, role))
@@ -137,7 +164,13 @@ impl Loader<'_> {
 
     /// A kernel already in `[out][in]` order (attention output projection
     /// `[D, H, Dh]`, embedding tables `[rows, dim]`).
-    pub fn rows(&self, name: &str, rows: usize, cols: usize, role: Role) -> Result<Matrix, ModelError> {
+    pub fn rows(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        role: Role,
+    ) -> Result<Matrix, ModelError> {
         self.matrix(name, rows, cols, false, role)
     }
 }

@@ -214,7 +214,9 @@ impl Mrt2 {
     /// `layer` for encoder output `src`. The encoder is frame-wise, so for constant
     /// conditioning the host may compute this once and reuse it.
     pub fn cross_source_kv(&self, layer: usize, src: &[f32], kv: &mut [f32], pool: &Pool) {
-        self.temporal[layer].cross_attn.project_source(src, kv, pool);
+        self.temporal[layer]
+            .cross_attn
+            .project_source(src, kv, pool);
     }
 
     /// One temporal layer step with this frame's cross-attention key/value `cross_kv`
@@ -262,10 +264,18 @@ impl Mrt2 {
     }
 
     /// Final LayerNorm, the level's 1024 rows of `to_logits` (+bias) and the soft cap.
-    pub fn level_logits(&self, level: usize, z: &[f32], normed: &mut [f32], logits: &mut [f32], pool: &Pool) {
+    pub fn level_logits(
+        &self,
+        level: usize,
+        z: &[f32],
+        normed: &mut [f32],
+        logits: &mut [f32],
+        pool: &Pool,
+    ) {
         ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
         let lo = RESERVED + LEVEL * level;
-        self.to_logits.gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+        self.to_logits
+            .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
         ops::add_in_place(logits, &self.to_logits_bias[lo..lo + LEVEL]);
         ops::soft_cap(logits, SOFT_CAP);
     }

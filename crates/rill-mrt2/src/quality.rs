@@ -156,7 +156,13 @@ mod tests {
         a.add(&l, &l, p);
         assert!((a.sampling() - 1.0).abs() < 1e-12);
         assert_eq!(a.greedy(), 1.0);
-        let d = tempered_top_k(&l, SamplingParams { temperature: 1.0, top_k: 3 });
+        let d = tempered_top_k(
+            &l,
+            SamplingParams {
+                temperature: 1.0,
+                top_k: 3,
+            },
+        );
         assert_eq!(d.iter().filter(|&&v| v > 0.0).count(), 3);
         assert!((d.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }

@@ -111,7 +111,12 @@ impl Default for SamplingParams {
 
 /// Picks the id (0..1024 within the level) from the level's soft-capped logits
 /// and the step's Gumbel noise (same length). `scratch` needs 1024 floats.
-pub fn sample_level(logits: &[f32], gumbel: &[f32], p: SamplingParams, scratch: &mut [f32]) -> usize {
+pub fn sample_level(
+    logits: &[f32],
+    gumbel: &[f32],
+    p: SamplingParams,
+    scratch: &mut [f32],
+) -> usize {
     debug_assert_eq!(logits.len(), gumbel.len());
     let n = logits.len();
     let k = p.top_k.clamp(1, VOCAB);
@@ -128,7 +133,11 @@ pub fn sample_level(logits: &[f32], gumbel: &[f32], p: SamplingParams, scratch: 
     let mut best = 0usize;
     let mut best_v = f32::NEG_INFINITY;
     for i in 0..n {
-        let x = if logits[i] >= threshold { logits[i] } else { MASKED };
+        let x = if logits[i] >= threshold {
+            logits[i]
+        } else {
+            MASKED
+        };
         let v = if p.temperature == 0.0 {
             x
         } else {
@@ -167,7 +176,14 @@ mod tests {
         assert_eq!(used[24], [2623895157, 1611261976]);
         let mut g = [0f32; 6];
         gumbel_slice(key(42), 0, &mut g);
-        let want = [-0.78351384, 0.54610205, -0.49333143, 0.04044850, 1.31263459, 0.01167862];
+        let want = [
+            -0.78351384,
+            0.54610205,
+            -0.49333143,
+            0.04044850,
+            1.31263459,
+            0.01167862,
+        ];
         for (a, b) in g.iter().zip(want) {
             assert!((a - b).abs() < 2e-6, "{a} vs {b}");
         }
@@ -194,18 +210,27 @@ mod tests {
             temperature: 1.0,
             top_k: 1,
         };
-        assert_eq!(sample_level(&logits, &[0.0, 0.0, 0.5, 9.0, 9.0], p, &mut s), 2);
+        assert_eq!(
+            sample_level(&logits, &[0.0, 0.0, 0.5, 9.0, 9.0], p, &mut s),
+            2
+        );
         // top-2 of [1,3,3,2,-1] is 3 (ties) -> index 3 (value 2) excluded.
         let p = SamplingParams {
             temperature: 1.0,
             top_k: 2,
         };
-        assert_eq!(sample_level(&logits, &[0.0, 0.0, 0.0, 9.0, 0.0], p, &mut s), 1);
+        assert_eq!(
+            sample_level(&logits, &[0.0, 0.0, 0.0, 9.0, 0.0], p, &mut s),
+            1
+        );
         // k larger than the level keeps everything.
         let p = SamplingParams {
             temperature: 1.0,
             top_k: 5000,
         };
-        assert_eq!(sample_level(&logits, &[0.0, 0.0, 0.0, 0.0, 9.0], p, &mut s), 4);
+        assert_eq!(
+            sample_level(&logits, &[0.0, 0.0, 0.0, 0.0, 9.0], p, &mut s),
+            4
+        );
     }
 }

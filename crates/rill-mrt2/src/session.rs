@@ -175,9 +175,12 @@ impl Session {
         }
         self.cond_tokens = tokens;
         self.scratch.cross_kv_valid = false;
-        self.model
-            .encoder()
-            .encode(&self.cond_tokens, &mut self.src, &mut self.scratch.encoder, pool);
+        self.model.encoder().encode(
+            &self.cond_tokens,
+            &mut self.src,
+            &mut self.scratch.encoder,
+            pool,
+        );
     }
 
     /// Replaces the sampler key (e.g. a new seed mid-stream).
@@ -250,7 +253,12 @@ impl Session {
         let ring = w * ti;
         if !sc.cross_kv_valid {
             for l in 0..model.temporal_layers() {
-                model.cross_source_kv(l, &self.src, &mut sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti], pool);
+                model.cross_source_kv(
+                    l,
+                    &self.src,
+                    &mut sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
+                    pool,
+                );
             }
             sc.cross_kv_valid = true;
         }
@@ -319,7 +327,12 @@ impl Session {
             let id = match forced {
                 Some(f) => f[k],
                 None => {
-                    let i = sampler::sample_level(&sc.logits, &sc.gumbel, self.sampling, &mut sc.select);
+                    let i = sampler::sample_level(
+                        &sc.logits,
+                        &sc.gumbel,
+                        self.sampling,
+                        &mut sc.select,
+                    );
                     (lo + i) as u32
                 }
             };

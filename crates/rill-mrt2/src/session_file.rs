@@ -108,7 +108,9 @@ fn parse_conditioning(s: &str) -> Option<Conditioning> {
     let drums = v["drums"].as_bool();
     let bits = v["cfg_bits"].as_array()?;
     let f = |i: usize| -> Option<f64> {
-        Some(f64::from_bits(u64::from_str_radix(bits.get(i)?.as_str()?, 16).ok()?))
+        Some(f64::from_bits(
+            u64::from_str_radix(bits.get(i)?.as_str()?, 16).ok()?,
+        ))
     };
     Some(Conditioning {
         style,
@@ -155,7 +157,9 @@ impl Session {
         ];
         for (name, shape, v) in extra {
             if name.starts_with("lm/") {
-                return Err(err(format!("extra array name {name} clashes with the lm/ state")));
+                return Err(err(format!(
+                    "extra array name {name} clashes with the lm/ state"
+                )));
             }
             tensors.push((name.clone(), f32s(shape.clone(), v)));
         }
@@ -163,10 +167,19 @@ impl Session {
         let mut meta = HashMap::new();
         meta.insert("format".to_string(), FORMAT.to_string());
         meta.insert("model".to_string(), cfg.kind.name().to_string());
-        meta.insert("precision".to_string(), self.model().precision.name().to_string());
-        meta.insert("temperature_bits".to_string(), format!("{:08x}", p.temperature.to_bits()));
+        meta.insert(
+            "precision".to_string(),
+            self.model().precision.name().to_string(),
+        );
+        meta.insert(
+            "temperature_bits".to_string(),
+            format!("{:08x}", p.temperature.to_bits()),
+        );
         meta.insert("top_k".to_string(), p.top_k.to_string());
-        meta.insert("conditioning".to_string(), conditioning_json(self.conditioning()));
+        meta.insert(
+            "conditioning".to_string(),
+            conditioning_json(self.conditioning()),
+        );
         let views: Vec<(String, &Owned)> = tensors.iter().map(|(n, o)| (n.clone(), o)).collect();
         // Written to a temporary name first so a failed write never clobbers an
         // existing session file.
@@ -179,7 +192,11 @@ impl Session {
 
     /// Restores a session saved by [`Session::save`] into this session (same model
     /// and precision); returns the extra arrays for the caller.
-    pub fn load(&mut self, path: &Path, pool: &rill_kernels::Pool) -> Result<Vec<ExtraArray>, ModelError> {
+    pub fn load(
+        &mut self,
+        path: &Path,
+        pool: &rill_kernels::Pool,
+    ) -> Result<Vec<ExtraArray>, ModelError> {
         let err = |reason: String| ModelError::SessionFile {
             path: path.to_path_buf(),
             reason,

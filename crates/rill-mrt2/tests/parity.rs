@@ -58,22 +58,38 @@ fn teacher_forced(name: &str, th: &Thresholds) {
     let mut worst = (1.0f64, 1.0f64, 1.0f64, 1.0f64, 0f32);
     let mut trace = FrameTrace::default();
     for n in 0..rec.frames {
-        s.step_forced(&rec.tokens[n], &pool, Some(&mut trace)).unwrap();
+        s.step_forced(&rec.tokens[n], &pool, Some(&mut trace))
+            .unwrap();
         let c_enc = cosine(&trace.encoder_out, &enc[n * e..(n + 1) * e]);
         let c_in = cosine(&trace.temporal_in, &tin[n * d..(n + 1) * d]);
         let c_out = cosine(&trace.temporal_out, &tout[n * d..(n + 1) * d]);
-        assert!(c_enc >= th.hidden, "{name} frame {n}: encoder_out cosine {c_enc}");
-        assert!(c_in >= th.hidden, "{name} frame {n}: temporal_in cosine {c_in}");
-        assert!(c_out >= th.hidden, "{name} frame {n}: temporal_out cosine {c_out}");
+        assert!(
+            c_enc >= th.hidden,
+            "{name} frame {n}: encoder_out cosine {c_enc}"
+        );
+        assert!(
+            c_in >= th.hidden,
+            "{name} frame {n}: temporal_in cosine {c_in}"
+        );
+        assert!(
+            c_out >= th.hidden,
+            "{name} frame {n}: temporal_out cosine {c_out}"
+        );
         worst.0 = worst.0.min(c_enc);
         worst.1 = worst.1.min(c_out);
         for k in 0..LEVELS {
             let r = (n * LEVELS + k) * LEVEL..(n * LEVELS + k + 1) * LEVEL;
             let ours = &trace.logits[k * LEVEL..(k + 1) * LEVEL];
             let c = cosine(ours, &logits[r.clone()]);
-            assert!(c >= th.logits, "{name} frame {n} step {k}: logits cosine {c}");
+            assert!(
+                c >= th.logits,
+                "{name} frame {n} step {k}: logits cosine {c}"
+            );
             worst.2 = worst.2.min(c);
-            let key = [keys[(n * LEVELS + k) * 2] as u32, keys[(n * LEVELS + k) * 2 + 1] as u32];
+            let key = [
+                keys[(n * LEVELS + k) * 2] as u32,
+                keys[(n * LEVELS + k) * 2 + 1] as u32,
+            ];
             assert_eq!(trace.keys[k], key, "{name} frame {n} step {k}: rng key");
             let g = max_abs_diff(&trace.gumbel[k * LEVEL..(k + 1) * LEVEL], &gumbel[r]);
             assert!(g < 1e-5, "{name} frame {n} step {k}: gumbel differs by {g}");

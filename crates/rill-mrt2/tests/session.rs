@@ -20,7 +20,11 @@ fn save_load_continues_bit_identically() {
     }
     let dir = rill_testkit::cache_dir();
     let path = dir.join("session_test.rillsession");
-    let extra = vec![("codec/test".to_string(), vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.5])];
+    let extra = vec![(
+        "codec/test".to_string(),
+        vec![2, 3],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.5],
+    )];
     a.save(&path, &extra).unwrap();
     let cont_a: Vec<[u32; LEVELS]> = (0..12).map(|_| a.step(&pool, None)).collect();
 

@@ -66,7 +66,10 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
 /// Largest absolute difference.
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 /// Signal-to-noise ratio of `test` against `reference`, in dB.

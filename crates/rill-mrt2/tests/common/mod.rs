@@ -135,7 +135,11 @@ pub fn reference_margin(logits: &[f32], gumbel: &[f32], p: SamplingParams) -> f3
     let mut sorted = logits.to_vec();
     sorted.sort_by(|a, b| b.total_cmp(a));
     let k = p.top_k.clamp(1, 12294);
-    let kth = if k > sorted.len() { f32::MIN } else { sorted[k - 1] };
+    let kth = if k > sorted.len() {
+        f32::MIN
+    } else {
+        sorted[k - 1]
+    };
     let mut v: Vec<f32> = logits
         .iter()
         .zip(gumbel)
