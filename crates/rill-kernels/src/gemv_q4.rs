@@ -18,7 +18,10 @@ pub(crate) const PALETTE_ROWS: usize = 16;
 
 /// Packs one index/quant value per byte (values < 16) into the nibble layout.
 pub(crate) fn pack(values: &[u8]) -> Vec<u8> {
-    assert!(values.len() % 32 == 0, "4-bit packing needs runs of 32");
+    assert!(
+        values.len().is_multiple_of(32),
+        "4-bit packing needs runs of 32"
+    );
     let mut out = vec![0u8; values.len() / 2];
     for (run, dst) in values.chunks_exact(32).zip(out.chunks_exact_mut(16)) {
         for j in 0..16 {

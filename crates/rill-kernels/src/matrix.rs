@@ -143,10 +143,10 @@ impl Matrix {
             WeightFormat::Bf16 => {
                 Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect())
             }
-            WeightFormat::Int8 if cols % gemv_int8::GROUP == 0 => {
+            WeightFormat::Int8 if cols.is_multiple_of(gemv_int8::GROUP) => {
                 Storage::Int8(quant::affine(&values, cols, gemv_int8::GROUP, 8))
             }
-            WeightFormat::Int4 if cols % AFFINE_GROUP == 0 => {
+            WeightFormat::Int4 if cols.is_multiple_of(AFFINE_GROUP) => {
                 let a = quant::affine(&values, cols, AFFINE_GROUP, 4);
                 Storage::Int4 {
                     packed: gemv_q4::pack(&a.q),
@@ -154,7 +154,7 @@ impl Matrix {
                     biases: a.biases,
                 }
             }
-            WeightFormat::Lut4 if cols % 32 == 0 => {
+            WeightFormat::Lut4 if cols.is_multiple_of(32) => {
                 let p = quant::palettize(&values, cols, PALETTE_ROWS);
                 Storage::Lut4 {
                     packed: gemv_q4::pack(&p.idx),

@@ -180,7 +180,7 @@ fn worker(s: &Shared, w: usize) {
                 break g;
             }
             spins += 1;
-            if spins % 64 == 0 && start.elapsed() > SPIN {
+            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
                 s.sleeping[w].store(true, Ordering::SeqCst);
                 // Re-check after announcing sleep so a dispatch cannot be missed.
                 let g = s.counter.load(Ordering::SeqCst) >> 32;

@@ -19,7 +19,7 @@ pub struct Affine {
 /// MLX's affine quantisation of row-major `w` (`cols` per row, groups of `group`).
 pub fn affine(w: &[f32], cols: usize, group: usize, bits: u32) -> Affine {
     assert!(
-        cols % group == 0,
+        cols.is_multiple_of(group),
         "columns must be a multiple of the group size"
     );
     let n_bins = ((1u32 << bits) - 1) as f32;

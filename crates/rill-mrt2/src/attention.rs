@@ -39,6 +39,8 @@ pub struct Attention {
 pub fn query_scale(per_dim_scale: &[f32]) -> Vec<f32> {
     let dh = per_dim_scale.len();
     // Python float product, then used as an f32 scalar against the f32 softplus.
+    // The literal is upstream's `r_softplus_0` (≈ log2 e, but not the exact constant).
+    #[allow(clippy::approx_constant)]
     let c = (1.442695041f64 * (1.0 / (dh as f64).sqrt())) as f32;
     per_dim_scale.iter().map(|&p| c * p.exp().ln_1p()).collect()
 }

@@ -114,7 +114,8 @@ impl Recording {
 
 /// A model per (weights seed, precision), loaded once per test binary.
 pub fn model(seed: u64, precision: Precision) -> Arc<Mrt2> {
-    static MODELS: OnceLock<Mutex<HashMap<(u64, Precision), Arc<Mrt2>>>> = OnceLock::new();
+    type Cache = Mutex<HashMap<(u64, Precision), Arc<Mrt2>>>;
+    static MODELS: OnceLock<Cache> = OnceLock::new();
     let map = MODELS.get_or_init(Default::default);
     let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
     m.entry((seed, precision))
