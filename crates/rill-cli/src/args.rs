@@ -85,7 +85,7 @@ pub struct ControlArgs {
     pub drums: Option<OnOff>,
 
     /// Sampling temperature (scales the Gumbel noise; 0 = greedy).
-    #[arg(long, default_value_t = 1.3)]
+    #[arg(long, default_value_t = 1.3, allow_negative_numbers = true)]
     pub temperature: f32,
 
     /// Keep only the K most likely tokens per step (1..=12294; ≥ 1024 keeps all).

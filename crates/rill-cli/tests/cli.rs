@@ -1,0 +1,425 @@
+//! The `rill` binary as a user runs it: outputs match the reference recordings,
+//! bad input gives one clear line and a non-zero exit, outputs are checked first.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rill_checkpoint::ModelKind;
+use rill_io::{Array, Data, Npz};
+
+fn rill(args: &[&str], home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rill"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("RILL_CHECKPOINT")
+        .env_remove("MAGENTA_HOME")
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .output()
+        .expect("running rill")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = rill_testkit::cache_dir().join(format!("cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ckpt0() -> String {
+    rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Fails with exit status 1 and an error line containing `needle`.
+fn assert_user_error(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {e}");
+    let line = e
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line: {e}"));
+    assert!(line.contains(needle), "expected {needle:?} in {line:?}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+const D1_STYLE: &str = "660,1016,295,206,857,841,391,857,619,70,401,22";
+
+#[test]
+fn generate_matches_reference_and_decode_matches_generate() {
+    let d = tmp("gen");
+    let ck = ckpt0();
+    let (wav, toks, dump) = (d.join("a.wav"), d.join("a.npy"), d.join("a.npz"));
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            &ck,
+            "--frames",
+            "6",
+            "--style-codes",
+            D1_STYLE,
+            "-o",
+            wav.to_str().unwrap(),
+            "--tokens-out",
+            toks.to_str().unwrap(),
+            "--dump",
+            dump.to_str().unwrap(),
+            "--threads",
+            "2",
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("real-time factor"));
+
+    // Tokens, logits and audio equal upstream's recording D1 (same settings).
+    let reference = rill_testkit::fixture("D1.npz");
+    let ours = Npz::read(&dump).unwrap();
+    let (_, t) = ours.i64("tokens").unwrap();
+    let (_, rt) = reference.i64("tokens").unwrap();
+    assert_eq!(t, rt[..6 * 12]);
+    let (shape, logits) = ours.f32("logits").unwrap();
+    assert_eq!(shape, vec![6, 12, 12294]);
+    let (_, rl) = reference.f32("logits_level").unwrap();
+    for n in 0..6 {
+        for k in 0..12 {
+            let lo = (n * 12 + k) * 12294 + 6 + 1024 * k;
+            let ref_row = &rl[(n * 12 + k) * 1024..][..1024];
+            assert!(rill_testkit::cosine(&logits[lo..lo + 1024], ref_row) > 0.99999);
+        }
+    }
+    let (shape, pcm) = ours.i64("audio_int16").unwrap();
+    assert_eq!(shape, vec![6, 1920, 2]);
+    let (_, rpcm) = reference.i64("audio_int16").unwrap();
+    let worst = pcm
+        .iter()
+        .zip(&rpcm)
+        .map(|(a, b)| (a - b).abs())
+        .max()
+        .unwrap();
+    assert!(worst <= 1, "int16 differs by {worst}");
+
+    // The WAV holds exactly the dumped int16 samples.
+    let mut r = hound::WavReader::open(&wav).unwrap();
+    assert_eq!(r.spec().sample_rate, 48_000);
+    assert_eq!(r.spec().channels, 2);
+    let samples: Vec<i64> = r.samples::<i16>().map(|s| s.unwrap() as i64).collect();
+    assert_eq!(samples, pcm);
+
+    // `rill decode` of the written tokens gives the same audio (streaming mode)…
+    let wav2 = d.join("b.wav");
+    let o = rill(
+        &[
+            "decode",
+            "--checkpoint",
+            &ck,
+            "--tokens",
+            toks.to_str().unwrap(),
+            "-o",
+            wav2.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s2: Vec<i64> = hound::WavReader::open(&wav2)
+        .unwrap()
+        .samples::<i16>()
+        .map(|s| s.unwrap() as i64)
+        .collect();
+    assert_eq!(s2, samples);
+    // …and batched mode equals it shifted by one 1920-sample frame.
+    let wav3 = d.join("c.wav");
+    let o = rill(
+        &[
+            "decode",
+            "--checkpoint",
+            &ck,
+            "--tokens",
+            toks.to_str().unwrap(),
+            "-o",
+            wav3.to_str().unwrap(),
+            "--batched",
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s3: Vec<i64> = hound::WavReader::open(&wav3)
+        .unwrap()
+        .samples::<i16>()
+        .map(|s| s.unwrap() as i64)
+        .collect();
+    assert_eq!(s3.len(), samples.len() - 2 * 1920);
+    let worst = s3
+        .iter()
+        .zip(&samples[2 * 1920..])
+        .map(|(a, b)| (a - b).abs())
+        .max()
+        .unwrap();
+    assert!(worst <= 1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn force_tokens_reproduces_the_reference_path() {
+    let d = tmp("force");
+    let reference = rill_testkit::fixture("D2.npz");
+    let (_, t) = reference.i64("tokens").unwrap();
+    let forced = d.join("forced.npy");
+    let a = Array::new(
+        vec![4, 12],
+        Data::I32(t[..48].iter().map(|&v| v as i32).collect()),
+    );
+    rill_io::write_npy(&forced, &a).unwrap();
+    let dump = d.join("f.npz");
+    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 1);
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            ck.to_str().unwrap(),
+            "--force-tokens",
+            forced.to_str().unwrap(),
+            "--style-codes",
+            "325,98,979,657,802,453,475,622,729,934,567,782",
+            "--notes",
+            "48,55,60,64,67",
+            "--drums",
+            "on",
+            "--cfg-musiccoca",
+            "5",
+            "--cfg-notes",
+            "2",
+            "--temperature",
+            "1.0",
+            "--top-k",
+            "100",
+            "--seed",
+            "7",
+            "--no-audio",
+            "--dump",
+            dump.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = Npz::read(&dump).unwrap();
+    assert_eq!(ours.i64("tokens").unwrap().1, t[..48]);
+    let (_, l) = ours.f32("logits_level").unwrap();
+    let (_, rl) = reference.f32("logits_level").unwrap();
+    assert!(rill_testkit::cosine(&l, &rl[..l.len()]) > 0.99999);
+    let (_, c) = ours.i64("cond_tokens").unwrap();
+    assert_eq!(c, reference.i64("cond_tokens").unwrap().1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    let d = tmp("bad");
+    let ck = ckpt0();
+    let out = d.join("x.wav");
+    let out = out.to_str().unwrap();
+    let base = [
+        "generate",
+        "--checkpoint",
+        ck.as_str(),
+        "--frames",
+        "1",
+        "-o",
+        out,
+    ];
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        rill(&a, &d)
+    };
+    assert_user_error(&run(&["--style-codes", "1,2,3"]), "exactly 12");
+    assert_user_error(
+        &run(&["--style-codes", "0,0,0,0,0,0,0,0,0,0,0,1024"]),
+        "0..1023",
+    );
+    assert_user_error(&run(&["--notes", "60,200"]), "MIDI range");
+    assert_user_error(&run(&["--top-k", "0"]), "--top-k");
+    assert_user_error(&run(&["--temperature", "-1"]), "--temperature");
+    assert_user_error(
+        &run(&["--force-tokens", "/nonexistent/t.npy"]),
+        "/nonexistent/t.npy",
+    );
+    let garbage = d.join("garbage.npy");
+    std::fs::write(&garbage, b"definitely not numpy").unwrap();
+    assert_user_error(
+        &run(&["--force-tokens", garbage.to_str().unwrap()]),
+        "garbage.npy",
+    );
+    let wrong = d.join("wrong.npy");
+    rill_io::write_npy(&wrong, &Array::new(vec![2, 3], Data::I32(vec![6; 6]))).unwrap();
+    assert_user_error(
+        &run(&["--force-tokens", wrong.to_str().unwrap()]),
+        "[N, 12]",
+    );
+    let range = d.join("range.npy");
+    rill_io::write_npy(&range, &Array::new(vec![1, 12], Data::I32(vec![6; 12]))).unwrap();
+    assert_user_error(
+        &run(&["--force-tokens", range.to_str().unwrap()]),
+        "level 1",
+    );
+    assert!(
+        !Path::new(out).exists(),
+        "no output may appear for failed runs"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn unwritable_output_fails_before_any_work() {
+    let d = tmp("unwritable");
+    let ck = ckpt0();
+    let start = std::time::Instant::now();
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            &ck,
+            "--frames",
+            "50",
+            "-o",
+            "/nonexistent/dir/out.wav",
+        ],
+        &d,
+    );
+    assert_user_error(&o, "/nonexistent/dir/out.wav");
+    assert!(
+        !stderr(&o).contains("loaded"),
+        "must fail before loading the model"
+    );
+    assert!(start.elapsed().as_secs() < 30);
+    let o = rill(
+        &[
+            "decode",
+            "--checkpoint",
+            &ck,
+            "--tokens",
+            "x.npy",
+            "-o",
+            "/nonexistent/y.wav",
+        ],
+        &d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn missing_checkpoint_explains_how_to_get_one() {
+    let d = tmp("nockpt");
+    let o = rill(&["generate", "--seconds", "1"], &d);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("huggingface-cli download google/magenta-realtime-2"),
+        "{e}"
+    );
+    assert!(e.contains("--random-weights"), "{e}");
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            "/nonexistent.safetensors",
+            "--frames",
+            "1",
+        ],
+        &d,
+    );
+    assert_user_error(&o, "does not exist");
+    // A file that is not a checkpoint.
+    let bad = d.join("bad.safetensors");
+    std::fs::write(&bad, b"\x05\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            bad.to_str().unwrap(),
+            "--frames",
+            "1",
+            "--no-audio",
+            "--tokens-out",
+            d.join("t.npy").to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("bad.safetensors"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn quantize_round_trip_and_synth_errors() {
+    let d = tmp("quant");
+    let ck = ckpt0();
+    let q = d.join("q8.safetensors");
+    let o = rill(
+        &[
+            "quantize",
+            "--checkpoint",
+            &ck,
+            "--precision",
+            "int8",
+            "-o",
+            q.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The pre-quantised file generates the same tokens as quantising at load time.
+    let (t1, t2) = (d.join("t1.npy"), d.join("t2.npy"));
+    for (c, t, p) in [
+        (q.to_str().unwrap(), &t1, None),
+        (ck.as_str(), &t2, Some("int8")),
+    ] {
+        let mut a = vec![
+            "generate",
+            "--checkpoint",
+            c,
+            "--frames",
+            "3",
+            "--no-audio",
+            "--tokens-out",
+            t.to_str().unwrap(),
+        ];
+        if let Some(p) = p {
+            a.extend(["--precision", p]);
+        }
+        let o = rill(&a, &d);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(
+        rill_io::read_npy(&t1).unwrap(),
+        rill_io::read_npy(&t2).unwrap()
+    );
+    // Asking a pre-quantised file for another precision is a clear error.
+    let o = rill(
+        &[
+            "generate",
+            "--checkpoint",
+            q.to_str().unwrap(),
+            "--precision",
+            "f32",
+            "--frames",
+            "1",
+            "--no-audio",
+            "--tokens-out",
+            t1.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert_user_error(&o, "--precision int8");
+    let o = rill(
+        &["synth-checkpoint", "-o", "/nonexistent/dir/x.safetensors"],
+        &d,
+    );
+    assert_user_error(&o, "/nonexistent/dir/x.safetensors");
+    std::fs::remove_dir_all(&d).unwrap();
+}
