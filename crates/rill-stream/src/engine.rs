@@ -1,0 +1,449 @@
+//! The streaming engine: one scheduler thread owns every live stream's
+//! [`Generator`] and the worker pool, and keeps each stream's audio queue a bounded
+//! distance ahead of its playback.
+//!
+//! * Each stream has a lock-free audio queue (`rtrb`) of at most `buffer_frames`
+//!   frames and a bounded control queue; controls are applied at the next frame
+//!   boundary.
+//! * The scheduler always serves the stream with the least audio buffered that has
+//!   room (earliest deadline first) and, when every queue is full, sleeps 2 ms.
+//! * Admission control: at most `capacity` streams, measured at start-up as how
+//!   many the CPU can sustain in real time (or set explicitly).
+//!
+//! Consumers (an audio-device callback, a WebSocket sender pacing at 40 ms) read
+//! frames without locks; a read that finds too little audio counts an underrun.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use rill_codec::Codec;
+use rill_kernels::Pool;
+use rill_mrt2::Mrt2;
+
+use crate::generator::{Control, Generator, Snapshot, FRAME_PCM};
+
+/// 40 ms, the duration of one frame.
+pub const FRAME_MS: f32 = 40.0;
+
+/// Errors of the streaming engine.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error(
+        "server busy: all {capacity} stream(s) this machine can sustain in real time are in use"
+    )]
+    Busy { capacity: usize },
+    #[error("the control queue is full; the engine is not keeping up")]
+    ControlQueueFull,
+    #[error("the engine has stopped")]
+    Stopped,
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Worker threads for the kernels (the scheduler thread is one of them).
+    pub threads: usize,
+    /// Upper bound on concurrent streams; `None` = as many as measured real-time capacity.
+    pub max_sessions: Option<usize>,
+    /// Frames generated to measure the real-time factor at start-up (0 = skip; then
+    /// the capacity is `max_sessions` or 1).
+    pub calibration_frames: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            threads: thread::available_parallelism().map_or(1, |n| n.get()),
+            max_sessions: None,
+            calibration_frames: 8,
+        }
+    }
+}
+
+/// Per-stream settings.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    pub seed: u64,
+    /// How far generation may run ahead of playback, in 40 ms frames (default 5 = 200 ms).
+    pub buffer_frames: usize,
+    /// Controls applied before the first frame.
+    pub initial: Vec<Control>,
+    /// Also tee every frame into a recording queue (see [`StreamHandle::take_recorder`]).
+    pub record: bool,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            seed: rill_mrt2::DEFAULT_SEED,
+            buffer_frames: 5,
+            initial: Vec::new(),
+            record: false,
+        }
+    }
+}
+
+/// Live counters of one stream (updated by the scheduler and the consumer).
+#[derive(Debug, Default)]
+pub struct StreamStats {
+    /// Frames generated.
+    pub frames: AtomicU64,
+    /// Reads that found less audio than asked for.
+    pub underruns: AtomicU64,
+    /// Recent generation time per frame (ms, f32 bits, moving average).
+    gen_ms: AtomicU32,
+    /// Non-finite samples replaced by silence.
+    pub nonfinite: AtomicU64,
+    /// Controls that could not be applied.
+    pub errors: AtomicU64,
+    /// Frames dropped from the recording queue because the writer fell behind.
+    pub record_dropped: AtomicU64,
+}
+
+impl StreamStats {
+    /// Recent generation time per frame, in ms.
+    pub fn gen_ms(&self) -> f32 {
+        f32::from_bits(self.gen_ms.load(Ordering::Relaxed))
+    }
+
+    /// Generation time / audio time (< 1 keeps up with real time).
+    pub fn rtf(&self) -> f32 {
+        self.gen_ms() / FRAME_MS
+    }
+
+    fn record_gen(&self, ms: f32) {
+        let old = self.gen_ms();
+        let new = if self.frames.load(Ordering::Relaxed) <= 1 {
+            ms
+        } else {
+            0.9 * old + 0.1 * ms
+        };
+        self.gen_ms.store(new.to_bits(), Ordering::Relaxed);
+    }
+}
+
+enum Msg {
+    Control(Control),
+    Snapshot(Sender<Snapshot>),
+}
+
+/// What the scheduler owns per stream.
+struct Slot {
+    generator: Generator,
+    msgs: Receiver<Msg>,
+    audio: rtrb::Producer<i16>,
+    record: Option<rtrb::Producer<i16>>,
+    stats: Arc<StreamStats>,
+    closed: Arc<AtomicBool>,
+}
+
+struct Shared {
+    lm: Arc<Mrt2>,
+    codec: Arc<Codec>,
+    register: Sender<Slot>,
+    stop: AtomicBool,
+    active: AtomicUsize,
+    capacity: usize,
+    rtf: f32,
+}
+
+/// The streaming engine (see the module docs).
+pub struct Engine {
+    shared: Arc<Shared>,
+    scheduler: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Starts the scheduler thread; measures the real-time capacity unless disabled.
+    pub fn start(lm: Arc<Mrt2>, codec: Arc<Codec>, config: EngineConfig) -> Engine {
+        let pool = Pool::new(config.threads.max(1));
+        let rtf = if config.calibration_frames > 0 {
+            measure_rtf(&lm, &codec, &pool, config.calibration_frames)
+        } else {
+            0.0
+        };
+        let measured = if rtf > 0.0 {
+            ((0.9 / rtf).floor() as usize).max(1)
+        } else {
+            1
+        };
+        let capacity = match (config.max_sessions, config.calibration_frames) {
+            (Some(m), 0) => m.max(1),
+            (Some(m), _) => m.max(1).min(measured),
+            (None, _) => measured,
+        };
+        let (tx, rx) = bounded(64);
+        let shared = Arc::new(Shared {
+            lm,
+            codec,
+            register: tx,
+            stop: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            capacity,
+            rtf,
+        });
+        let s = Arc::clone(&shared);
+        let scheduler = thread::Builder::new()
+            .name("rill-scheduler".into())
+            .spawn(move || schedule(&s, &pool, &rx))
+            .expect("spawning the scheduler thread");
+        Engine {
+            shared,
+            scheduler: Some(scheduler),
+        }
+    }
+
+    /// Streams this engine admits at once.
+    pub fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+
+    /// Real-time factor of one stream measured at start-up (0 if not measured).
+    pub fn measured_rtf(&self) -> f32 {
+        self.shared.rtf
+    }
+
+    /// Streams currently open.
+    pub fn active(&self) -> usize {
+        self.shared.active.load(Ordering::Acquire)
+    }
+
+    /// Opens a stream, or refuses with [`StreamError::Busy`] beyond capacity.
+    pub fn open(&self, config: StreamConfig) -> Result<StreamHandle, StreamError> {
+        let cap = self.shared.capacity;
+        self.shared
+            .active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                (a < cap).then_some(a + 1)
+            })
+            .map_err(|_| StreamError::Busy { capacity: cap })?;
+        let pool = Pool::single();
+        let mut generator = Generator::new(
+            self.shared.lm.clone(),
+            self.shared.codec.clone(),
+            config.seed,
+            &pool,
+        );
+        for c in config.initial {
+            // Initial controls never hold snapshots of another model.
+            let _ = generator.apply(c);
+        }
+        let frames = config.buffer_frames.max(1);
+        let (audio_tx, audio_rx) = rtrb::RingBuffer::new(frames * FRAME_PCM);
+        let (record_tx, record_rx) = if config.record {
+            // The recorder may lag the player by up to ~5 s.
+            let (a, b) = rtrb::RingBuffer::new(125 * FRAME_PCM);
+            (Some(a), Some(b))
+        } else {
+            (None, None)
+        };
+        let (msg_tx, msg_rx) = bounded(256);
+        let stats = Arc::new(StreamStats::default());
+        let closed = Arc::new(AtomicBool::new(false));
+        let slot = Slot {
+            generator,
+            msgs: msg_rx,
+            audio: audio_tx,
+            record: record_tx,
+            stats: stats.clone(),
+            closed: closed.clone(),
+        };
+        if self.shared.register.send(slot).is_err() {
+            self.shared.active.fetch_sub(1, Ordering::AcqRel);
+            return Err(StreamError::Stopped);
+        }
+        Ok(StreamHandle {
+            msgs: msg_tx,
+            audio: audio_rx,
+            recorder: record_rx,
+            stats,
+            closed,
+            shared: self.shared.clone(),
+            capacity_frames: frames,
+        })
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(h) = self.scheduler.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+/// One stream as seen by its consumer.
+pub struct StreamHandle {
+    msgs: Sender<Msg>,
+    audio: rtrb::Consumer<i16>,
+    recorder: Option<rtrb::Consumer<i16>>,
+    pub stats: Arc<StreamStats>,
+    closed: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    capacity_frames: usize,
+}
+
+impl StreamHandle {
+    /// Queues a control for the next frame boundary.
+    pub fn send(&self, c: Control) -> Result<(), StreamError> {
+        self.msgs.try_send(Msg::Control(c)).map_err(|e| match e {
+            TrySendError::Full(_) => StreamError::ControlQueueFull,
+            TrySendError::Disconnected(_) => StreamError::Stopped,
+        })
+    }
+
+    /// The stream's complete state at the next frame boundary (blocks until then).
+    pub fn snapshot(&self, timeout: Duration) -> Result<Snapshot, StreamError> {
+        let (tx, rx) = bounded(1);
+        self.msgs
+            .try_send(Msg::Snapshot(tx))
+            .map_err(|_| StreamError::ControlQueueFull)?;
+        rx.recv_timeout(timeout).map_err(|_| StreamError::Stopped)
+    }
+
+    /// Audio buffered ahead of playback, in ms.
+    pub fn buffered_ms(&self) -> f32 {
+        self.audio.slots() as f32 / FRAME_PCM as f32 * FRAME_MS
+    }
+
+    /// The bound on [`StreamHandle::buffered_ms`].
+    pub fn capacity_ms(&self) -> f32 {
+        self.capacity_frames as f32 * FRAME_MS
+    }
+
+    /// Pops one whole frame (3840 interleaved samples) if one is ready; otherwise
+    /// counts an underrun and returns false.
+    pub fn read_frame(&mut self, out: &mut [i16]) -> bool {
+        debug_assert_eq!(out.len(), FRAME_PCM);
+        match self.audio.read_chunk(FRAME_PCM) {
+            Ok(chunk) => {
+                let (a, b) = chunk.as_slices();
+                out[..a.len()].copy_from_slice(a);
+                out[a.len()..].copy_from_slice(b);
+                chunk.commit_all();
+                true
+            }
+            Err(_) => {
+                self.stats.underruns.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Fills `out` (interleaved stereo f32) with as much audio as is ready and the
+    /// rest with silence, counting an underrun if it ran short. For device callbacks.
+    pub fn read_f32(&mut self, out: &mut [f32]) {
+        let n = self.audio.slots().min(out.len());
+        if let Ok(chunk) = self.audio.read_chunk(n) {
+            let (a, b) = chunk.as_slices();
+            for (o, &s) in out.iter_mut().zip(a.iter().chain(b)) {
+                *o = s as f32 / 32768.0;
+            }
+            chunk.commit_all();
+        }
+        if n < out.len() {
+            out[n..].fill(0.0);
+            self.stats.underruns.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The recording queue (once), if the stream was opened with `record`.
+    pub fn take_recorder(&mut self) -> Option<rtrb::Consumer<i16>> {
+        self.recorder.take()
+    }
+}
+
+impl Drop for StreamHandle {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
+        self.shared.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Real-time factor of one stream with this pool: median frame time / 40 ms.
+fn measure_rtf(lm: &Arc<Mrt2>, codec: &Arc<Codec>, pool: &Pool, frames: usize) -> f32 {
+    let mut g = Generator::new(lm.clone(), codec.clone(), 0, pool);
+    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut ms = Vec::with_capacity(frames);
+    for i in 0..frames + 2 {
+        let t = Instant::now();
+        g.step(pool, &mut pcm);
+        if i >= 2 {
+            ms.push(t.elapsed().as_secs_f32() * 1e3);
+        }
+    }
+    ms.sort_by(|a, b| a.total_cmp(b));
+    ms[ms.len() / 2] / FRAME_MS
+}
+
+fn schedule(shared: &Shared, pool: &Pool, register: &Receiver<Slot>) {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut pcm = vec![0i16; FRAME_PCM];
+    while !shared.stop.load(Ordering::Acquire) {
+        while let Ok(s) = register.try_recv() {
+            slots.push(s);
+        }
+        slots.retain(|s| !s.closed.load(Ordering::Acquire));
+        // Controls take effect at the next frame boundary; applying them as soon as
+        // they arrive is the same thing, and answers snapshot requests promptly.
+        for s in slots.iter_mut() {
+            while let Ok(m) = s.msgs.try_recv() {
+                match m {
+                    Msg::Control(c) => {
+                        if s.generator.apply(c).is_err() {
+                            s.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Msg::Snapshot(reply) => {
+                        let _ = reply.try_send(s.generator.snapshot());
+                    }
+                }
+            }
+        }
+        // Earliest deadline first: the stream with the least audio buffered.
+        let next = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.audio.slots() >= FRAME_PCM)
+            .max_by_key(|(_, s)| s.audio.slots())
+            .map(|(i, _)| i);
+        let Some(i) = next else {
+            thread::park_timeout(Duration::from_millis(2));
+            continue;
+        };
+        let s = &mut slots[i];
+        let t = Instant::now();
+        let info = s.generator.step(pool, &mut pcm);
+        if info.nonfinite > 0 {
+            s.stats
+                .nonfinite
+                .fetch_add(info.nonfinite as u64, Ordering::Relaxed);
+        }
+        push_frame(&mut s.audio, &pcm);
+        if let Some(r) = s.record.as_mut() {
+            if r.slots() >= FRAME_PCM {
+                push_frame(r, &pcm);
+            } else {
+                s.stats.record_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        s.stats.frames.fetch_add(1, Ordering::Relaxed);
+        s.stats.record_gen(t.elapsed().as_secs_f32() * 1e3);
+    }
+}
+
+/// Writes one frame into a queue known to have room.
+fn push_frame(q: &mut rtrb::Producer<i16>, pcm: &[i16]) {
+    if let Ok(mut chunk) = q.write_chunk(FRAME_PCM) {
+        let (a, b) = chunk.as_mut_slices();
+        let n = a.len();
+        a.copy_from_slice(&pcm[..n]);
+        b.copy_from_slice(&pcm[n..]);
+        chunk.commit_all();
+    }
+}

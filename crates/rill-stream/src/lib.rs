@@ -1,0 +1,16 @@
+//! Live streaming for rill: the core shared by `rill play` and `rill serve`.
+//!
+//! * [`Generator`]: one stream's language-model session, codec state and live note
+//!   state; one call = one 40 ms frame of 16-bit stereo audio.
+//! * [`Engine`]: a scheduler thread that owns all generators and the worker pool,
+//!   keeps every stream a bounded distance ahead of its playback, applies controls
+//!   at frame boundaries and admits only as many streams as the CPU sustains.
+//! * [`NoteTracker`]: note on/off → pianoroll values (onset/sustain semantics).
+
+pub mod engine;
+pub mod generator;
+pub mod notes;
+
+pub use engine::{Engine, EngineConfig, StreamConfig, StreamError, StreamHandle, StreamStats};
+pub use generator::{Control, FrameInfo, Generator, Snapshot, FRAME_PCM};
+pub use notes::NoteTracker;

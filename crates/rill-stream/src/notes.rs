@@ -1,0 +1,178 @@
+//! Live note state → pianoroll values, with the onset/sustain semantics of the
+//! upstream C++ engine (spec §5.4, `midi_note_tracker.cpp`).
+//!
+//! A note-on starts an *onset*; after one frame has used it, the note is
+//! *sustained*. A note-off during the onset frame is still heard once as an onset
+//! (*onset released*), then the pitch is idle. Values per frame:
+//! * onset mode 0 (default, "mask onsets"): any active pitch → 3 (on);
+//! * onset mode 1: onset → 2, sustain → 1.
+//!
+//! Pitches that are not active are masked (the model decides), except within
+//! `unmask_width` semitones of an active note, where they are explicitly off; a
+//! width ≥ 127 makes every idle pitch explicitly off.
+
+use rill_mrt2::conditioning::{NoteValue, PITCHES};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    Onset,
+    Sustain,
+    OnsetReleased,
+}
+
+/// Per-pitch note state of one live stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteTracker {
+    state: [State; PITCHES],
+    /// 0: active pitches are "on" (3); 1: onsets (2) and sustains (1) are distinguished.
+    pub onset_mode: u8,
+    /// Semitones around active notes that are explicitly "off" instead of masked.
+    pub unmask_width: u8,
+}
+
+impl Default for NoteTracker {
+    fn default() -> Self {
+        NoteTracker {
+            state: [State::Idle; PITCHES],
+            onset_mode: 0,
+            unmask_width: 0,
+        }
+    }
+}
+
+impl NoteTracker {
+    pub fn note_on(&mut self, pitch: u8) {
+        if let Some(s) = self.state.get_mut(pitch as usize) {
+            *s = State::Onset;
+        }
+    }
+
+    pub fn note_off(&mut self, pitch: u8) {
+        if let Some(s) = self.state.get_mut(pitch as usize) {
+            *s = match *s {
+                State::Onset => State::OnsetReleased,
+                State::Sustain => State::Idle,
+                other => other,
+            };
+        }
+    }
+
+    /// Releases every note.
+    pub fn all_off(&mut self) {
+        for p in 0..PITCHES as u8 {
+            self.note_off(p);
+        }
+    }
+
+    /// Makes exactly `held` the set of sounding pitches: new ones start with an
+    /// onset, missing ones are released (what a client sending its held set means).
+    pub fn set_held(&mut self, held: &[u8]) {
+        let mut want = [false; PITCHES];
+        for &p in held {
+            if let Some(w) = want.get_mut(p as usize) {
+                *w = true;
+            }
+        }
+        for p in 0..PITCHES {
+            let active = matches!(self.state[p], State::Onset | State::Sustain);
+            if want[p] && !active {
+                self.note_on(p as u8);
+            } else if !want[p] && active {
+                self.note_off(p as u8);
+            }
+        }
+    }
+
+    /// Pitches currently sounding (held, or released during their onset frame).
+    pub fn active(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..PITCHES as u8).filter(|&p| self.state[p as usize] != State::Idle)
+    }
+
+    /// The pianoroll values for the next frame.
+    pub fn values(&self) -> [NoteValue; PITCHES] {
+        let default = if self.unmask_width >= 127 {
+            NoteValue::Off
+        } else {
+            NoteValue::Masked
+        };
+        let mut v = [default; PITCHES];
+        let u = self.unmask_width as i32;
+        for p in self.active() {
+            if u > 0 && u < 127 {
+                let lo = (p as i32 - u).max(0) as usize;
+                let hi = (p as i32 + u).min(PITCHES as i32 - 1) as usize;
+                for q in &mut v[lo..=hi] {
+                    if *q == NoteValue::Masked {
+                        *q = NoteValue::Off;
+                    }
+                }
+            }
+        }
+        for p in self.active() {
+            v[p as usize] = match (self.onset_mode, self.state[p as usize]) {
+                (0, _) => NoteValue::On,
+                (_, State::Sustain) => NoteValue::Sustain,
+                _ => NoteValue::Onset,
+            };
+        }
+        v
+    }
+
+    /// Called after a frame used [`NoteTracker::values`]: onsets become sustains,
+    /// notes released during their onset become idle.
+    pub fn advance(&mut self) {
+        for s in &mut self.state {
+            *s = match *s {
+                State::Onset => State::Sustain,
+                State::OnsetReleased => State::Idle,
+                other => other,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn onset_sustain_release() {
+        let mut t = NoteTracker {
+            onset_mode: 1,
+            ..Default::default()
+        };
+        t.note_on(60);
+        assert_eq!(t.values()[60], NoteValue::Onset);
+        assert_eq!(t.values()[61], NoteValue::Masked);
+        t.advance();
+        assert_eq!(t.values()[60], NoteValue::Sustain);
+        t.note_off(60);
+        assert_eq!(t.values()[60], NoteValue::Masked);
+        // Released during its onset frame: heard once as an onset.
+        t.note_on(64);
+        t.note_off(64);
+        assert_eq!(t.values()[64], NoteValue::Onset);
+        t.advance();
+        assert_eq!(t.values()[64], NoteValue::Masked);
+    }
+
+    #[test]
+    fn mode0_and_unmask_width() {
+        let mut t = NoteTracker {
+            unmask_width: 2,
+            ..Default::default()
+        };
+        t.set_held(&[60]);
+        let v = t.values();
+        assert_eq!(v[60], NoteValue::On);
+        assert_eq!(v[58], NoteValue::Off);
+        assert_eq!(v[62], NoteValue::Off);
+        assert_eq!(v[57], NoteValue::Masked);
+        t.unmask_width = 127;
+        assert_eq!(t.values()[0], NoteValue::Off);
+        t.set_held(&[]);
+        t.advance();
+        assert_eq!(t.active().count(), 0);
+    }
+}

@@ -1,0 +1,173 @@
+//! The streaming core: controls apply at the next frame boundary, snapshot/restore
+//! continues bit-identically, the buffer bound holds, admission control refuses
+//! streams beyond capacity.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_codec::Codec;
+use rill_kernels::Pool;
+use rill_mrt2::{Mrt2, Precision};
+use rill_stream::{
+    Control, Engine, EngineConfig, Generator, StreamConfig, StreamError, StreamHandle, FRAME_PCM,
+};
+
+fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
+    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
+    W.get_or_init(|| {
+        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+        let ck = Checkpoint::open(path).unwrap();
+        // int8 keeps the test quick; every property checked here is precision-independent.
+        (
+            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
+            Arc::new(Codec::load(&ck).unwrap()),
+        )
+    })
+    .clone()
+}
+
+fn engine(max: usize) -> Engine {
+    let (lm, codec) = weights();
+    Engine::start(
+        lm,
+        codec,
+        EngineConfig {
+            threads: 2,
+            max_sessions: Some(max),
+            calibration_frames: 0,
+        },
+    )
+}
+
+const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
+
+/// Waits until the stream's buffer is full (generation has stopped).
+fn wait_full(h: &StreamHandle) {
+    let start = Instant::now();
+    while h.buffered_ms() < h.capacity_ms() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "buffer never filled"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+fn read(h: &mut StreamHandle, frames: usize) -> Vec<Vec<i16>> {
+    let mut out = Vec::new();
+    let start = Instant::now();
+    while out.len() < frames {
+        let mut f = vec![0i16; FRAME_PCM];
+        if h.read_frame(&mut f) {
+            out.push(f);
+        } else {
+            assert!(start.elapsed() < Duration::from_secs(60), "stream stalled");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    out
+}
+
+/// Frames of a generator run directly: `before` frames, then `control`, then `after`.
+fn reference(before: usize, control: Option<Control>, after: usize) -> Vec<Vec<i16>> {
+    let (lm, codec) = weights();
+    let pool = Pool::new(2);
+    let mut g = Generator::new(lm, codec, 42, &pool);
+    g.apply(Control::Style(Some(STYLE))).unwrap();
+    let mut out = Vec::new();
+    for i in 0..before + after {
+        if i == before {
+            if let Some(c) = control.clone() {
+                g.apply(c).unwrap();
+            }
+        }
+        let mut f = vec![0i16; FRAME_PCM];
+        g.step(&pool, &mut f);
+        out.push(f);
+    }
+    out
+}
+
+#[test]
+fn control_applies_at_the_next_frame_boundary() {
+    let e = engine(1);
+    let mut h = e
+        .open(StreamConfig {
+            initial: vec![Control::Style(Some(STYLE))],
+            ..Default::default()
+        })
+        .unwrap();
+    wait_full(&h);
+    let before = h.stats.frames.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    assert_eq!(before, 5, "a full 200 ms buffer holds 5 frames");
+    let change = Control::Style(Some([
+        325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782,
+    ]));
+    h.send(change.clone()).unwrap();
+    let got = read(&mut h, before + 6);
+    let want = reference(before, Some(change), 6);
+    assert_eq!(got, want);
+    // Frames before the boundary are untouched; from the boundary on the music changes.
+    let unchanged = reference(before + 6, None, 0);
+    assert_eq!(got[..before], unchanged[..before]);
+    assert_ne!(got[before], unchanged[before]);
+}
+
+#[test]
+fn snapshot_restore_continues_bit_identically() {
+    let e = engine(1);
+    let mut h = e
+        .open(StreamConfig {
+            initial: vec![Control::Style(Some(STYLE)), Control::Drums(Some(true))],
+            ..Default::default()
+        })
+        .unwrap();
+    read(&mut h, 3);
+    wait_full(&h); // 8 frames generated, 3 read
+    let snap = h.snapshot(Duration::from_secs(30)).unwrap();
+    assert_eq!(snap.lm.frame, 8);
+    let after_snapshot = read(&mut h, 5 + 7); // 5 buffered, then 7 new
+    wait_full(&h);
+    h.send(Control::Restore(Box::new(snap))).unwrap();
+    let replay = read(&mut h, 5 + 7); // 5 buffered before the restore, then the replay
+    assert_eq!(replay[5..], after_snapshot[5..]);
+}
+
+#[test]
+fn buffer_bound_holds_while_consuming_slowly() {
+    let e = engine(1);
+    let mut h = e.open(StreamConfig::default()).unwrap();
+    let mut consumed = 0u64;
+    let mut f = vec![0i16; FRAME_PCM];
+    for _ in 0..40 {
+        let generated = h.stats.frames.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            generated <= consumed + 5,
+            "generated {generated}, consumed {consumed}"
+        );
+        assert!(h.buffered_ms() <= 200.0);
+        if h.read_frame(&mut f) {
+            consumed += 1;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn admission_control_refuses_beyond_capacity() {
+    let e = engine(2);
+    let a = e.open(StreamConfig::default()).unwrap();
+    let b = e.open(StreamConfig::default()).unwrap();
+    assert_eq!(e.active(), 2);
+    match e.open(StreamConfig::default()) {
+        Err(StreamError::Busy { capacity: 2 }) => {}
+        other => panic!("expected Busy, got {:?}", other.map(|_| ())),
+    }
+    drop(a);
+    let c = e.open(StreamConfig::default()).unwrap();
+    assert_eq!(e.active(), 2);
+    drop((b, c));
+    assert_eq!(e.active(), 0);
+}
