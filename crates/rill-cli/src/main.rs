@@ -5,10 +5,13 @@ mod bench;
 mod decode;
 mod dump;
 mod generate;
+mod live;
 mod model_source;
 mod output;
+mod play;
 mod progress;
 mod quantize;
+mod serve;
 mod stats;
 mod synth;
 mod tokens;
@@ -39,6 +42,10 @@ enum Command {
     /// Time every stage per frame (median, p90, p99, max), real-time factor and peak
     /// memory; with --quality, agreement of each precision with f32.
     Bench(bench::BenchArgs),
+    /// Play live to the default audio device, steered by MIDI input.
+    Play(play::PlayArgs),
+    /// Serve the browser instrument and one WebSocket stream per listener.
+    Serve(serve::ServeArgs),
     /// Write a pre-quantised checkpoint that loads without re-quantising.
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
@@ -53,6 +60,8 @@ fn main() {
         Command::SynthCheckpoint(a) => synth::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Quantize(a) => quantize::run(a),
+        Command::Play(a) => play::run(a),
+        Command::Serve(a) => serve::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -288,13 +288,40 @@ pub struct StreamHandle {
     capacity_frames: usize,
 }
 
-impl StreamHandle {
+/// A cloneable sender of controls for one stream (for MIDI callbacks, UI threads)
+/// while the [`StreamHandle`] itself feeds the audio device.
+#[derive(Clone)]
+pub struct StreamController {
+    msgs: Sender<Msg>,
+    pub stats: Arc<StreamStats>,
+}
+
+impl StreamController {
     /// Queues a control for the next frame boundary.
     pub fn send(&self, c: Control) -> Result<(), StreamError> {
-        self.msgs.try_send(Msg::Control(c)).map_err(|e| match e {
-            TrySendError::Full(_) => StreamError::ControlQueueFull,
-            TrySendError::Disconnected(_) => StreamError::Stopped,
-        })
+        send(&self.msgs, c)
+    }
+}
+
+fn send(q: &Sender<Msg>, c: Control) -> Result<(), StreamError> {
+    q.try_send(Msg::Control(c)).map_err(|e| match e {
+        TrySendError::Full(_) => StreamError::ControlQueueFull,
+        TrySendError::Disconnected(_) => StreamError::Stopped,
+    })
+}
+
+impl StreamHandle {
+    /// A control sender usable from other threads.
+    pub fn controller(&self) -> StreamController {
+        StreamController {
+            msgs: self.msgs.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Queues a control for the next frame boundary.
+    pub fn send(&self, c: Control) -> Result<(), StreamError> {
+        send(&self.msgs, c)
     }
 
     /// The stream's complete state at the next frame boundary (blocks until then).

@@ -11,6 +11,8 @@ pub mod engine;
 pub mod generator;
 pub mod notes;
 
-pub use engine::{Engine, EngineConfig, StreamConfig, StreamError, StreamHandle, StreamStats};
+pub use engine::{
+    Engine, EngineConfig, StreamConfig, StreamController, StreamError, StreamHandle, StreamStats,
+};
 pub use generator::{Control, FrameInfo, Generator, Snapshot, FRAME_PCM};
 pub use notes::NoteTracker;

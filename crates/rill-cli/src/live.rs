@@ -1,0 +1,91 @@
+//! Shared set-up of the live commands (`play`, `serve`): load the weights, start
+//! the streaming engine, report honestly whether this machine keeps up.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+use rill_stream::{Control, Engine, EngineConfig};
+
+use crate::args::{ControlArgs, ModelArgs};
+use crate::model_source;
+
+/// Streaming options shared by `play` and `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// How far generation may run ahead of playback, in ms (rounded to 40 ms frames).
+    #[arg(long, default_value_t = 200)]
+    pub buffer_ms: u32,
+}
+
+impl LiveArgs {
+    pub fn buffer_frames(&self) -> usize {
+        ((self.buffer_ms as f32 / 40.0).round() as usize).max(1)
+    }
+}
+
+/// Loaded weights plus a short description for status pages.
+pub struct Loaded {
+    pub engine: Engine,
+    pub info: serde_json::Value,
+}
+
+/// Loads the model and codec and starts the engine (measuring real-time capacity).
+pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Loaded> {
+    let path = model_source::resolve(model)?;
+    let (ckpt, kind) = model_source::open(&path)?;
+    let precision = model_source::precision(model, &ckpt)?;
+    let lm = model_source::load_lm(&ckpt, precision)?;
+    let codec = model_source::load_codec(&ckpt)?;
+    drop(ckpt);
+    let threads = model
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    eprintln!("measuring real-time capacity ({threads} threads)…");
+    let engine = Engine::start(
+        lm,
+        Arc::clone(&codec),
+        EngineConfig {
+            threads,
+            max_sessions,
+            calibration_frames: 8,
+        },
+    );
+    let rtf = engine.measured_rtf();
+    if rtf > 1.0 {
+        eprintln!(
+            "warning: this machine generates one stream at {:.2}× real time (real-time factor {rtf:.2}); \
+             playback will stutter. Try --precision int8 or a faster machine.",
+            1.0 / rtf
+        );
+    } else {
+        eprintln!(
+            "one stream needs {:.0}% of this machine (real-time factor {rtf:.2}); up to {} stream(s) at once",
+            rtf * 100.0,
+            engine.capacity()
+        );
+    }
+    Ok(Loaded {
+        engine,
+        info: serde_json::json!({"model": kind.name(), "precision": precision.name()}),
+    })
+}
+
+/// The controls of `rill generate`'s flags, as stream controls.
+pub fn initial_controls(c: &ControlArgs) -> Result<Vec<Control>> {
+    let cond = c.conditioning()?;
+    let p = c.sampling()?;
+    let mut v = vec![
+        Control::Style(cond.style),
+        Control::Drums(cond.drums),
+        Control::CfgMusiccoca(cond.cfg.musiccoca),
+        Control::CfgNotes(cond.cfg.notes),
+        Control::CfgDrums(cond.cfg.drums),
+        Control::Temperature(p.temperature),
+        Control::TopK(p.top_k),
+    ];
+    if let Some(n) = &c.notes {
+        v.push(Control::HeldNotes(crate::args::parse_notes(n)?));
+    }
+    Ok(v)
+}
