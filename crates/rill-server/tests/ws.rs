@@ -1,0 +1,262 @@
+//! `rill serve` over a real WebSocket: frame format, status, control round trip,
+//! malformed input, busy rejection while admitted streams keep playing, a closed
+//! socket freeing its slot, and the key-press-to-audible-change latency.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_codec::Codec;
+use rill_kernels::Pool;
+use rill_mrt2::{Mrt2, Precision};
+use rill_server::AppState;
+use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
+    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
+    W.get_or_init(|| {
+        let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+        (
+            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
+            Arc::new(Codec::load(&ck).unwrap()),
+        )
+    })
+    .clone()
+}
+
+/// Starts a server with room for `max` streams; returns its address.
+async fn server(max: usize) -> String {
+    let (lm, codec) = weights();
+    let engine = Engine::start(
+        lm,
+        codec,
+        EngineConfig {
+            threads: 2,
+            max_sessions: Some(max),
+            calibration_frames: 0,
+        },
+    );
+    let state = Arc::new(AppState {
+        engine,
+        info: serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rill_server::run(listener, state));
+    format!("{addr}")
+}
+
+async fn connect(addr: &str) -> Ws {
+    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .unwrap()
+        .0
+}
+
+async fn send(ws: &mut Ws, v: serde_json::Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+/// Next message within `secs`: Ok(binary frame) or Err(parsed JSON text).
+async fn next(ws: &mut Ws, secs: u64) -> Result<Vec<u8>, serde_json::Value> {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(secs), ws.next())
+            .await
+            .expect("timed out waiting for the server")
+            .expect("socket closed")
+            .unwrap();
+        match m {
+            Message::Binary(b) => return Ok(b.to_vec()),
+            Message::Text(t) => return Err(serde_json::from_str(t.as_str()).unwrap()),
+            _ => continue,
+        }
+    }
+}
+
+async fn next_frame(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        if let Ok(b) = next(ws, 60).await {
+            return b;
+        }
+    }
+}
+
+async fn next_json(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        if let Err(j) = next(ws, 60).await {
+            return j;
+        }
+    }
+}
+
+const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_status_controls_and_errors() {
+    let addr = server(2).await;
+    let info: serde_json::Value =
+        serde_json::from_str(&reqwest_lite(&addr, "/api/info").await).unwrap();
+    assert_eq!(info["capacity"], 2);
+    let page = reqwest_lite(&addr, "/").await;
+    assert!(page.contains("<html"), "the instrument page is served at /");
+
+    let mut ws = connect(&addr).await;
+    // Control before start is a bad request, not a crash.
+    send(&mut ws, serde_json::json!({"type": "control", "top_k": 10})).await;
+    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    send(
+        &mut ws,
+        serde_json::json!({"type": "start", "style_codes": STYLE, "drums": "on", "seed": 42}),
+    )
+    .await;
+    let f = next_frame(&mut ws).await;
+    assert_eq!(f.len(), 7680, "1920 stereo int16 samples");
+    let status = loop {
+        let j = next_json(&mut ws).await;
+        if j["type"] == "status" {
+            break j;
+        }
+    };
+    for k in ["rtf", "buffer_ms", "underruns", "frame"] {
+        assert!(status[k].is_number(), "status.{k}: {status}");
+    }
+    // Controls are accepted silently; malformed ones get an error and the stream goes on.
+    send(&mut ws, serde_json::json!({"type": "control", "notes": [60, 64], "temperature": 1.0, "cfg_notes": 2})).await;
+    for bad in [
+        serde_json::json!({"type": "control", "style_codes": [1, 2]}),
+        serde_json::json!({"type": "control", "notes": [300]}),
+        serde_json::json!({"type": "jump"}),
+    ] {
+        send(&mut ws, bad).await;
+        assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    }
+    ws.send(Message::Text("{not json".into())).await.unwrap();
+    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    ws.send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    assert_eq!(
+        next_frame(&mut ws).await.len(),
+        7680,
+        "still streaming after errors"
+    );
+    send(&mut ws, serde_json::json!({"type": "stop"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_listeners_are_refused_and_admitted_ones_keep_playing() {
+    let addr = server(2).await;
+    let mut a = connect(&addr).await;
+    let mut b = connect(&addr).await;
+    send(&mut a, serde_json::json!({"type": "start"})).await;
+    send(&mut b, serde_json::json!({"type": "start"})).await;
+    next_frame(&mut a).await;
+    next_frame(&mut b).await;
+    let mut refused = Vec::new();
+    for _ in 0..3 {
+        let mut c = connect(&addr).await;
+        send(&mut c, serde_json::json!({"type": "start"})).await;
+        let j = next_json(&mut c).await;
+        assert_eq!(j["code"], "busy", "{j}");
+        assert!(j["message"].as_str().unwrap().contains("busy"));
+        refused.push(c);
+    }
+    for _ in 0..5 {
+        assert_eq!(next_frame(&mut a).await.len(), 7680);
+        assert_eq!(next_frame(&mut b).await.len(), 7680);
+    }
+    // A closed socket frees its slot.
+    a.close(None).await.unwrap();
+    drop(a);
+    let mut c = refused.pop().unwrap();
+    let mut admitted = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        send(&mut c, serde_json::json!({"type": "start"})).await;
+        match next(&mut c, 60).await {
+            Ok(_) => {
+                admitted = true;
+                break;
+            }
+            Err(j) if j["code"] == "busy" => continue,
+            Err(j) if j["type"] == "status" => {
+                admitted = true;
+                break;
+            }
+            Err(j) => panic!("unexpected {j}"),
+        }
+    }
+    assert!(admitted, "the freed slot was not reused");
+}
+
+/// Frames heard by the client from a key press until the audio changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_press_latency_in_frames() {
+    let addr = server(1).await;
+    let mut ws = connect(&addr).await;
+    send(
+        &mut ws,
+        serde_json::json!({"type": "start", "style_codes": STYLE, "seed": 42}),
+    )
+    .await;
+    let mut heard: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..15 {
+        heard.push(next_frame(&mut ws).await);
+    }
+    let pressed_at = heard.len();
+    send(&mut ws, serde_json::json!({"type": "control", "style_codes": [325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782]})).await;
+    for _ in 0..15 {
+        heard.push(next_frame(&mut ws).await);
+    }
+    // What the stream would have played without the key press.
+    let (lm, codec) = weights();
+    let pool = Pool::new(2);
+    let mut g = Generator::new(lm, codec, 42, &pool);
+    g.apply(Control::Style(Some(STYLE))).unwrap();
+    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut first_change = None;
+    for (i, frame) in heard.iter().enumerate() {
+        g.step(&pool, &mut pcm);
+        let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_le_bytes()).collect();
+        if &bytes != frame {
+            first_change = Some(i);
+            break;
+        }
+    }
+    let first_change = first_change.expect("the control never changed the audio");
+    assert!(
+        first_change >= pressed_at,
+        "audio changed before the key press"
+    );
+    let latency = first_change - pressed_at;
+    eprintln!(
+        "key press → audible change: {latency} frames ({} ms) after the press, server buffer 200 ms",
+        latency * 40
+    );
+    // Bounded by the server's 5-frame buffer plus the frame in flight.
+    assert!(latency <= 6, "latency {latency} frames");
+}
+
+/// Minimal HTTP GET (keeps the test free of an HTTP client dependency).
+async fn reqwest_lite(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
