@@ -30,13 +30,18 @@ pub(crate) fn rows(
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-        Isa::Avx512 => unsafe { x86::rows_avx512(q, scales, cols, xq, y) },
+        Isa::Avx512 => unsafe { x86::rows_avx512(q, scales, biases, cols, xq, xsum, sx, y) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-        Isa::Avx2 => unsafe { x86::rows_avx2(q, scales, cols, xq, y) },
-        _ => rows_portable(q, scales, cols, xq, y),
+        Isa::Avx2 => {
+            unsafe { x86::rows_avx2(q, scales, cols, xq, y) };
+            crate::matrix::finish_affine(isa, y, biases, cols / GROUP, xsum, sx);
+        }
+        _ => {
+            rows_portable(q, scales, cols, xq, y);
+            crate::matrix::finish_affine(isa, y, biases, cols / GROUP, xsum, sx);
+        }
     }
-    crate::matrix::finish_affine(y, biases, cols / GROUP, xsum, sx);
 }
 
 /// Writes `Σ_g scale[r,g]·Σ q·xq` (before the bias term and `sx`) into `y`.
@@ -74,13 +79,45 @@ mod x86 {
         _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(scale), acc)
     }
 
+    /// `sx · (Σ_g bias[r,g]·xsum[g] + acc)` for one row, the bias dot vectorised.
+    #[inline(always)]
+    unsafe fn finish(acc: __m512, biases: *const f32, xsum: &[f32], sx: f32) -> f32 {
+        let groups = xsum.len();
+        let mut b = _mm512_setzero_ps();
+        let mut g = 0;
+        while g + 16 <= groups {
+            b = _mm512_fmadd_ps(
+                _mm512_loadu_ps(biases.add(g)),
+                _mm512_loadu_ps(xsum.as_ptr().add(g)),
+                b,
+            );
+            g += 16;
+        }
+        let mut tail = 0f32;
+        while g < groups {
+            tail += *biases.add(g) * xsum[g];
+            g += 1;
+        }
+        sx * (_mm512_reduce_add_ps(acc) + (_mm512_reduce_add_ps(b) + tail))
+    }
+
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn rows_avx512(q: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn rows_avx512(
+        q: &[u8],
+        scales: &[f32],
+        biases: &[f32],
+        cols: usize,
+        xq: &[i16],
+        xsum: &[f32],
+        sx: f32,
+        y: &mut [f32],
+    ) {
         let groups = cols / GROUP;
         let n = y.len();
-        let (qp, xp, sp) = (q.as_ptr(), xq.as_ptr(), scales.as_ptr());
+        let (qp, xp, sp, bp) = (q.as_ptr(), xq.as_ptr(), scales.as_ptr(), biases.as_ptr());
         // Rows r, r+s, r+2s, r+3s together: four memory streams in different pages,
         // which keeps more DRAM requests in flight than four adjacent rows.
         let s = n / 4;
@@ -98,7 +135,7 @@ mod x86 {
                 }
             }
             for j in 0..4 {
-                y[rows[j]] = _mm512_reduce_add_ps(acc[j]);
+                y[rows[j]] = finish(acc[j], bp.add(rows[j] * groups), xsum, sx);
             }
         }
         for r in 4 * s..n {
@@ -111,7 +148,7 @@ mod x86 {
                     acc,
                 );
             }
-            y[r] = _mm512_reduce_add_ps(acc);
+            y[r] = finish(acc, bp.add(r * groups), xsum, sx);
         }
     }
 

@@ -486,7 +486,7 @@ impl Matrix {
                         xq,
                         ys,
                     );
-                    finish_affine(ys, bi, groups, xs, sx);
+                    finish_affine(isa, ys, bi, groups, xs, sx);
                 })
             }),
             Storage::Lut4 { packed, lut } => run_all(&|t| {
@@ -523,14 +523,26 @@ fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&[i16], &[f32], f32
     })
 }
 
-/// Adds the affine bias terms and applies the activation scale.
-pub(crate) fn finish_affine(y: &mut [f32], biases: &[f32], groups: usize, xsum: &[f32], sx: f32) {
-    for (r, out) in y.iter_mut().enumerate() {
-        let mut bias_term = 0f32;
-        for (bg, xs) in biases[r * groups..(r + 1) * groups].iter().zip(xsum) {
-            bias_term += bg * xs;
+/// Adds the affine bias terms `Σ_g bias[r,g]·xsum[g]` (a small f32 GEMV over the
+/// block's `[rows][groups]` biases) and applies the activation scale.
+pub(crate) fn finish_affine(
+    isa: Isa,
+    y: &mut [f32],
+    biases: &[f32],
+    groups: usize,
+    xsum: &[f32],
+    sx: f32,
+) {
+    let mut terms = [0f32; ROWS_PER_TASK];
+    for (yc, bc) in y
+        .chunks_mut(ROWS_PER_TASK)
+        .zip(biases.chunks(ROWS_PER_TASK * groups))
+    {
+        let t = &mut terms[..yc.len()];
+        gemv_f32::rows(isa, bc, groups, xsum, t);
+        for (o, b) in yc.iter_mut().zip(t.iter()) {
+            *o = sx * (*o + b);
         }
-        *out = sx * (*out + bias_term);
     }
 }
 
