@@ -1,0 +1,59 @@
+//! Matrix-vector products per weight format and SIMD tier, on the language
+//! model's shapes. Only the product is timed (matrices are built outside `iter`).
+//! Run: `cargo bench -p rill-kernels` (RILL_THREADS sets the pool size, default 2).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rill_kernels::{Isa, Matrix, Pool, WeightFormat};
+
+/// (rows, cols, what): the temporal FFN up/down projections, a 1024² projection,
+/// and one depth step's `to_logits` slice.
+const SHAPES: [(usize, usize, &str); 4] = [
+    (4096, 1024, "ffn_up"),
+    (1024, 4096, "ffn_down"),
+    (1024, 1024, "proj"),
+    (1024, 768, "logits_level"),
+];
+
+fn gemv(c: &mut Criterion) {
+    let threads = std::env::var("RILL_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let pool = Pool::new(threads);
+    let mut seed = 7u64;
+    let mut rnd = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+    };
+    for (rows, cols, what) in SHAPES {
+        let w: Vec<f32> = (0..rows * cols).map(|_| rnd()).collect();
+        let x: Vec<f32> = (0..cols).map(|_| rnd()).collect();
+        let mut y = vec![0f32; rows];
+        let mut group = c.benchmark_group(format!("gemv_{what}_{rows}x{cols}"));
+        group.sample_size(30);
+        group.measurement_time(std::time::Duration::from_secs(2));
+        for format in [
+            WeightFormat::F32,
+            WeightFormat::Bf16,
+            WeightFormat::Int8,
+            WeightFormat::Int4,
+            WeightFormat::Lut4,
+        ] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            group.throughput(Throughput::Bytes(m.bytes() as u64));
+            for isa in Isa::available() {
+                group.bench_with_input(
+                    BenchmarkId::new(format.name(), isa.name()),
+                    &isa,
+                    |b, &isa| b.iter(|| m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool)),
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, gemv);
+criterion_main!(benches);
