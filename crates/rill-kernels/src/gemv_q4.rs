@@ -57,6 +57,9 @@ pub(crate) fn affine_rows(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
         Isa::Avx512 => unsafe { x86::affine_avx512(packed, scales, cols, xq, y) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
+        Isa::Avx2 => unsafe { x86::affine_avx2(packed, scales, cols, xq, y) },
         _ => affine_portable(packed, scales, cols, xq, y),
     }
 }
@@ -93,6 +96,9 @@ pub(crate) fn palette_rows(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f.
         Isa::Avx512 => unsafe { x86::palette_avx512(packed, lut, first_row, cols, x, y) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
+        Isa::Avx2 => unsafe { x86::palette_avx2(packed, lut, first_row, cols, x, y) },
         _ => palette_portable(packed, lut, first_row, cols, x, y),
     }
 }
@@ -210,6 +216,88 @@ mod x86 {
                 c += 32;
             }
             *out = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn hsum256(v: __m256) -> f32 {
+        let lo = _mm256_castps256_ps128(v);
+        let hi = _mm256_extractf128_ps(v, 1);
+        let s = _mm_add_ps(lo, hi);
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        _mm_cvtss_f32(s)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn affine_avx2(
+        packed: &[u8],
+        scales: &[f32],
+        cols: usize,
+        xq: &[i16],
+        y: &mut [f32],
+    ) {
+        let groups = cols / AFFINE_GROUP;
+        for (r, out) in y.iter_mut().enumerate() {
+            let mut acc = _mm256_setzero_ps();
+            for g in 0..groups {
+                let b = unpack32(packed.as_ptr().add(r * cols / 2 + g * 16));
+                let q0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
+                let q1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
+                let x0 = _mm256_loadu_si256(xq.as_ptr().add(g * 32) as *const __m256i);
+                let x1 = _mm256_loadu_si256(xq.as_ptr().add(g * 32 + 16) as *const __m256i);
+                let d = _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
+                let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc);
+            }
+            *out = hsum256(acc);
+        }
+    }
+
+    /// Looks up 8 levels of a 16-entry codebook held in two registers.
+    #[inline(always)]
+    unsafe fn lookup8(idx: __m256i, lo: __m256, hi: __m256) -> __m256 {
+        let a = _mm256_permutevar8x32_ps(lo, idx);
+        let b = _mm256_permutevar8x32_ps(hi, idx);
+        let upper = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7)));
+        _mm256_blendv_ps(a, b, upper)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn palette_avx2(
+        packed: &[u8],
+        lut: &[f32],
+        first_row: usize,
+        cols: usize,
+        x: &[f32],
+        y: &mut [f32],
+    ) {
+        let xp = x.as_ptr();
+        for (r, out) in y.iter_mut().enumerate() {
+            let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
+            let lo = _mm256_loadu_ps(lut.as_ptr().add(g * 16));
+            let hi = _mm256_loadu_ps(lut.as_ptr().add(g * 16 + 8));
+            let p = packed.as_ptr().add(r * cols / 2);
+            let mut acc = _mm256_setzero_ps();
+            let mut c = 0;
+            while c < cols {
+                let idx = unpack32(p.add(c / 2));
+                let l = _mm256_castsi256_si128(idx);
+                let h = _mm256_extracti128_si256(idx, 1);
+                for (k, part) in [l, _mm_srli_si128(l, 8), h, _mm_srli_si128(h, 8)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let w = lookup8(_mm256_cvtepu8_epi32(part), lo, hi);
+                    acc = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(c + 8 * k)), acc);
+                }
+                c += 32;
+            }
+            *out = hsum256(acc);
         }
     }
 }
