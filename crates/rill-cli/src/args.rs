@@ -25,7 +25,7 @@ pub struct ModelArgs {
     /// Weight precision of the language model: f32 (parity with upstream's fp32
     /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
     /// int8 (MLX affine g64, upstream's default quantisation), int4 (affine g32),
-    /// lut4 (4-bit palettes per 16 rows) or mixed (temporal int4, the rest int8).
+    /// lut4 (4-bit palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
     /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was made for.
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,

@@ -33,8 +33,10 @@ pub enum Precision {
     Int4,
     /// Every matrix 4-bit palettised (16 k-means levels per 16 output rows).
     Lut4,
-    /// Temporal transformer int4 (affine g32); depth decoder, `to_logits`,
+    /// Temporal transformer 4-bit palettised; depth decoder, `to_logits`,
     /// embeddings and adapters int8 — the parts that do not tolerate 4 bits.
+    /// (Palettes beat affine int4 here on both agreement, 0.914 vs 0.905 on random
+    /// weights, and speed, 4.0 vs 4.5 bits per weight.)
     Mixed,
 }
 
@@ -70,7 +72,7 @@ impl Precision {
             (Precision::Int8, _) => WeightFormat::Int8,
             (Precision::Int4, _) => WeightFormat::Int4,
             (Precision::Lut4, _) => WeightFormat::Lut4,
-            (Precision::Mixed, Role::Temporal) => WeightFormat::Int4,
+            (Precision::Mixed, Role::Temporal) => WeightFormat::Lut4,
             (Precision::Mixed, _) => WeightFormat::Int8,
         }
     }
