@@ -1,187 +1,335 @@
-//! Affine int8 weights (MLX layout, groups of 64 along the input) × activations
-//! quantised to int16 with one scale per vector.
+//! Affine int8 weights (MLX layout: groups of 64 along the input, per-group scale
+//! and bias) × activations quantised to int16 with one scale per vector.
 //!
 //! `y[r] = sx · Σ_g (scale[r,g] · Σ_{i∈g} q[r,i]·xq[i] + bias[r,g] · Σ_{i∈g} xq[i])`.
-//! The inner sums are exact integer arithmetic on every ISA (AVX-512 VNNI
-//! `vpdpwssd`, AVX2 `vpmaddwd`, portable), so the paths differ only in the order
-//! of the f32 group accumulation. int16 activations keep the activation error
-//! (≈1/65534 of the largest entry) far below the int8 weight error, so accuracy
-//! matches MLX's float-activation int8 matmul.
+//!
+//! Storage is blocked for the kernels: rows in blocks of 16, and within a block and
+//! group, 16 "quads" of 4 consecutive inputs × 16 rows (64 bytes), so one AVX-512
+//! VNNI `vpdpbusd` multiplies a quad for 16 rows at once and the per-group scales
+//! apply to 16 rows with one vector FMA. The int16 activations are split into a
+//! high and a low signed byte (`xq = 256·hi + lo' + 128`), so two `vpdpbusd` give
+//! the exact int16 dot product; the `+128` term is a per-row constant computed at
+//! load. Integer sums are exact on every path (AVX-512, AVX2, portable); only the
+//! order of the f32 group accumulation differs.
+//!
+//! Why int16 activations: their error (≈ 1/65534 of the largest entry) stays far
+//! below the int8 weight error, so quality matches MLX's float-activation int8.
 
 use crate::isa::Isa;
+use crate::quant::Affine;
 
 pub(crate) const GROUP: usize = 64;
+/// Rows per block.
+pub(crate) const BLOCK: usize = 16;
+const QUADS: usize = GROUP / 4;
 
-/// One block of rows. `q`, `scales`, `biases` hold exactly these rows; `xq` the
-/// quantised input, `xsum` its per-group sums, `sx` its scale.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn rows(
-    isa: Isa,
-    q: &[u8],
-    scales: &[f32],
-    biases: &[f32],
+/// An int8 matrix in the blocked layout.
+#[derive(Debug, Clone)]
+pub(crate) struct Q8 {
+    rows: usize,
     cols: usize,
-    xq: &[i16],
-    xsum: &[f32],
-    sx: f32,
-    y: &mut [f32],
-) {
-    debug_assert_eq!(q.len(), y.len() * cols);
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-        Isa::Avx512 => unsafe { x86::rows_avx512(q, scales, biases, cols, xq, xsum, sx, y) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-        Isa::Avx2 => {
-            unsafe { x86::rows_avx2(q, scales, cols, xq, y) };
-            crate::matrix::finish_affine(isa, y, biases, cols / GROUP, xsum, sx);
+    /// `[blocks][groups][16 quads][16 rows][4]`, rows padded to a multiple of 16.
+    q: Vec<u8>,
+    /// `[blocks][groups][16 rows]`.
+    scales: Vec<f32>,
+    biases: Vec<f32>,
+    /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte.
+    qsum128: Vec<i32>,
+}
+
+impl Q8 {
+    fn groups(&self) -> usize {
+        self.cols / GROUP
+    }
+
+    /// From MLX-layout affine data (`q` row-major `[rows][cols]`, scales/biases `[rows][groups]`).
+    pub fn from_affine(a: &Affine, rows: usize, cols: usize) -> Q8 {
+        assert_eq!(a.group, GROUP);
+        let groups = cols / GROUP;
+        let blocks = rows.div_ceil(BLOCK);
+        let mut q = vec![0u8; blocks * BLOCK * cols];
+        let mut scales = vec![0f32; blocks * groups * BLOCK];
+        let mut biases = vec![0f32; blocks * groups * BLOCK];
+        let mut qsum128 = vec![0i32; blocks * groups * BLOCK];
+        for r in 0..rows {
+            let (b, rr) = (r / BLOCK, r % BLOCK);
+            for g in 0..groups {
+                let meta = (b * groups + g) * BLOCK + rr;
+                scales[meta] = a.scales[r * groups + g];
+                biases[meta] = a.biases[r * groups + g];
+                let mut s = 0i32;
+                for j in 0..QUADS {
+                    for t in 0..4 {
+                        let v = a.q[r * cols + g * GROUP + 4 * j + t];
+                        s += v as i32;
+                        q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] = v;
+                    }
+                }
+                qsum128[meta] = 128 * s;
+            }
         }
-        _ => {
-            rows_portable(q, scales, cols, xq, y);
-            crate::matrix::finish_affine(isa, y, biases, cols / GROUP, xsum, sx);
+        Q8 {
+            rows,
+            cols,
+            q,
+            scales,
+            biases,
+            qsum128,
+        }
+    }
+
+    /// Back to MLX layout (for pre-quantised files).
+    pub fn to_affine(&self) -> Affine {
+        let (rows, cols, groups) = (self.rows, self.cols, self.groups());
+        let mut a = Affine {
+            bits: 8,
+            group: GROUP,
+            q: vec![0; rows * cols],
+            scales: vec![0.0; rows * groups],
+            biases: vec![0.0; rows * groups],
+        };
+        for r in 0..rows {
+            for g in 0..groups {
+                let meta = ((r / BLOCK) * groups + g) * BLOCK + r % BLOCK;
+                a.scales[r * groups + g] = self.scales[meta];
+                a.biases[r * groups + g] = self.biases[meta];
+            }
+            for c in 0..cols {
+                a.q[r * cols + c] = self.q[self.index(r, c)];
+            }
+        }
+        a
+    }
+
+    #[inline]
+    fn index(&self, r: usize, c: usize) -> usize {
+        let (b, rr, g, j, t) = (r / BLOCK, r % BLOCK, c / GROUP, (c % GROUP) / 4, c % 4);
+        (((b * self.groups() + g) * QUADS + j) * BLOCK + rr) * 4 + t
+    }
+
+    /// Stacks matrices with row counts that are multiples of 16 (whole blocks).
+    pub fn stack(parts: Vec<Q8>) -> Q8 {
+        assert!(
+            parts.iter().all(|p| p.rows % BLOCK == 0),
+            "int8 stacking needs whole 16-row blocks"
+        );
+        let cols = parts[0].cols;
+        let mut out = Q8 {
+            rows: 0,
+            cols,
+            q: Vec::new(),
+            scales: Vec::new(),
+            biases: Vec::new(),
+            qsum128: Vec::new(),
+        };
+        for p in parts {
+            out.rows += p.rows;
+            out.q.extend(p.q);
+            out.scales.extend(p.scales);
+            out.biases.extend(p.biases);
+            out.qsum128.extend(p.qsum128);
+        }
+        out
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.q.len() + 4 * (self.scales.len() + self.biases.len())
+    }
+
+    pub fn row_into(&self, r: usize, out: &mut [f32]) {
+        let groups = self.groups();
+        for (c, o) in out.iter_mut().enumerate() {
+            let meta = ((r / BLOCK) * groups + c / GROUP) * BLOCK + r % BLOCK;
+            *o = self.q[self.index(r, c)] as f32 * self.scales[meta] + self.biases[meta];
+        }
+    }
+
+    /// Blocks a task of `rows_per_task` rows covers (tasks align to blocks).
+    pub fn tasks(&self, rows: std::ops::Range<usize>, blocks_per_task: usize) -> usize {
+        let b0 = rows.start / BLOCK;
+        let b1 = rows.end.div_ceil(BLOCK);
+        (b1 - b0).div_ceil(blocks_per_task)
+    }
+
+    /// Computes the rows of `range` that fall in blocks `[b0, b1)` into `y`
+    /// (indexed relative to `range.start`). `act` is the quantised input.
+    pub fn run_blocks(
+        &self,
+        isa: Isa,
+        b0: usize,
+        b1: usize,
+        range: &std::ops::Range<usize>,
+        act: &Act<'_>,
+        y: *mut f32,
+    ) {
+        let mut out = [0f32; 4 * BLOCK];
+        let mut b = b0;
+        while b < b1 {
+            let n = (b1 - b).min(4);
+            let outs = &mut out[..n * BLOCK];
+            match isa {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
+                Isa::Avx512 => unsafe { x86::blocks_avx512(self, b, n, act, outs) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
+                Isa::Avx2 => unsafe { x86::blocks_avx2(self, b, n, act, outs) },
+                _ => blocks_portable(self, b, n, act, outs),
+            }
+            for (i, v) in outs.iter().enumerate() {
+                let r = b * BLOCK + i;
+                if range.contains(&r) {
+                    // SAFETY: the caller hands each task a disjoint set of blocks and
+                    // `y` holds `range.len()` outputs.
+                    unsafe { *y.add(r - range.start) = *v };
+                }
+            }
+            b += n;
         }
     }
 }
 
-/// Writes `Σ_g scale[r,g]·Σ q·xq` (before the bias term and `sx`) into `y`.
-fn rows_portable(q: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
-    let groups = cols / GROUP;
-    for (r, out) in y.iter_mut().enumerate() {
-        let mut acc = 0f32;
-        for g in 0..groups {
-            let qs = &q[r * cols + g * GROUP..r * cols + (g + 1) * GROUP];
-            let xs = &xq[g * GROUP..(g + 1) * GROUP];
-            let mut s = 0i32;
-            for (&a, &b) in qs.iter().zip(xs) {
-                s += a as i32 * b as i32;
+/// An activation vector quantised for the int8 kernels.
+pub(crate) struct Act<'a> {
+    /// int16 values.
+    pub xq: &'a [i16],
+    /// High bytes `xq >> 8` (signed).
+    pub hi: &'a [i8],
+    /// Low bytes minus 128 (signed).
+    pub lo: &'a [i8],
+    /// Per-group sums of `xq` as f32 (bias terms).
+    pub sums: &'a [f32],
+    /// `x ≈ xq · scale`.
+    pub scale: f32,
+}
+
+/// Splits int16 activations into the two signed bytes the VNNI kernel multiplies.
+pub(crate) fn split_bytes(xq: &[i16], hi: &mut [i8], lo: &mut [i8]) {
+    for ((&v, h), l) in xq.iter().zip(hi.iter_mut()).zip(lo.iter_mut()) {
+        *h = (v >> 8) as i8;
+        *l = ((v & 0xff) - 128) as i8;
+    }
+}
+
+fn blocks_portable(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+    let groups = m.groups();
+    for bi in 0..n {
+        let b = b0 + bi;
+        for rr in 0..BLOCK {
+            let mut acc = 0f32;
+            let mut bias = 0f32;
+            for g in 0..groups {
+                let meta = (b * groups + g) * BLOCK + rr;
+                let mut d = 0i32;
+                for j in 0..QUADS {
+                    for t in 0..4 {
+                        let w = m.q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] as i32;
+                        d += w * act.xq[g * GROUP + 4 * j + t] as i32;
+                    }
+                }
+                acc += m.scales[meta] * d as f32;
+                bias += m.biases[meta] * act.sums[g];
             }
-            acc += scales[r * groups + g] * s as f32;
+            out[bi * BLOCK + rr] = act.scale * (acc + bias);
         }
-        *out = acc;
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::GROUP;
+    use super::{Act, BLOCK, GROUP, Q8, QUADS};
     use std::arch::x86_64::*;
 
-    /// One row's `Σ_g scale·Σ q·xq` as a 16-lane f32 accumulator update.
-    #[inline(always)]
-    unsafe fn group_dot(q: *const u8, xq: *const i16, scale: f32, acc: __m512) -> __m512 {
-        let xa = _mm512_loadu_si512(xq as *const _);
-        let xb = _mm512_loadu_si512(xq.add(32) as *const _);
-        let qa = _mm512_cvtepu8_epi16(_mm256_loadu_si256(q as *const __m256i));
-        let qb = _mm512_cvtepu8_epi16(_mm256_loadu_si256(q.add(32) as *const __m256i));
-        let d = _mm512_dpwssd_epi32(_mm512_setzero_si512(), qa, xa);
-        let d = _mm512_dpwssd_epi32(d, qb, xb);
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(scale), acc)
-    }
-
-    /// `sx · (Σ_g bias[r,g]·xsum[g] + acc)` for one row, the bias dot vectorised.
-    #[inline(always)]
-    unsafe fn finish(acc: __m512, biases: *const f32, xsum: &[f32], sx: f32) -> f32 {
-        let groups = xsum.len();
-        let mut b = _mm512_setzero_ps();
-        let mut g = 0;
-        while g + 16 <= groups {
-            b = _mm512_fmadd_ps(
-                _mm512_loadu_ps(biases.add(g)),
-                _mm512_loadu_ps(xsum.as_ptr().add(g)),
-                b,
-            );
-            g += 16;
-        }
-        let mut tail = 0f32;
-        while g < groups {
-            tail += *biases.add(g) * xsum[g];
-            g += 1;
-        }
-        sx * (_mm512_reduce_add_ps(acc) + (_mm512_reduce_add_ps(b) + tail))
-    }
-
+    /// Up to 4 blocks (64 rows, four memory streams) at once.
+    ///
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn rows_avx512(
-        q: &[u8],
-        scales: &[f32],
-        biases: &[f32],
-        cols: usize,
-        xq: &[i16],
-        xsum: &[f32],
-        sx: f32,
-        y: &mut [f32],
-    ) {
-        let groups = cols / GROUP;
-        let n = y.len();
-        let (qp, xp, sp, bp) = (q.as_ptr(), xq.as_ptr(), scales.as_ptr(), biases.as_ptr());
-        // Rows r, r+s, r+2s, r+3s together: four memory streams in different pages,
-        // which keeps more DRAM requests in flight than four adjacent rows.
-        let s = n / 4;
-        for r in 0..s {
-            let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut acc = [_mm512_setzero_ps(); 4];
-            for g in 0..groups {
-                for j in 0..4 {
-                    acc[j] = group_dot(
-                        qp.add(rows[j] * cols + g * GROUP),
-                        xp.add(g * GROUP),
-                        *sp.add(rows[j] * groups + g),
-                        acc[j],
+    pub unsafe fn blocks_avx512(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+        let groups = m.groups();
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut bias = [_mm512_setzero_ps(); 4];
+        let (hp, lp) = (act.hi.as_ptr() as *const i32, act.lo.as_ptr() as *const i32);
+        for g in 0..groups {
+            let xs = _mm512_set1_ps(act.sums[g]);
+            let mut dh = [_mm512_setzero_si512(); 4];
+            let mut dl = [_mm512_setzero_si512(); 4];
+            for j in 0..QUADS {
+                let h = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
+                let l = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+                for k in 0..n {
+                    let w = _mm512_loadu_si512(
+                        m.q.as_ptr()
+                            .add((((b0 + k) * groups + g) * QUADS + j) * BLOCK * 4)
+                            as *const _,
                     );
+                    dh[k] = _mm512_dpbusd_epi32(dh[k], w, h);
+                    dl[k] = _mm512_dpbusd_epi32(dl[k], w, l);
                 }
             }
-            for j in 0..4 {
-                y[rows[j]] = finish(acc[j], bp.add(rows[j] * groups), xsum, sx);
-            }
-        }
-        for r in 4 * s..n {
-            let mut acc = _mm512_setzero_ps();
-            for g in 0..groups {
-                acc = group_dot(
-                    qp.add(r * cols + g * GROUP),
-                    xp.add(g * GROUP),
-                    *sp.add(r * groups + g),
-                    acc,
+            for k in 0..n {
+                let meta = ((b0 + k) * groups + g) * BLOCK;
+                let c = _mm512_loadu_si512(m.qsum128.as_ptr().add(meta) as *const _);
+                let d = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(dh[k], 8), dl[k]), c);
+                acc[k] = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(d),
+                    _mm512_loadu_ps(m.scales.as_ptr().add(meta)),
+                    acc[k],
                 );
+                bias[k] =
+                    _mm512_fmadd_ps(_mm512_loadu_ps(m.biases.as_ptr().add(meta)), xs, bias[k]);
             }
-            y[r] = finish(acc, bp.add(r * groups), xsum, sx);
         }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn hsum256(v: __m256) -> f32 {
-        let lo = _mm256_castps256_ps128(v);
-        let hi = _mm256_extractf128_ps(v, 1);
-        let s = _mm_add_ps(lo, hi);
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        _mm_cvtss_f32(s)
+        let sx = _mm512_set1_ps(act.scale);
+        for k in 0..n {
+            _mm512_storeu_ps(
+                out.as_mut_ptr().add(k * BLOCK),
+                _mm512_mul_ps(sx, _mm512_add_ps(acc[k], bias[k])),
+            );
+        }
     }
 
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn rows_avx2(q: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &mut [f32]) {
-        let groups = cols / GROUP;
-        for (r, out) in y.iter_mut().enumerate() {
-            let mut acc = _mm256_setzero_ps();
+    pub unsafe fn blocks_avx2(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+        let groups = m.groups();
+        for k in 0..n {
+            let b = b0 + k;
+            // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
+            let mut acc = [_mm_setzero_ps(); 4];
+            let mut bias = [_mm_setzero_ps(); 4];
             for g in 0..groups {
-                let mut d = _mm256_setzero_si256();
-                for c in 0..4 {
-                    let p = q.as_ptr().add(r * cols + g * GROUP + 16 * c);
-                    let qv = _mm256_cvtepu8_epi16(_mm_loadu_si128(p as *const __m128i));
-                    let xv =
-                        _mm256_loadu_si256(xq.as_ptr().add(g * GROUP + 16 * c) as *const __m256i);
-                    d = _mm256_add_epi32(d, _mm256_madd_epi16(qv, xv));
+                let mut d = [_mm256_setzero_si256(); 4];
+                for j in 0..QUADS {
+                    // The quad's 4 int16 activations, broadcast to every 64-bit lane.
+                    let x = _mm256_set1_epi64x(
+                        (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
+                    );
+                    let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
+                    for q4 in 0..4 {
+                        let w =
+                            _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
+                        d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
+                    }
                 }
-                let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc);
+                let meta = (b * groups + g) * BLOCK;
+                for q4 in 0..4 {
+                    // Fold the two partial sums of each row: lanes (0,1)→row 0, …
+                    let s = _mm256_hadd_epi32(d[q4], d[q4]);
+                    let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
+                    let rows = _mm256_castsi256_si128(s);
+                    let sc = _mm_loadu_ps(m.scales.as_ptr().add(meta + 4 * q4));
+                    acc[q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[q4]);
+                    let bi = _mm_loadu_ps(m.biases.as_ptr().add(meta + 4 * q4));
+                    bias[q4] = _mm_fmadd_ps(bi, _mm_set1_ps(act.sums[g]), bias[q4]);
+                }
             }
-            *out = hsum256(acc);
+            let sx = _mm_set1_ps(act.scale);
+            for q4 in 0..4 {
+                let v = _mm_mul_ps(sx, _mm_add_ps(acc[q4], bias[q4]));
+                _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+            }
         }
     }
 }

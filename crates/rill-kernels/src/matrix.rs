@@ -8,10 +8,11 @@ use std::ops::Range;
 
 use std::cell::RefCell;
 
+use crate::gemv_int8::{Act, Q8};
 use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
-use crate::quant::{self, Affine};
+use crate::quant;
 use crate::{gemv_bf16, gemv_f32, gemv_int8};
 
 /// Storage format of a weight matrix.
@@ -45,7 +46,7 @@ impl WeightFormat {
 enum Storage {
     F32(Vec<f32>),
     Bf16(Vec<u16>),
-    Int8(Affine),
+    Int8(Q8),
     /// Packed nibbles (see `gemv_q4`), per-group scales and biases.
     Int4 {
         packed: Vec<u8>,
@@ -63,6 +64,8 @@ enum Storage {
 #[derive(Default)]
 struct ActScratch {
     xq: Vec<i16>,
+    hi: Vec<i8>,
+    lo: Vec<i8>,
     sums: Vec<i32>,
     sums_f: Vec<f32>,
 }
@@ -144,7 +147,8 @@ impl Matrix {
                 Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect())
             }
             WeightFormat::Int8 if cols.is_multiple_of(gemv_int8::GROUP) => {
-                Storage::Int8(quant::affine(&values, cols, gemv_int8::GROUP, 8))
+                let a = quant::affine(&values, cols, gemv_int8::GROUP, 8);
+                Storage::Int8(Q8::from_affine(&a, rows, cols))
             }
             WeightFormat::Int4 if cols.is_multiple_of(AFFINE_GROUP) => {
                 let a = quant::affine(&values, cols, AFFINE_GROUP, 4);
@@ -182,11 +186,14 @@ impl Matrix {
         match &self.data {
             Storage::F32(v) => vec![("f32", Part::F32(v.clone()))],
             Storage::Bf16(v) => vec![("bf16", Part::Bf16(v.clone()))],
-            Storage::Int8(a) => vec![
-                ("q", Part::U8(a.q.clone())),
-                ("scales", Part::F32(a.scales.clone())),
-                ("biases", Part::F32(a.biases.clone())),
-            ],
+            Storage::Int8(m) => {
+                let a = m.to_affine();
+                vec![
+                    ("q", Part::U8(a.q)),
+                    ("scales", Part::F32(a.scales)),
+                    ("biases", Part::F32(a.biases)),
+                ]
+            }
             Storage::Int4 {
                 packed,
                 scales,
@@ -237,13 +244,16 @@ impl Matrix {
             WeightFormat::Int8 => {
                 let g = n / gemv_int8::GROUP;
                 match (take("q", n)?, take("scales", g)?, take("biases", g)?) {
-                    (Part::U8(q), Part::F32(scales), Part::F32(biases)) => Storage::Int8(Affine {
-                        bits: 8,
-                        group: gemv_int8::GROUP,
-                        q,
-                        scales,
-                        biases,
-                    }),
+                    (Part::U8(q), Part::F32(scales), Part::F32(biases)) => {
+                        let a = quant::Affine {
+                            bits: 8,
+                            group: gemv_int8::GROUP,
+                            q,
+                            scales,
+                            biases,
+                        };
+                        Storage::Int8(Q8::from_affine(&a, rows, cols))
+                    }
                     _ => return Err(wrong("q/scales/biases")),
                 }
             }
@@ -286,6 +296,20 @@ impl Matrix {
             format != WeightFormat::Lut4 || parts.iter().all(|m| m.rows % PALETTE_ROWS == 0),
             "palette parts must be whole 16-row groups"
         );
+        if format == WeightFormat::Int8 {
+            let q8 = parts
+                .into_iter()
+                .map(|m| match m.data {
+                    Storage::Int8(q) => q,
+                    _ => unreachable!("formats checked above"),
+                })
+                .collect();
+            return Matrix {
+                rows,
+                cols,
+                data: Storage::Int8(Q8::stack(q8)),
+            };
+        }
         let mut it = parts.into_iter();
         let first = it.next().expect("at least one part");
         let mut data = first.data;
@@ -293,11 +317,6 @@ impl Matrix {
             match (&mut data, m.data) {
                 (Storage::F32(a), Storage::F32(b)) => a.extend(b),
                 (Storage::Bf16(a), Storage::Bf16(b)) => a.extend(b),
-                (Storage::Int8(a), Storage::Int8(b)) => {
-                    a.q.extend(b.q);
-                    a.scales.extend(b.scales);
-                    a.biases.extend(b.biases);
-                }
                 (
                     Storage::Int4 {
                         packed,
@@ -353,7 +372,7 @@ impl Matrix {
         match &self.data {
             Storage::F32(v) => v.len() * 4,
             Storage::Bf16(v) => v.len() * 2,
-            Storage::Int8(a) => a.q.len() + 4 * (a.scales.len() + a.biases.len()),
+            Storage::Int8(m) => m.bytes(),
             Storage::Int4 {
                 packed,
                 scales,
@@ -373,13 +392,7 @@ impl Matrix {
                     *o = gemv_bf16::bf16_to_f32(b);
                 }
             }
-            Storage::Int8(a) => {
-                let g = a.group;
-                for (i, o) in out.iter_mut().enumerate() {
-                    let gi = (r * c + i) / g;
-                    *o = a.q[r * c + i] as f32 * a.scales[gi] + a.biases[gi];
-                }
-            }
+            Storage::Int8(m) => m.row_into(r, out),
             Storage::Int4 {
                 packed,
                 scales,
@@ -449,28 +462,29 @@ impl Matrix {
                 let (r0, r1, ys) = block(t);
                 gemv_bf16::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
-            Storage::Int8(a) => with_quantized(x, a.group, |xq, xs, sx| {
-                let groups = cols / a.group;
-                run_all(&|t| {
-                    let (r0, r1, ys) = block(t);
-                    gemv_int8::rows(
-                        isa,
-                        &a.q[r0 * cols..r1 * cols],
-                        &a.scales[r0 * groups..r1 * groups],
-                        &a.biases[r0 * groups..r1 * groups],
-                        cols,
-                        xq,
-                        xs,
-                        sx,
-                        ys,
-                    )
-                })
+            Storage::Int8(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+                // Tasks of 4 blocks (64 rows): four memory streams per thread.
+                const BLOCKS: usize = 4;
+                let b_first = rows.start / gemv_int8::BLOCK;
+                let b_end = rows.end.div_ceil(gemv_int8::BLOCK);
+                let task = |t: usize| {
+                    let b0 = b_first + t * BLOCKS;
+                    let b1 = (b0 + BLOCKS).min(b_end);
+                    m.run_blocks(isa, b0, b1, &rows, act, out.get());
+                };
+                let n = m.tasks(rows.clone(), BLOCKS);
+                if n <= 1 {
+                    task(0);
+                } else {
+                    pool.run(n, &task);
+                }
             }),
             Storage::Int4 {
                 packed,
                 scales,
                 biases,
-            } => with_quantized(x, AFFINE_GROUP, |xq, xs, sx| {
+            } => with_quantized(x, AFFINE_GROUP, |act| {
+                let (xq, xs, sx) = (act.xq, act.sums, act.scale);
                 let groups = cols / AFFINE_GROUP;
                 run_all(&|t| {
                     let (r0, r1, ys) = block(t);
@@ -506,20 +520,29 @@ impl Matrix {
     }
 }
 
-/// Quantises `x` to int16 in this thread's scratch and calls `f(xq, group sums, scale)`.
-fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&[i16], &[f32], f32) -> R) -> R {
+/// Quantises `x` to int16 (and its byte split) in this thread's scratch and calls `f`.
+fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&Act<'_>) -> R) -> R {
     ACT.with(|act| {
         let mut act = act.borrow_mut();
-        let act = &mut *act;
+        let s = &mut *act;
         let groups = x.len() / group;
-        act.xq.resize(x.len(), 0);
-        act.sums.resize(groups, 0);
-        act.sums_f.resize(groups, 0.0);
-        let sx = quant::quantize_activations_i16(x, group, &mut act.xq, &mut act.sums);
-        for (f, &i) in act.sums_f.iter_mut().zip(&act.sums) {
+        s.xq.resize(x.len(), 0);
+        s.hi.resize(x.len(), 0);
+        s.lo.resize(x.len(), 0);
+        s.sums.resize(groups, 0);
+        s.sums_f.resize(groups, 0.0);
+        let scale = quant::quantize_activations_i16(x, group, &mut s.xq, &mut s.sums);
+        for (f, &i) in s.sums_f.iter_mut().zip(&s.sums) {
             *f = i as f32;
         }
-        f(&act.xq, &act.sums_f, sx)
+        gemv_int8::split_bytes(&s.xq, &mut s.hi, &mut s.lo);
+        f(&Act {
+            xq: &s.xq,
+            hi: &s.hi,
+            lo: &s.lo,
+            sums: &s.sums_f,
+            scale,
+        })
     })
 }
 
@@ -652,6 +675,53 @@ mod tests {
                     "{isa:?}: {a} vs {b}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn unaligned_row_ranges_stacking_and_parts() {
+        let pool = Pool::new(2);
+        let mut seed = 11u64;
+        let (rows, cols) = (300, 128);
+        let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        for format in [WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            let mut full = vec![0f32; rows];
+            m.gemv(&x, &mut full, &pool);
+            for isa in Isa::available() {
+                // A window like one RVQ level of `to_logits` (not block aligned).
+                let mut part = vec![0f32; 170];
+                m.gemv_rows_isa(isa, &x, &mut part, 6..176, &pool);
+                for (a, b) in part.iter().zip(&full[6..176]) {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                        "{format:?} {isa:?}"
+                    );
+                }
+            }
+            // Parts round-trip exactly; stacking equals converting the stacked matrix.
+            let back = Matrix::from_parts(format, rows, cols, {
+                let parts = m.parts();
+                move |name| {
+                    parts
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, p)| p.clone())
+                }
+            })
+            .unwrap();
+            let mut y2 = vec![0f32; rows];
+            back.gemv(&x, &mut y2, &pool);
+            assert_eq!(y2, full, "{format:?} parts");
+            let top = Matrix::from_f32(160, cols, w[..160 * cols].to_vec(), format);
+            let bottom = Matrix::from_f32(128, cols, w[160 * cols..288 * cols].to_vec(), format);
+            let stacked = Matrix::stack(vec![top, bottom]);
+            let whole = Matrix::from_f32(288, cols, w[..288 * cols].to_vec(), format);
+            let (mut a, mut b) = (vec![0f32; 288], vec![0f32; 288]);
+            stacked.gemv(&x, &mut a, &pool);
+            whole.gemv(&x, &mut b, &pool);
+            assert_eq!(a, b, "{format:?} stack");
         }
     }
 
