@@ -423,3 +423,54 @@ fn quantize_round_trip_and_synth_errors() {
     assert_user_error(&o, "/nonexistent/dir/x.safetensors");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn play_without_a_device_records_at_real_time_pace() {
+    let d = tmp("play");
+    let ck = ckpt0();
+    let wav = d.join("live.wav");
+    let o = rill(
+        &[
+            "play",
+            "--checkpoint",
+            &ck,
+            "--precision",
+            "int8",
+            "--device",
+            "null",
+            "--seconds",
+            "2",
+            "--record",
+            wav.to_str().unwrap(),
+            "--notes",
+            "60,64,67",
+            "--threads",
+            "2",
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("RTF"), "status line missing: {e}");
+    let r = hound::WavReader::open(&wav).unwrap();
+    assert_eq!((r.spec().sample_rate, r.spec().channels), (48_000, 2));
+    // About 2 s were played (the recording follows playback; allow for start-up).
+    let secs = r.duration() as f64 / 48_000.0;
+    assert!((1.0..=3.0).contains(&secs), "recorded {secs} s");
+    // A missing device is a clear error, not a panic.
+    let o = rill(
+        &[
+            "play",
+            "--checkpoint",
+            &ck,
+            "--device",
+            "no-such-device-xyz",
+            "--seconds",
+            "1",
+        ],
+        &d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("error:"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
