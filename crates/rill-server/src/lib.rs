@@ -41,6 +41,10 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(|| async { Html(INDEX_HTML) }))
+        .route(
+            "/favicon.ico",
+            get(|| async { axum::http::StatusCode::NO_CONTENT }),
+        )
         .route("/ws", get(ws))
         .route("/api/info", get(info))
         .with_state(state)
@@ -161,10 +165,10 @@ fn handle(
                         *stream = Some(h);
                         *playing = false;
                         *sent = 0;
-                        None
+                        Some(protocol::started(*seed))
                     }
-                    Err(e @ StreamError::Busy { .. }) => {
-                        Some(protocol::error("busy", &e.to_string()))
+                    Err(e @ StreamError::Busy { capacity }) => {
+                        Some(protocol::busy(&e.to_string(), st.engine.active(), capacity))
                     }
                     Err(e) => Some(protocol::error("internal", &e.to_string())),
                 }

@@ -10,7 +10,11 @@
 //! Server → client: one binary message per 40 ms frame (1920 stereo samples,
 //! interleaved little-endian int16 = 7680 bytes), and JSON text
 //! `{"type":"status","rtf":…,"buffer_ms":…,"underruns":…,"frame":…}` and
-//! `{"type":"error","code":…,"message":…}` (`busy`, `bad_request`).
+//! `{"type":"started","seed":…}` (the stream opened), and
+//! `{"type":"error","code":…,"message":…}` with code `busy` (refused: all streams
+//! the CPU sustains are in use; also carries `active` and `capacity`),
+//! `bad_request` (malformed input, nothing applied), `overloaded` (the control
+//! queue is full) or `internal`.
 
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
@@ -177,12 +181,23 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
 pub fn status(rtf: f32, buffer_ms: f32, underruns: u64, frame: u64) -> String {
     serde_json::json!({
         "type": "status",
-        "rtf": (rtf * 1000.0).round() / 1000.0,
-        "buffer_ms": buffer_ms.round(),
+        "rtf": (rtf as f64 * 1000.0).round() / 1000.0,
+        "buffer_ms": (buffer_ms as f64).round(),
         "underruns": underruns,
         "frame": frame,
     })
     .to_string()
+}
+
+/// `{"type":"started", "seed": …}`.
+pub fn started(seed: u64) -> String {
+    serde_json::json!({"type": "started", "seed": seed}).to_string()
+}
+
+/// `{"type":"error","code":"busy", ...}` with the admission numbers.
+pub fn busy(message: &str, active: usize, capacity: usize) -> String {
+    serde_json::json!({"type": "error", "code": "busy", "message": message, "active": active, "capacity": capacity})
+        .to_string()
 }
 
 /// `{"type":"error", ...}`.

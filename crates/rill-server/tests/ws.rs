@@ -166,6 +166,11 @@ async fn busy_listeners_are_refused_and_admitted_ones_keep_playing() {
         let j = next_json(&mut c).await;
         assert_eq!(j["code"], "busy", "{j}");
         assert!(j["message"].as_str().unwrap().contains("busy"));
+        assert_eq!(
+            (j["active"].as_u64(), j["capacity"].as_u64()),
+            (Some(2), Some(2)),
+            "{j}"
+        );
         refused.push(c);
     }
     for _ in 0..5 {
@@ -186,7 +191,7 @@ async fn busy_listeners_are_refused_and_admitted_ones_keep_playing() {
                 break;
             }
             Err(j) if j["code"] == "busy" => continue,
-            Err(j) if j["type"] == "status" => {
+            Err(j) if j["type"] == "status" || j["type"] == "started" => {
                 admitted = true;
                 break;
             }

@@ -1,0 +1,265 @@
+// End-to-end test of the `rill serve` instrument page in headless Chromium.
+//
+//   node e2e.mjs <page URL> <screenshot.png>
+//
+// Opens the page, clicks Start, waits for audio frames and a status message in
+// the meters, holds middle C (MIDI 60) on the on-screen piano, plays ~2 s (the
+// AudioWorklet must have played samples), saves a screenshot, releases the key,
+// plays a note from the computer keyboard, moves a slider, clicks Stop, then
+// fills every server slot with raw sockets to check the "busy" message and Retry,
+// and finally checks that the console stayed clean. The stream may stutter on a
+// slow machine; only arriving frames and status updates are required.
+// Exits 0 on success and 1 with a message naming the failed step otherwise.
+//
+// Environment: CHROMIUM_PATH (default /usr/bin/chromium), E2E_TIMEOUT_MS (default 180000).
+
+import { mkdtempSync, rmSync, mkdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { chromium } from "playwright-core";
+
+const [url, shotArg] = process.argv.slice(2);
+if (!url || !shotArg) {
+  console.error("usage: node e2e.mjs <page URL> <screenshot.png>");
+  process.exit(2);
+}
+const shot = resolve(shotArg);
+const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const overallMs = Number(process.env.E2E_TIMEOUT_MS || 180000);
+
+const log = (...a) => console.log("[e2e]", ...a);
+let current = "setup";
+const problems = [];  // console errors and page errors
+
+const watchdog = setTimeout(() => {
+  console.error(`[e2e] FAIL: timed out after ${overallMs} ms during step "${current}"`);
+  process.exit(1);
+}, overallMs);
+watchdog.unref();
+
+async function step(name, fn) {
+  current = name;
+  const t0 = Date.now();
+  try {
+    const r = await fn();
+    log(`ok   ${name} (${Date.now() - t0} ms)`);
+    return r;
+  } catch (e) {
+    throw new Error(`step "${name}" failed: ${e && e.message ? e.message : e}`);
+  }
+}
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+const userDataDir = mkdtempSync(join(tmpdir(), "rill-e2e-profile-"));
+let context;
+let code = 0;
+try {
+  context = await step("launch chromium", () =>
+    chromium.launchPersistentContext(userDataDir, {
+      executablePath,
+      headless: true,
+      viewport: { width: 1360, height: 900 },
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--autoplay-policy=no-user-gesture-required",
+      ],
+    }),
+  );
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(60000);
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => {
+    // Closing the WebSocket on Stop is not a failure.
+    if (!r.url().includes("/ws")) problems.push(`request failed: ${r.url()} (${r.failure()?.errorText})`);
+  });
+
+  await step("open page", async () => {
+    const resp = await page.goto(url, { waitUntil: "load" });
+    check(resp && resp.ok(), `GET ${url} answered ${resp && resp.status()}`);
+    const ids = ["start", "stop", "status", "error", "meter-rtf", "meter-buffer", "meter-underruns",
+      "meter-frames", "meter-jitter", "meter-client-underruns"];
+    for (const id of ids) {
+      check((await page.locator(`[data-testid="${id}"]`).count()) === 1, `no element with data-testid="${id}"`);
+    }
+    for (let n = 48; n <= 71; n++) {
+      check((await page.locator(`[data-note="${n}"]`).count()) === 1, `no piano key data-note="${n}"`);
+    }
+    check(await page.evaluate(() => typeof window.rill === "object"), "window.rill test hook missing");
+  });
+
+  await step("server info shown", async () => {
+    await page.waitForFunction(() => document.querySelector('[data-testid="info-streams"]')?.textContent.includes("/"));
+  });
+
+  await step("click Start", async () => {
+    await page.getByTestId("start").click();
+    await page.waitForFunction(() => ["starting", "playing"].includes(window.rill.state) || window.rill.lastError);
+    const err = await page.evaluate(() => window.rill.lastError);
+    check(!err, `the page reported an error: ${JSON.stringify(err)}`);
+    const sent = await page.evaluate(() => window.rill.messagesSent[0]);
+    check(sent && sent.type === "start", `first message was not "start": ${JSON.stringify(sent)}`);
+    check(Array.isArray(sent.style_codes) && sent.style_codes.length === 12, "start carries no style codes");
+  });
+
+  await step("frames arrive and status updates the meters", async () => {
+    await page.waitForFunction(
+      () => (window.rill.framesReceived >= 5 && window.rill.statusCount >= 1) || window.rill.lastError,
+      null,
+      { timeout: 90000 },
+    );
+    const r = await page.evaluate(() => ({ ...window.rill, messagesSent: undefined, controlsSent: undefined }));
+    check(!r.lastError, `the page reported an error: ${JSON.stringify(r.lastError)}`);
+    check(r.state === "playing", `state is ${r.state}, expected playing`);
+    check(r.badFrames === 0, `${r.badFrames} binary messages had the wrong size`);
+    await page.waitForFunction(() => {
+      const t = (id) => document.querySelector(`[data-testid="${id}"]`).textContent.trim();
+      const s = window.rill.lastStatus;
+      return s && t("meter-rtf") === Number(s.rtf).toFixed(2) && /^\d+$/.test(t("meter-buffer")) &&
+        /^\d+$/.test(t("meter-underruns")) && +t("meter-frames") > 0 && /^\d+$/.test(t("meter-jitter"));
+    });
+    log("status:", JSON.stringify(r.lastStatus), "audio:", JSON.stringify(r.audio));
+  });
+
+  const before = await page.evaluate(() => window.rill.framesReceived);
+
+  await step("hold middle C (data-note=60) with the mouse", async () => {
+    const key = page.locator('[data-note="60"]');
+    await key.scrollIntoViewIfNeeded();
+    const box = await key.boundingBox();
+    check(box, "key 60 is not visible");
+    // Low on the white key, below the black keys.
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.85);
+    await page.mouse.down();
+    await page.waitForFunction(() =>
+      window.rill.controlsSent.some((m) => Array.isArray(m.notes) && m.notes.includes(60)),
+      null, { timeout: 5000 });
+    check(await key.evaluate((el) => el.classList.contains("down") && el.getAttribute("aria-pressed") === "true"),
+      "key 60 does not show the pressed state");
+    check((await page.getByTestId("held").textContent()).includes("C4"), "held-notes display does not show C4");
+  });
+
+  await step("keep playing ~2 s", async () => {
+    await page.waitForTimeout(2000);
+    const r = await page.evaluate(() => ({
+      frames: window.rill.framesReceived, status: window.rill.statusCount, played: window.rill.samplesPlayed,
+      state: window.rill.state, error: window.rill.lastError, audio: window.rill.audio,
+      jitter: window.rill.jitterMs, underruns: window.rill.clientUnderruns,
+    }));
+    check(!r.error, `the page reported an error: ${JSON.stringify(r.error)}`);
+    check(r.state === "playing", `state is ${r.state}, expected playing`);
+    check(r.frames > before, `no frames arrived while playing (${before} → ${r.frames})`);
+    check(r.audio && r.audio.state === "running", `AudioContext is ${r.audio && r.audio.state}`);
+    check(r.played > 0, "the audio worklet has not played any samples");
+    log(`frames ${before} → ${r.frames} in 2 s; status messages ${r.status}; samples played ${r.played};` +
+      ` client buffer ${Math.round(r.jitter)} ms; client underruns ${r.underruns}; audio ${r.audio.sampleRate} Hz ${r.audio.mode}`);
+  });
+
+  await step("screenshot", async () => {
+    mkdirSync(dirname(shot), { recursive: true });
+    await page.screenshot({ path: shot, fullPage: true });
+    check(statSync(shot).size > 0, "empty screenshot");
+    log("screenshot:", shot);
+  });
+
+  await step("release the key", async () => {
+    await page.mouse.up();
+    await page.waitForFunction(() => {
+      const c = window.rill.controlsSent.filter((m) => Array.isArray(m.notes));
+      return c.length && c[c.length - 1].notes.length === 0;
+    }, null, { timeout: 5000 });
+    check(!(await page.locator('[data-note="60"]').evaluate((el) => el.classList.contains("down"))),
+      "key 60 still shows pressed");
+  });
+
+  await step("computer keyboard plays notes (D = E4)", async () => {
+    await page.keyboard.down("KeyD");
+    await page.waitForFunction(() => {
+      const c = window.rill.controlsSent.filter((m) => Array.isArray(m.notes));
+      return c.length && c[c.length - 1].notes.join() === "64";
+    }, null, { timeout: 5000 });
+    await page.keyboard.up("KeyD");
+    await page.waitForFunction(() => {
+      const c = window.rill.controlsSent.filter((m) => Array.isArray(m.notes));
+      return c[c.length - 1].notes.length === 0;
+    }, null, { timeout: 5000 });
+  });
+
+  await step("a slider change is sent as a control", async () => {
+    await page.locator("#temperature").fill("0.8");
+    await page.waitForFunction(() => window.rill.controlsSent.some((m) => m.temperature === 0.8), null, { timeout: 5000 });
+  });
+
+  await step("click Stop", async () => {
+    await page.getByTestId("stop").click();
+    await page.waitForFunction(() => window.rill.state === "stopped");
+    const r = await page.evaluate(() => ({
+      last: window.rill.messagesSent[window.rill.messagesSent.length - 1], status: document.querySelector('[data-testid="status"]').textContent,
+    }));
+    check(r.last && r.last.type === "stop", `last message was not "stop": ${JSON.stringify(r.last)}`);
+    check(await page.getByTestId("start").isEnabled(), "Start is not enabled again after Stop");
+  });
+
+  await step("busy server: clear message, Retry works", async () => {
+    // Take every stream the server allows with raw sockets, then press Start.
+    const capacity = await page.evaluate(async () => (await (await fetch("/api/info")).json()).capacity);
+    check(capacity >= 1 && capacity <= 4, `unexpected capacity ${capacity}`);
+    await page.evaluate(async (n) => {
+      window.__hogs = [];
+      await Promise.all(Array.from({ length: n }, () => new Promise((res, rej) => {
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        window.__hogs.push(ws);
+        ws.onopen = () => ws.send(JSON.stringify({ type: "start" }));
+        ws.onmessage = (e) => {
+          if (typeof e.data !== "string") return;
+          const m = JSON.parse(e.data);
+          if (m.type === "status") res();
+          else if (m.type === "error") rej(new Error(`hog socket: ${e.data}`));
+        };
+        ws.onclose = () => rej(new Error("hog socket closed"));
+      })));
+    }, capacity);
+    await page.getByTestId("start").click();
+    await page.waitForFunction(() => window.rill.state === "busy", null, { timeout: 15000 });
+    check(await page.getByTestId("error").isVisible(), "no visible error box for busy");
+    check(/busy/i.test(await page.getByTestId("error").innerText()), "the error box does not say busy");
+    check(await page.getByTestId("retry").isVisible(), "no Retry button for busy");
+    await page.evaluate(() => window.__hogs.forEach((ws) => { ws.onclose = null; ws.close(); }));
+    // The server frees the slots when it sees the sockets close.
+    for (let t0 = Date.now(); ; await page.waitForTimeout(200)) {
+      const active = await page.evaluate(async () => (await (await fetch("/api/info")).json()).active);
+      if (active === 0) break;
+      check(Date.now() - t0 < 10000, `${active} stream(s) still active 10 s after their sockets closed`);
+    }
+    await page.getByTestId("retry").click();
+    await page.waitForFunction(() => ["starting", "playing"].includes(window.rill.state) || window.rill.state === "busy");
+    check(await page.evaluate(() => window.rill.state !== "busy"), "still busy after the other streams left");
+    check(!(await page.getByTestId("error").isVisible()), "the busy message stayed after a successful retry");
+    await page.getByTestId("stop").click();
+    await page.waitForFunction(() => window.rill.state === "stopped");
+  });
+
+  await step("console is clean", async () => {
+    check(problems.length === 0, problems.join("\n"));
+  });
+  log("PASS");
+} catch (e) {
+  console.error(`[e2e] FAIL: ${e.message}`);
+  if (problems.length) console.error("[e2e] console:\n  " + problems.join("\n  "));
+  code = 1;
+} finally {
+  current = "close browser";
+  if (context) await context.close().catch(() => {});
+  rmSync(userDataDir, { recursive: true, force: true });
+}
+process.exit(code);
