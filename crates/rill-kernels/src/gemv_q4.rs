@@ -129,6 +129,7 @@ fn palette_portable(
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{AFFINE_GROUP, PALETTE_ROWS};
+    use crate::simd::hsum256;
     use std::arch::x86_64::*;
 
     /// 32 packed nibbles → 32 bytes, weights 0..15 in the low half, 16..31 high.
@@ -217,16 +218,6 @@ mod x86 {
             }
             *out = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
         }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn hsum256(v: __m256) -> f32 {
-        let lo = _mm256_castps256_ps128(v);
-        let hi = _mm256_extractf128_ps(v, 1);
-        let s = _mm_add_ps(lo, hi);
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        _mm_cvtss_f32(s)
     }
 
     /// # Safety

@@ -11,10 +11,10 @@ pub mod ops;
 pub mod pool;
 pub mod quant;
 
-mod gemv_bf16;
-mod gemv_f32;
+mod gemv_float;
 mod gemv_int8;
 mod gemv_q4;
+mod simd;
 
 pub use isa::Isa;
 pub use matrix::{Matrix, Part, WeightFormat};

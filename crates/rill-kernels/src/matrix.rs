@@ -13,7 +13,7 @@ use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
 use crate::quant;
-use crate::{gemv_bf16, gemv_f32, gemv_int8};
+use crate::{gemv_float, gemv_int8};
 
 /// Storage format of a weight matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -389,7 +389,7 @@ impl Matrix {
             Storage::F32(v) => out.copy_from_slice(&v[r * c..(r + 1) * c]),
             Storage::Bf16(v) => {
                 for (o, &b) in out.iter_mut().zip(&v[r * c..(r + 1) * c]) {
-                    *o = gemv_bf16::bf16_to_f32(b);
+                    *o = gemv_float::bf16_to_f32(b);
                 }
             }
             Storage::Int8(m) => m.row_into(r, out),
@@ -456,11 +456,11 @@ impl Matrix {
         match &self.data {
             Storage::F32(w) => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
-                gemv_f32::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Bf16(w) => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
-                gemv_bf16::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Int8(m) => with_quantized(x, gemv_int8::GROUP, |act| {
                 // Tasks of 4 blocks (64 rows): four memory streams per thread.
@@ -562,7 +562,7 @@ pub(crate) fn finish_affine(
         .zip(biases.chunks(ROWS_PER_TASK * groups))
     {
         let t = &mut terms[..yc.len()];
-        gemv_f32::rows(isa, bc, groups, xsum, t);
+        gemv_float::rows(isa, bc, groups, xsum, t);
         for (o, b) in yc.iter_mut().zip(t.iter()) {
             *o = sx * (*o + b);
         }
