@@ -57,6 +57,11 @@ impl Conv2d {
         }
     }
 
+    /// Rounds the weights to f16 (see [`Packed::round_to_f16`]).
+    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
+        self.w.round_to_f16(isa);
+    }
+
     /// A 1×1 convolution (`kernel` `[1, 1, cin, cout]`) for [`Conv2d::pointwise`].
     pub(crate) fn new_1x1(kernel: &[f32], bias: &[f32], cin: usize, cout: usize) -> Conv2d {
         Conv2d::new(kernel, bias, [1, 1, cin, cout], 1)
@@ -143,6 +148,28 @@ struct Phase {
     w: Packed,
 }
 
+/// Per freq phase `pq` of a transposed convolution: `(pq, j0, nj, fo0, max_jb)` —
+/// first input freq index `J`, count, output freq of `J = j0`, last freq tap — and
+/// the zero padding `(pl, pr)` the taps `J − jb` need.
+pub(crate) type PhaseSpec = (usize, usize, usize, usize, usize);
+
+pub(crate) fn phase_specs(kf: usize, sf: usize, f_in: usize) -> (Vec<PhaseSpec>, usize, usize) {
+    let l = (kf - sf) / 2; // 'same' left trim of the raw freq output
+    let f_out = f_in * sf;
+    let mut specs = Vec::new();
+    let (mut pl, mut pr) = (0usize, 0usize);
+    for pq in 0..sf {
+        // fo = J*sf + pq - L in [0, f_out)
+        let j0 = (l.saturating_sub(pq)).div_ceil(sf);
+        let j1 = (f_out + l - pq - 1) / sf; // inclusive
+        let max_jb = (kf - 1 - pq) / sf;
+        pl = pl.max(max_jb.saturating_sub(j0));
+        pr = pr.max((j1 + 1).saturating_sub(f_in));
+        specs.push((pq, j0, j1 + 1 - j0, j0 * sf + pq - l, max_jb));
+    }
+    (specs, pl, pr)
+}
+
 /// A transposed convolution, causal in time and 'same' in freq (see the module doc).
 #[derive(Debug, Clone)]
 pub(crate) struct Conv2dTranspose {
@@ -172,21 +199,8 @@ impl Conv2dTranspose {
             "transposed conv kernel smaller than its stride"
         );
         assert!(st * sf <= MAX_PHASES, "too many stride phases");
-        let l = (kf - sf) / 2; // 'same' left trim of the raw freq output
-        let f_out = f_in * sf;
         let hist = kt.div_ceil(st) - 1;
-        // Freq index range J of each phase, then the zero padding the taps J - jb need.
-        let mut specs = Vec::new();
-        let (mut pl, mut pr) = (0usize, 0usize);
-        for pq in 0..sf {
-            // fo = J*sf + pq - L in [0, f_out)
-            let j0 = (l.saturating_sub(pq)).div_ceil(sf);
-            let j1 = (f_out + l - pq - 1) / sf; // inclusive
-            let max_jb = (kf - 1 - pq) / sf;
-            pl = pl.max(max_jb.saturating_sub(j0));
-            pr = pr.max((j1 + 1).saturating_sub(f_in));
-            specs.push((pq, j0, j1 + 1 - j0, j0 * sf + pq - l, max_jb));
-        }
+        let (specs, pl, pr) = phase_specs(kf, sf, f_in);
         let cols = (pl + f_in + pr) as isize;
         let mut phases = Vec::new();
         for pt in 0..st {
@@ -220,6 +234,13 @@ impl Conv2dTranspose {
             pl,
             pr,
             phases,
+        }
+    }
+
+    /// Rounds the weights of every phase to f16 (see [`Packed::round_to_f16`]).
+    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
+        for p in &mut self.phases {
+            p.w.round_to_f16(isa);
         }
     }
 

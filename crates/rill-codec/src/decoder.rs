@@ -15,6 +15,9 @@
 //! grouped part has a leading group axis, and each convolution runs once over the
 //! rows of both groups with the shared weights (twice the GEMM rows, one weight pass).
 //! The decoder is processed in chunks of codec frames; the step path is a chunk of one.
+//! The 3×3 convs of decoder_1..6 and the transposed convs of decoder_2..6 run in the
+//! Winograd domain ([`WINOGRAD`], [`WINOGRAD_T`]; tiles aligned to codec frames, so
+//! the step and batched paths stay bit-identical).
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
@@ -25,6 +28,7 @@ use crate::grid::{Grid, GridShape};
 use crate::istft::{BINS, BIN_CHANNELS};
 use crate::kernels::{Epilogue, RowMap};
 use crate::rvq::{self, Codebook};
+use crate::winograd::{WinoConv3x3, WinoConvT, WinoScratch};
 use crate::CodecError;
 
 const PREFIX: &str = "params/soundstream/decoder";
@@ -109,6 +113,29 @@ const BLOCKS: [BlockSpec; 7] = [
     },
 ];
 
+/// Winograd output tile `[rows, bins]` of each block's 3×3 conv, `None` = direct.
+/// The tile rows divide the block's rows per codec frame (4 from decoder_1 on).
+/// decoder_0 (2 rows per frame, 5 bins, 1024 channels) is weight-bandwidth-bound in
+/// step mode, where the 4×–2.7× larger transformed weights would cost more than the
+/// products saved; decoder_1 (10 bins) gains most from `F(4×2)`.
+const WINOGRAD: [Option<[usize; 2]>; 7] = [
+    None,
+    Some([4, 2]),
+    Some([4, 4]),
+    Some([4, 4]),
+    Some([4, 4]),
+    Some([4, 4]),
+    Some([4, 4]),
+];
+
+/// Winograd time tile of each block's transposed conv, `None` = direct: the blocks
+/// with time stride 1 (3 time taps per phase, 4 rows per codec frame) use `F(4, 3)`.
+const WINOGRAD_T: [Option<usize>; 7] = [None, None, Some(4), Some(4), Some(4), Some(4), Some(4)];
+
+/// Blocks whose weights [`crate::CodecPrecision::F16Weights`] rounds to f16 (besides
+/// input_layer and the residual unit): decoder_0, and decoder_1 except its 3×3 conv.
+const F16_BLOCKS: usize = 2;
+
 /// Reads a decoder tensor and checks its shape.
 fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
     let t = ckpt.tensor(name)?;
@@ -147,9 +174,13 @@ struct Block {
     spec: &'static BlockSpec,
     /// ELU → transposed conv (its checkpoint name is `conv2dtranspose_{kt}x{kf}`).
     convt: Conv2dTranspose,
+    /// The same transposed conv with Winograd along time, where that pays.
+    winot: Option<WinoConvT>,
     convt_name: String,
     /// ELU → conv3x3.
     conv: Conv2d,
+    /// The same conv3x3 in the Winograd domain, where that pays (see [`WINOGRAD`]).
+    wino: Option<WinoConv3x3>,
     /// 1×1 conv of the raw block input when channels change.
     shortcut: Option<Conv2d>,
 }
@@ -191,10 +222,18 @@ struct BlockBufs {
     mid: Grid,
     out: Grid,
     shortcut: Option<Grid>,
+    wino: Option<WinoScratch>,
+    winot: Option<WinoScratch>,
 }
 
 impl Decoder {
-    pub(crate) fn load(ckpt: &Checkpoint) -> Result<Decoder, CodecError> {
+    /// Loads the decoder; `f16_early` rounds the weights of the weight-bandwidth-bound
+    /// early layers to f16 (see [`crate::CodecPrecision`]).
+    pub(crate) fn load(
+        ckpt: &Checkpoint,
+        f16_early: bool,
+        isa: Isa,
+    ) -> Result<Decoder, CodecError> {
         let (d, p, c) = (rvq::DIM, INPUT_BINS * INPUT_CHANNELS, INPUT_CHANNELS);
         let il = |name: &str, cin: usize| -> Result<Conv2d, CodecError> {
             let (k, b) = conv_weights(ckpt, &format!("input_layer/{name}"), [1, 1, cin, p])?;
@@ -219,6 +258,8 @@ impl Decoder {
             let shape = [kt, kf, spec.cin, spec.cout];
             let (k, b) = conv_weights(ckpt, &format!("{}/{convt_name}", spec.name), shape)?;
             let convt = Conv2dTranspose::new(&k, &b, shape, spec.stride, spec.f_in);
+            let winot = WINOGRAD_T[blocks.len()]
+                .map(|mt| WinoConvT::new(&k, &b, shape, spec.stride, spec.f_in, mt));
             let f_out = spec.f_in * sf;
             let conv = load_conv(
                 ckpt,
@@ -233,16 +274,25 @@ impl Decoder {
             } else {
                 None
             };
+            let (kk, kb) = conv_weights(
+                ckpt,
+                &format!("{}/conv2d_3x3", spec.name),
+                [3, 3, spec.cout, spec.cout],
+            )?;
+            let wino = WINOGRAD[blocks.len()]
+                .map(|m| WinoConv3x3::new(&kk, &kb, spec.cout, spec.cout, f_out, m));
             blocks.push(Block {
                 spec,
                 convt,
+                winot,
                 convt_name,
                 conv,
+                wino,
                 shortcut,
             });
         }
         let out = load_conv(ckpt, "output_layer/base_conv_last", [7, 7, 64, 2], BINS)?;
-        Ok(Decoder {
+        let mut d = Decoder {
             il_first,
             il_b1,
             il_b2,
@@ -250,7 +300,35 @@ impl Decoder {
             ru_b,
             blocks,
             out,
-        })
+        };
+        if f16_early {
+            d.round_early_to_f16(isa);
+        }
+        Ok(d)
+    }
+
+    /// f16 weights for the layers that run on few positions per frame in step mode
+    /// (their weights are streamed from DRAM every frame): input_layer, the residual
+    /// unit, decoder_0 and decoder_1's transposed conv and shortcut.
+    fn round_early_to_f16(&mut self, isa: Isa) {
+        for c in [
+            &mut self.il_first,
+            &mut self.il_b1,
+            &mut self.il_b2,
+            &mut self.ru_a,
+            &mut self.ru_b,
+        ] {
+            c.round_to_f16(isa);
+        }
+        for b in self.blocks.iter_mut().take(F16_BLOCKS) {
+            b.convt.round_to_f16(isa);
+            if let Some(s) = &mut b.shortcut {
+                s.round_to_f16(isa);
+            }
+            if b.wino.is_none() {
+                b.conv.round_to_f16(isa);
+            }
+        }
     }
 
     /// Buffers for chunks of up to `max_frames` codec frames, zero state.
@@ -273,6 +351,8 @@ impl Decoder {
                     .shortcut
                     .as_ref()
                     .map(|_| Grid::new(raw(s.groups, t_in, s.f_in, s.cout))),
+                wino: b.wino.as_ref().map(|w| w.scratch(s.groups, t_out)),
+                winot: b.winot.as_ref().map(|w| w.scratch(s.groups, t_in)),
             });
             t_in = t_out;
         }
@@ -298,6 +378,7 @@ impl Decoder {
         frames: &[[u32; rvq::LEVELS]],
         b: &mut Buffers,
         pool: &Pool,
+        lap: &mut dyn FnMut(&'static str),
     ) {
         let t = frames.len();
         assert!(
@@ -342,6 +423,7 @@ impl Decoder {
             Epilogue::Accumulate,
             pool,
         );
+        lap("input_layer");
         // input_layers_residual_unit (identity shortcut), in place on x0.
         elu_into(isa, &b.x0, &mut b.ru_in, t, pool);
         self.ru_a
@@ -350,6 +432,7 @@ impl Decoder {
             .run(isa, &b.ru_mid, t, &mut b.x0, Epilogue::Accumulate, pool);
         b.ru_in.shift_history(t);
         b.ru_mid.shift_history(t);
+        lap("residual_unit");
         // Upsampling blocks.
         let mut t_in = t;
         for (i, blk) in self.blocks.iter().enumerate() {
@@ -357,11 +440,38 @@ impl Decoder {
             let src = if i == 0 { &b.x0 } else { &done[i - 1].out };
             let bufs = &mut rest[0];
             let t_out = t_in * blk.spec.stride[0];
+            let names = &LAP_NAMES[i];
             elu_into(isa, src, &mut bufs.input, t_in, pool);
-            blk.convt
-                .run(isa, &bufs.input, t_in, &mut bufs.mid, Epilogue::Elu, pool);
-            blk.conv
-                .run(isa, &bufs.mid, t_out, &mut bufs.out, Epilogue::Store, pool);
+            match (&blk.winot, &mut bufs.winot) {
+                (Some(w), Some(scratch)) => w.run(
+                    isa,
+                    &bufs.input,
+                    t_in,
+                    &mut bufs.mid,
+                    Epilogue::Elu,
+                    scratch,
+                    pool,
+                ),
+                _ => blk
+                    .convt
+                    .run(isa, &bufs.input, t_in, &mut bufs.mid, Epilogue::Elu, pool),
+            }
+            lap(names[0]);
+            match (&blk.wino, &mut bufs.wino) {
+                (Some(w), Some(scratch)) => w.run(
+                    isa,
+                    &bufs.mid,
+                    t_out,
+                    &mut bufs.out,
+                    Epilogue::Store,
+                    scratch,
+                    pool,
+                ),
+                _ => blk
+                    .conv
+                    .run(isa, &bufs.mid, t_out, &mut bufs.out, Epilogue::Store, pool),
+            }
+            lap(names[1]);
             match (&blk.shortcut, &mut bufs.shortcut) {
                 (Some(conv), Some(sc)) => {
                     conv.pointwise(
@@ -378,6 +488,7 @@ impl Decoder {
             }
             bufs.input.shift_history(t_in);
             bufs.mid.shift_history(t_out);
+            lap(names[2]);
             t_in = t_out;
         }
         // output_layer per group, written into the interleaved [t][480][4] STFT.
@@ -400,8 +511,21 @@ impl Decoder {
             pool,
         );
         b.out_in.shift_history(t_in);
+        lap("output_layer");
     }
 }
+
+/// Profiling lap names of each block: transposed conv (with its input ELU), 3×3
+/// conv, shortcut and history shift.
+const LAP_NAMES: [[&str; 3]; 7] = [
+    ["decoder_0/convT", "decoder_0/conv3x3", "decoder_0/rest"],
+    ["decoder_1/convT", "decoder_1/conv3x3", "decoder_1/rest"],
+    ["decoder_2/convT", "decoder_2/conv3x3", "decoder_2/rest"],
+    ["decoder_3/convT", "decoder_3/conv3x3", "decoder_3/rest"],
+    ["decoder_4/convT", "decoder_4/conv3x3", "decoder_4/rest"],
+    ["decoder_5/convT", "decoder_5/conv3x3", "decoder_5/rest"],
+    ["decoder_6/convT", "decoder_6/conv3x3", "decoder_6/rest"],
+];
 
 impl Buffers {
     /// The streaming state arrays (grids with history rows) by stable name, in order.

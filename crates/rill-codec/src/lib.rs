@@ -7,7 +7,11 @@
 //! ```
 //!
 //! * [`Codec`] holds immutable f32 weights (packed for the conv kernels at load) and
-//!   is `Send + Sync`; every stream owns a [`CodecState`].
+//!   is `Send + Sync`; every stream owns a [`CodecState`]. The compute-bound 3×3 and
+//!   stride-1 transposed convolutions of `decoder_1..6` run in the Winograd domain
+//!   (`winograd.rs`, ≈ 107 dB audio SNR against the reference vs ≈ 109 dB direct);
+//!   [`Codec::load_with`] can opt into f16 weights for the bandwidth-bound early
+//!   layers ([`CodecPrecision::F16Weights`], ≈ 64 dB).
 //! * [`Codec::step`] decodes one frame. Like the reference it has one codec frame of
 //!   latency: the decoder's `Lookahead(4)` masks the first 4 STFT frames, so the first
 //!   1920-sample block of a stream is silence.
@@ -28,6 +32,7 @@ mod kernels;
 mod pcm;
 mod rvq;
 mod state;
+mod winograd;
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
@@ -70,14 +75,40 @@ pub struct Codec {
     decoder: Decoder,
     istft: Istft,
     isa: Isa,
+    precision: CodecPrecision,
+}
+
+/// Weight precision of a [`Codec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CodecPrecision {
+    /// f32 weights everywhere: what [`Codec::load`] gives (parity ≈ 107 dB audio SNR).
+    #[default]
+    F32,
+    /// IEEE half weights (f32 bias, f32 activations and accumulation) for the early,
+    /// weight-bandwidth-bound layers — input_layer, the residual unit, decoder_0 and
+    /// decoder_1's transposed conv and shortcut, ~120 MB of f32 weights streamed per
+    /// step — halving their bytes; the later, compute-bound layers stay f32.
+    /// Lower fidelity (≈ 80 dB audio SNR vs the reference on the test fixtures; see
+    /// the crate's `f16_parity` test).
+    F16Weights,
+}
+
+/// Load options of [`Codec::load_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CodecOptions {
+    pub precision: CodecPrecision,
+    /// SIMD tier of the kernels (lowered to what the CPU supports); `None` = the
+    /// active tier (`rill_kernels::isa::active`).
+    pub isa: Option<Isa>,
 }
 
 impl std::fmt::Debug for Codec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Codec(SpectroStream decoder, {} kernels)",
-            self.isa.name()
+            "Codec(SpectroStream decoder, {} kernels, {:?})",
+            self.isa.name(),
+            self.precision
         )
     }
 }
@@ -91,12 +122,34 @@ impl Codec {
 
     /// As [`Codec::load`] with an explicit SIMD tier (lowered to what the CPU supports).
     pub fn load_with_isa(ckpt: &Checkpoint, isa: Isa) -> Result<Codec, CodecError> {
+        Self::load_with(
+            ckpt,
+            CodecOptions {
+                isa: Some(isa),
+                ..CodecOptions::default()
+            },
+        )
+    }
+
+    /// As [`Codec::load`] with explicit [`CodecOptions`] (weight precision, SIMD tier).
+    pub fn load_with(ckpt: &Checkpoint, options: CodecOptions) -> Result<Codec, CodecError> {
+        let isa = options
+            .isa
+            .unwrap_or_else(rill_kernels::isa::active)
+            .min(Isa::detect());
+        let f16 = options.precision == CodecPrecision::F16Weights;
         Ok(Codec {
             codebook: Codebook::load(ckpt)?,
-            decoder: Decoder::load(ckpt)?,
+            decoder: Decoder::load(ckpt, f16, isa)?,
             istft: Istft::new(),
-            isa: isa.min(Isa::detect()),
+            isa,
+            precision: options.precision,
         })
+    }
+
+    /// The weight precision chosen at load.
+    pub fn precision(&self) -> CodecPrecision {
+        self.precision
     }
 
     /// The SIMD tier the conv kernels use.
@@ -154,8 +207,40 @@ impl Codec {
             std::slice::from_ref(tokens),
             &mut state.bufs,
             pool,
+            &mut |_| {},
         );
         self.emit(state, 1, audio, stft);
+    }
+
+    /// As [`Codec::step`] (without the STFT output), returning the time of each decoder
+    /// stage as measured by `clock` (ms; e.g. wall or thread CPU time). For
+    /// benchmarks; allocates.
+    #[doc(hidden)]
+    pub fn step_profiled(
+        &self,
+        state: &mut CodecState,
+        tokens: &[u32; LEVELS],
+        audio: &mut [f32],
+        pool: &Pool,
+        clock: &dyn Fn() -> f64,
+    ) -> Vec<(&'static str, f64)> {
+        let mut laps = Vec::with_capacity(32);
+        let mut last = clock();
+        self.decoder.run_chunk(
+            self.isa,
+            &self.codebook,
+            std::slice::from_ref(tokens),
+            &mut state.bufs,
+            pool,
+            &mut |name| {
+                let now = clock();
+                laps.push((name, now - last));
+                last = now;
+            },
+        );
+        self.emit(state, 1, audio, None);
+        laps.push(("istft", clock() - last));
+        laps
     }
 
     /// Lookahead mask and inverse STFT of the chunk just decoded into `state`.
@@ -203,8 +288,14 @@ impl Codec {
         let mut state = self.state_for(BATCH_CHUNK.min(t.max(1)));
         for (c, chunk) in frames.chunks(BATCH_CHUNK).enumerate() {
             let (f0, f1) = (c * BATCH_CHUNK, c * BATCH_CHUNK + chunk.len());
-            self.decoder
-                .run_chunk(self.isa, &self.codebook, chunk, &mut state.bufs, pool);
+            self.decoder.run_chunk(
+                self.isa,
+                &self.codebook,
+                chunk,
+                &mut state.bufs,
+                pool,
+                &mut |_| {},
+            );
             let s = keep_stft.then(|| &mut stft[f0 * frame_stft..f1 * frame_stft]);
             self.emit(
                 &mut state,

@@ -69,6 +69,9 @@ pub(crate) struct Packed {
     pub taps: Vec<isize>,
     layout: Layout,
     data: AVec,
+    /// The panels as IEEE half bits (same layout as `data`, which is then empty) when
+    /// the weights were reduced to f16 for a tier with an f16 panel kernel.
+    half: Option<Vec<u16>>,
     /// Bias, zero-padded to a multiple of [`PANEL`].
     bias: AVec,
 }
@@ -108,7 +111,22 @@ impl Packed {
             taps,
             layout,
             data,
+            half: None,
             bias: b,
+        }
+    }
+
+    /// Rounds the weights to IEEE half precision (the bias stays f32). On tiers with an
+    /// f16 panel kernel (AVX-512) the panels are stored as halves and widened in the
+    /// kernel, halving the bytes streamed per use; elsewhere the rounded values are
+    /// kept as f32, which computes the same products.
+    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
+        for v in self.data.iter_mut() {
+            *v = f16_to_f32(f32_to_f16(*v));
+        }
+        if isa == Isa::Avx512 && self.layout == Layout::Panels {
+            self.half = Some(self.data.iter().map(|&v| f32_to_f16(v)).collect());
+            self.data = AVec::zeros(0);
         }
     }
 
@@ -215,6 +233,8 @@ pub(crate) struct Tile<'a> {
     pub cin: usize,
     /// Weights: the panel of the tile's first column (panels layout) or its first row (rows layout).
     pub b: *const f32,
+    /// As `b` for f16 panels (then `b` is null); `b_stride` counts halves.
+    pub b16: *const u16,
     /// Elements between consecutive panels (panels) or weight rows (rows layout).
     pub b_stride: usize,
     /// Valid columns in this tile.
@@ -262,9 +282,22 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         c[i] = unsafe { out.ptr.add(oo + c0) };
     }
     let n = r1 - r0;
-    let (b, b_stride) = match w.layout {
-        Layout::Panels => (w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(), w.k * PANEL),
-        Layout::Rows => (w.data[c0 * w.k..].as_ptr(), w.k),
+    assert!(
+        w.half.is_none() || isa == Isa::Avx512,
+        "f16 weight panels need the AVX-512 kernel"
+    );
+    let (b, b16, b_stride) = match (&w.layout, &w.half) {
+        (Layout::Panels, Some(h)) => (
+            std::ptr::null(),
+            h[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+            w.k * PANEL,
+        ),
+        (Layout::Panels, None) => (
+            w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+            std::ptr::null(),
+            w.k * PANEL,
+        ),
+        (Layout::Rows, _) => (w.data[c0 * w.k..].as_ptr(), std::ptr::null(), w.k),
     };
     let tile = Tile {
         a: &a[..n],
@@ -272,6 +305,7 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         taps: &w.taps,
         cin: w.cin,
         b,
+        b16,
         b_stride,
         ncols,
         bias: w.bias[c0..].as_ptr(),
@@ -281,6 +315,8 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     // tier is only selected when the CPU supports it (`rill_kernels::isa`).
     unsafe {
         match (isa, &w.layout) {
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx512, Layout::Panels) if w.half.is_some() => x86_avx512::tile_f16(&tile),
             #[cfg(target_arch = "x86_64")]
             (Isa::Avx512, Layout::Panels) => x86_avx512::tile(&tile),
             #[cfg(target_arch = "x86_64")]
@@ -293,17 +329,93 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     }
 }
 
+/// IEEE half bits of `v`, rounded to nearest even (what `vcvtps2ph` does with
+/// round-to-nearest); overflow gives ±inf, NaN stays NaN.
+pub(crate) fn f32_to_f16(v: f32) -> u16 {
+    let x = v.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xff) as i32;
+    let man = x & 0x7f_ffff;
+    if exp == 0xff {
+        return sign
+            | 0x7c00
+            | if man != 0 {
+                0x200 | (man >> 13) as u16
+            } else {
+                0
+            };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        // Subnormal half (or zero): shift the implicit-1 mantissa into place.
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rem = m & ((1u32 << shift) - 1);
+        let mut h = m >> shift;
+        if rem > half || (rem == half && (h & 1) == 1) {
+            h += 1;
+        }
+        return sign | h as u16;
+    }
+    let mut h = ((e as u32) << 10) | (man >> 13);
+    let rem = man & 0x1fff;
+    if rem > 0x1000 || (rem == 0x1000 && (h & 1) == 1) {
+        h += 1; // may carry into the exponent, up to inf: correct
+    }
+    sign | h as u16
+}
+
+/// The f32 value of IEEE half bits `h` (exact).
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h & 0x8000) as u32) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: value = man · 2^-24.
+            let v = man as f32 * f32::powi(2.0, -24);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, _) => sign | 0x7fc0_0000 | (man << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
 /// `dst[i] = elu(src[i])` with the same ELU as the fused epilogue of the kernels.
 pub(crate) fn elu_copy(isa: Isa, src: &[f32], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len());
+    // SAFETY: both slices hold `len` floats.
+    unsafe { elu_raw(isa, src.as_ptr(), dst.as_mut_ptr(), src.len()) }
+}
+
+/// `x[i] = elu(x[i])` with the same ELU as the fused epilogue of the kernels.
+pub(crate) fn elu_in_place(isa: Isa, x: &mut [f32]) {
+    let p = x.as_mut_ptr();
+    // SAFETY: `x` holds `len` floats; the backends read each element before writing it.
+    unsafe { elu_raw(isa, p, p, x.len()) }
+}
+
+/// # Safety
+/// `src`/`dst` valid for `n` floats (they may be equal).
+unsafe fn elu_raw(isa: Isa, src: *const f32, dst: *mut f32, n: usize) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the tier is only selected when the CPU supports it.
-        Isa::Avx512 => unsafe { x86_avx512::elu_copy(src, dst) },
+        Isa::Avx512 => x86_avx512::elu_raw(src, dst, n),
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Isa::Avx2 => unsafe { x86_avx2::elu_copy(src, dst) },
-        _ => portable::elu_copy(src, dst),
+        Isa::Avx2 => x86_avx2::elu_raw(src, dst, n),
+        _ => portable::elu_raw(src, dst, n),
     }
 }
 

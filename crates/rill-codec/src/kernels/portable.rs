@@ -15,9 +15,13 @@ pub(super) fn elu(x: f32) -> f32 {
     }
 }
 
-pub(super) fn elu_copy(src: &[f32], dst: &mut [f32]) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = elu(s);
+/// `dst[i] = elu(src[i])` for `i < n`; `src` may equal `dst` (in place).
+///
+/// # Safety
+/// `src`/`dst` valid for `n` floats.
+pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
+    for i in 0..n {
+        *dst.add(i) = elu(*src.add(i));
     }
 }
 

@@ -137,3 +137,67 @@ fn elu_copy_matches_definition() {
         assert!(nan[0].is_nan(), "{isa:?}: elu(NaN) must be NaN");
     }
 }
+
+#[test]
+fn f16_conversion_round_trips_and_rounds_to_nearest_even() {
+    // Every half converts to f32 and back unchanged (NaN payloads aside).
+    for h in 0..=u16::MAX {
+        let f = f16_to_f32(h);
+        if f.is_nan() {
+            assert!(f32_to_f16(f) & 0x7c00 == 0x7c00 && f32_to_f16(f) & 0x3ff != 0);
+        } else {
+            assert_eq!(f32_to_f16(f), h, "half {h:#06x} -> {f}");
+        }
+    }
+    // Ties to even, overflow to inf, underflow to zero, subnormals.
+    assert_eq!(f32_to_f16(1.0 + 1.0 / 2048.0), 0x3c00); // tie → even (down)
+    assert_eq!(f32_to_f16(1.0 + 3.0 / 2048.0), 0x3c02); // tie → even (up)
+    assert_eq!(f32_to_f16(65520.0), 0x7c00);
+    assert_eq!(f32_to_f16(-1e-9), 0x8000);
+    assert_eq!(f16_to_f32(0x0001), f32::powi(2.0, -24));
+    assert_eq!(f32_to_f16(f32::powi(2.0, -25) * 1.5), 0x0001);
+    // Against the hardware conversion where present.
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("f16c") {
+        use std::arch::x86_64::*;
+        let v = rand_vec(4096, 9);
+        for (i, &x) in v.iter().enumerate() {
+            let x = x * f32::powi(2.0, (i % 40) as i32 - 28);
+            // SAFETY: F16C is available (checked above).
+            let hw = unsafe {
+                _mm_extract_epi16::<0>(_mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set1_ps(x)))
+            } as u16;
+            assert_eq!(f32_to_f16(x), hw, "{x}");
+        }
+    }
+}
+
+/// f16 panels (AVX-512 widening kernel) compute exactly what f32 panels holding the
+/// rounded weights compute on the other tiers.
+#[test]
+fn f16_panels_match_rounded_f32() {
+    let pool = Pool::new(2);
+    for &(m, k, n) in &[(13, 40, 64), (50, 17, 80), (1, 64, 128), (7, 32, 16)] {
+        let (p, x, rows, _) = dense(m, k, n, n);
+        let mut want = None;
+        for isa in Isa::available() {
+            let mut q = p.clone();
+            q.round_to_f16(isa);
+            assert_eq!(q.half.is_some(), isa == Isa::Avx512);
+            let mut out = vec![0f32; m * n];
+            let job = Job {
+                w: &q,
+                rows,
+                input: &x,
+                epi: Epilogue::Elu,
+            };
+            gemm(isa, &[job], &mut out, &pool);
+            if isa != Isa::Portable {
+                match &want {
+                    None => want = Some(out),
+                    Some(w) => assert_eq!(&out, w, "{isa:?} differs from AVX2"),
+                }
+            }
+        }
+    }
+}

@@ -46,23 +46,24 @@ unsafe fn elu(x: __m256) -> __m256 {
     _mm256_blendv_ps(em1, x, pos)
 }
 
+/// `dst[i] = elu(src[i])` for `i < n`; `src` may equal `dst` (in place).
+///
 /// # Safety
-/// AVX2 and FMA must be available.
+/// AVX2 and FMA must be available; `src`/`dst` valid for `n` floats.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn elu_copy(src: &[f32], dst: &mut [f32]) {
-    let n = src.len().min(dst.len());
+pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     let mut i = 0;
     while i + 8 <= n {
-        let v = _mm256_loadu_ps(src.as_ptr().add(i));
-        _mm256_storeu_ps(dst.as_mut_ptr().add(i), elu(v));
+        let v = _mm256_loadu_ps(src.add(i));
+        _mm256_storeu_ps(dst.add(i), elu(v));
         i += 8;
     }
     if i < n {
         let mut tmp = [0f32; 8];
-        tmp[..n - i].copy_from_slice(&src[i..n]);
+        std::ptr::copy_nonoverlapping(src.add(i), tmp.as_mut_ptr(), n - i);
         let mut out = [0f32; 8];
         _mm256_storeu_ps(out.as_mut_ptr(), elu(_mm256_loadu_ps(tmp.as_ptr())));
-        dst[i..n].copy_from_slice(&out[..n - i]);
+        std::ptr::copy_nonoverlapping(out.as_ptr(), dst.add(i), n - i);
     }
 }
 

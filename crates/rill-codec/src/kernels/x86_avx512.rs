@@ -50,21 +50,22 @@ unsafe fn exp_nonpos(x: __m512) -> __m512 {
     _mm512_mul_ps(y, _mm512_castsi512_ps(e))
 }
 
+/// `dst[i] = elu(src[i])` for `i < n`; `src` may equal `dst` (in place).
+///
 /// # Safety
-/// AVX-512F must be available; `src`/`dst` have equal lengths.
+/// AVX-512F must be available; `src`/`dst` valid for `n` floats.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn elu_copy(src: &[f32], dst: &mut [f32]) {
-    let n = src.len().min(dst.len());
+pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     let mut i = 0;
     while i + 16 <= n {
-        let v = _mm512_loadu_ps(src.as_ptr().add(i));
-        _mm512_storeu_ps(dst.as_mut_ptr().add(i), elu(v));
+        let v = _mm512_loadu_ps(src.add(i));
+        _mm512_storeu_ps(dst.add(i), elu(v));
         i += 16;
     }
     if i < n {
         let m: __mmask16 = ((1u32 << (n - i)) - 1) as __mmask16;
-        let v = _mm512_maskz_loadu_ps(m, src.as_ptr().add(i));
-        _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), m, elu(v));
+        let v = _mm512_maskz_loadu_ps(m, src.add(i));
+        _mm512_mask_storeu_ps(dst.add(i), m, elu(v));
     }
 }
 
@@ -80,7 +81,7 @@ fn lane_mask(valid: usize) -> __mmask16 {
 /// `M` rows × `NV`·16 columns starting at column `col` of the tile.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro<const M: usize, const NV: usize>(
+unsafe fn micro<const M: usize, const NV: usize, const H: bool>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -88,7 +89,10 @@ unsafe fn micro<const M: usize, const NV: usize>(
     nvalid: usize,
 ) {
     let mut acc = [[_mm512_setzero_ps(); NV]; M];
-    let mut bp = t.b.add((col / PANEL) * t.b_stride);
+    // Only one of the two is non-null (`H`: f16 panels); wrapping arithmetic keeps
+    // the unused one well-defined.
+    let mut bp = t.b.wrapping_add((col / PANEL) * t.b_stride);
+    let mut bh = t.b16.wrapping_add((col / PANEL) * t.b_stride);
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
@@ -97,7 +101,11 @@ unsafe fn micro<const M: usize, const NV: usize>(
         for ci in 0..t.cin {
             let mut bv = [_mm512_setzero_ps(); NV];
             for (v, b) in bv.iter_mut().enumerate() {
-                *b = _mm512_loadu_ps(bp.add(v * t.b_stride));
+                *b = if H {
+                    _mm512_cvtph_ps(_mm256_loadu_si256(bh.add(v * t.b_stride) as *const __m256i))
+                } else {
+                    _mm512_loadu_ps(bp.add(v * t.b_stride))
+                };
             }
             for m in 0..M {
                 let av = _mm512_set1_ps(*ap[m].add(ci));
@@ -105,7 +113,8 @@ unsafe fn micro<const M: usize, const NV: usize>(
                     acc[m][v] = _mm512_fmadd_ps(av, bv[v], acc[m][v]);
                 }
             }
-            bp = bp.add(PANEL);
+            bp = bp.wrapping_add(PANEL);
+            bh = bh.wrapping_add(PANEL);
         }
     }
     // Hand the sums to the epilogue through a copy: indexing `acc` with the epilogue's
@@ -145,19 +154,19 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 }
 
 macro_rules! by_rows {
-    ($nv:literal, $t:expr, $col:expr, $nvalid:expr) => {{
+    ($nv:literal, $h:literal, $t:expr, $col:expr, $nvalid:expr) => {{
         let rows = $t.a.len();
         let mut r = 0;
         while r < rows {
             let mr = MR.min(rows - r);
             let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
             match mr {
-                6 => micro::<6, $nv>($t, a, c, $col, $nvalid),
-                5 => micro::<5, $nv>($t, a, c, $col, $nvalid),
-                4 => micro::<4, $nv>($t, a, c, $col, $nvalid),
-                3 => micro::<3, $nv>($t, a, c, $col, $nvalid),
-                2 => micro::<2, $nv>($t, a, c, $col, $nvalid),
-                _ => micro::<1, $nv>($t, a, c, $col, $nvalid),
+                6 => micro::<6, $nv, $h>($t, a, c, $col, $nvalid),
+                5 => micro::<5, $nv, $h>($t, a, c, $col, $nvalid),
+                4 => micro::<4, $nv, $h>($t, a, c, $col, $nvalid),
+                3 => micro::<3, $nv, $h>($t, a, c, $col, $nvalid),
+                2 => micro::<2, $nv, $h>($t, a, c, $col, $nvalid),
+                _ => micro::<1, $nv, $h>($t, a, c, $col, $nvalid),
             }
             r += mr;
         }
@@ -169,11 +178,28 @@ macro_rules! by_rows {
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_rows!(4, t, 0, 4 * PANEL);
+        by_rows!(4, false, t, 0, 4 * PANEL);
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, t, p * PANEL, nvalid);
+            by_rows!(1, false, t, p * PANEL, nvalid);
+        }
+    }
+}
+
+/// As [`tile`] with f16 weight panels (`t.b16`), widened to f32 in registers
+/// (`vcvtph2ps`, exact) before the same f32 FMA chain.
+///
+/// # Safety
+/// AVX-512F must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn tile_f16(t: &Tile<'_>) {
+    if t.ncols == 4 * PANEL {
+        by_rows!(4, true, t, 0, 4 * PANEL);
+    } else {
+        for p in 0..t.ncols.div_ceil(PANEL) {
+            let nvalid = PANEL.min(t.ncols - p * PANEL);
+            by_rows!(1, true, t, p * PANEL, nvalid);
         }
     }
 }

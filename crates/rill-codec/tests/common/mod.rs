@@ -13,10 +13,20 @@ pub fn codec(seed: u64) -> Codec {
     let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     let t = std::time::Instant::now();
-    let c = Codec::load(&ckpt).expect("loading the codec");
+    // Benchmarks of the opt-in f16 weights: RILL_BENCH_F16=1.
+    let c = if std::env::var_os("RILL_BENCH_F16").is_some() {
+        let options = rill_codec::CodecOptions {
+            precision: rill_codec::CodecPrecision::F16Weights,
+            ..Default::default()
+        };
+        Codec::load_with(&ckpt, options).expect("loading the codec")
+    } else {
+        Codec::load(&ckpt).expect("loading the codec")
+    };
     eprintln!(
-        "codec (seed {seed}, {:?}) loaded in {:.2} s",
+        "codec (seed {seed}, {:?}, {:?}) loaded in {:.2} s",
         c.isa(),
+        c.precision(),
         t.elapsed().as_secs_f64()
     );
     c
