@@ -41,6 +41,10 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "FILE.npz")]
     pub dump: Option<PathBuf>,
 
+    /// Codec weights: f32 (exact) or f16 for the bandwidth-bound early layers.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub codec: crate::args::CodecArg,
+
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -54,11 +58,15 @@ pub fn run(args: DecodeArgs) -> Result<()> {
         checkpoint: args.checkpoint.clone(),
         random_weights: args.random_weights,
         precision: None,
+        codec: Some(args.codec),
         threads: args.threads,
     };
     let path = model_source::resolve(&margs)?;
     let ckpt = rill_checkpoint::Checkpoint::open(&path)?;
-    let codec = model_source::load_codec(&ckpt)?;
+    let codec = model_source::load_codec(
+        &ckpt,
+        model_source::codec_precision(&margs, rill_mrt2::Precision::F32),
+    )?;
     drop(ckpt);
     let pool = match args.threads {
         Some(n) => Pool::new(n.max(1)),

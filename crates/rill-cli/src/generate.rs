@@ -127,9 +127,13 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         Some(n) => Pool::new(n.max(1)),
         None => Pool::from_env(),
     };
-    let lm = model_source::load_lm(&ckpt, model_source::precision(&args.model, &ckpt)?)?;
+    let precision = model_source::precision(&args.model, &ckpt)?;
+    let lm = model_source::load_lm(&ckpt, precision)?;
     let codec = if want_audio {
-        Some(model_source::load_codec(&ckpt)?)
+        Some(model_source::load_codec(
+            &ckpt,
+            model_source::codec_precision(&args.model, precision),
+        )?)
     } else {
         None
     };

@@ -36,7 +36,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(model, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
-    let codec = model_source::load_codec(&ckpt)?;
+    let codec = model_source::load_codec(&ckpt, model_source::codec_precision(model, precision))?;
     drop(ckpt);
     let threads = model
         .threads
@@ -67,7 +67,11 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     }
     Ok(Loaded {
         engine,
-        info: serde_json::json!({"model": kind.name(), "precision": precision.name()}),
+        info: serde_json::json!({
+            "model": kind.name(),
+            "precision": precision.name(),
+            "codec": model_source::codec_name(model_source::codec_precision(model, precision)),
+        }),
     })
 }
 

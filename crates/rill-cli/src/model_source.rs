@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use rill_checkpoint::{synth, Checkpoint, ModelKind};
-use rill_codec::Codec;
+use rill_codec::{Codec, CodecOptions, CodecPrecision};
 use rill_mrt2::{Mrt2, Precision};
 
-use crate::args::ModelArgs;
+use crate::args::{CodecArg, ModelArgs};
 use crate::progress;
 
 /// How to get real weights, printed whenever none are found.
@@ -152,12 +152,35 @@ pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
     Ok(Arc::new(m))
 }
 
+/// The codec weights to use: `--codec`, else f16 early layers for `mixed`, else f32.
+pub fn codec_precision(args: &ModelArgs, lm: Precision) -> CodecPrecision {
+    match (args.codec, lm) {
+        (Some(CodecArg::F32), _) => CodecPrecision::F32,
+        (Some(CodecArg::F16), _) | (None, Precision::Mixed) => CodecPrecision::F16Weights,
+        (None, _) => CodecPrecision::F32,
+    }
+}
+
+pub fn codec_name(p: CodecPrecision) -> &'static str {
+    match p {
+        CodecPrecision::F32 => "f32",
+        CodecPrecision::F16Weights => "f16 early weights",
+    }
+}
+
 /// Loads the SpectroStream decoder.
-pub fn load_codec(ckpt: &Checkpoint) -> Result<Arc<Codec>> {
+pub fn load_codec(ckpt: &Checkpoint, precision: CodecPrecision) -> Result<Arc<Codec>> {
     let start = Instant::now();
-    let c = Codec::load(ckpt)?;
+    let c = Codec::load_with(
+        ckpt,
+        CodecOptions {
+            precision,
+            isa: None,
+        },
+    )?;
     eprintln!(
-        "loaded SpectroStream decoder in {:.1} s",
+        "loaded SpectroStream decoder ({}) in {:.1} s",
+        codec_name(precision),
         start.elapsed().as_secs_f64()
     );
     Ok(Arc::new(c))

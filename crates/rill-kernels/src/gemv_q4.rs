@@ -1,15 +1,10 @@
-//! 4-bit weights: MLX-style affine int4 (groups of 32 along the input) and 4-bit
-//! palettisation (a 16-entry codebook per 16 output rows).
+//! MLX-style affine int4 weights (groups of 32 along the input) × int16
+//! activations: exact integer group sums (`vpdpwssd` / `vpmaddwd` / portable).
 //!
-//! Packing (both formats): per run of 32 consecutive weights of a row, byte `j`
-//! (0..16) holds weight `j` in its low nibble and weight `j + 16` in its high
-//! nibble, so one 16-byte load unpacks into weights 0..15 and 16..31 with a mask
-//! and a shift.
-//!
-//! * affine int4 × int16 activations: exact integer group sums (`vpdpwssd` /
-//!   `vpmaddwd` / portable), as the int8 kernel;
-//! * palette × f32 activations: each index looks up its f32 level (`vpermps` holds
-//!   the whole 16-entry codebook in one register).
+//! Packing (also the file format of 4-bit palette indices): per run of 32
+//! consecutive weights of a row, byte `j` (0..16) holds weight `j` in its low
+//! nibble and weight `j + 16` in its high nibble, so one 16-byte load unpacks into
+//! weights 0..15 and 16..31 with a mask and a shift.
 
 use crate::isa::Isa;
 
@@ -82,53 +77,9 @@ fn affine_portable(packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &m
     }
 }
 
-/// Palette block: `y[r] = Σ_i lut[idx[r,i]]·x[i]`; `lut` holds this block's codebooks.
-pub(crate) fn palette_rows(
-    isa: Isa,
-    packed: &[u8],
-    lut: &[f32],
-    first_row: usize,
-    cols: usize,
-    x: &[f32],
-    y: &mut [f32],
-) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f.
-        Isa::Avx512 => unsafe { x86::palette_avx512(packed, lut, first_row, cols, x, y) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-        Isa::Avx2 => unsafe { x86::palette_avx2(packed, lut, first_row, cols, x, y) },
-        _ => palette_portable(packed, lut, first_row, cols, x, y),
-    }
-}
-
-fn palette_portable(
-    packed: &[u8],
-    lut: &[f32],
-    first_row: usize,
-    cols: usize,
-    x: &[f32],
-    y: &mut [f32],
-) {
-    for (r, out) in y.iter_mut().enumerate() {
-        let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
-        let l = &lut[g * 16..g * 16 + 16];
-        let row = &packed[r * cols / 2..(r + 1) * cols / 2];
-        let mut acc = [0f32; 16];
-        for (run, xs) in row.chunks_exact(16).zip(x.chunks_exact(32)) {
-            for j in 0..16 {
-                acc[j] +=
-                    l[(run[j] & 0x0f) as usize] * xs[j] + l[(run[j] >> 4) as usize] * xs[j + 16];
-            }
-        }
-        *out = acc.iter().sum();
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{AFFINE_GROUP, PALETTE_ROWS};
+    use super::AFFINE_GROUP;
     use crate::simd::hsum256;
     use std::arch::x86_64::*;
 
@@ -188,39 +139,6 @@ mod x86 {
     }
 
     /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub unsafe fn palette_avx512(
-        packed: &[u8],
-        lut: &[f32],
-        first_row: usize,
-        cols: usize,
-        x: &[f32],
-        y: &mut [f32],
-    ) {
-        let xp = x.as_ptr();
-        for (r, out) in y.iter_mut().enumerate() {
-            let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
-            let l = _mm512_loadu_ps(lut.as_ptr().add(g * 16));
-            let p = packed.as_ptr().add(r * cols / 2);
-            let mut a0 = _mm512_setzero_ps();
-            let mut a1 = _mm512_setzero_ps();
-            let mut c = 0;
-            while c < cols {
-                let idx = unpack32(p.add(c / 2));
-                let i0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(idx));
-                let i1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(idx, 1));
-                let w0 = _mm512_permutexvar_ps(i0, l);
-                let w1 = _mm512_permutexvar_ps(i1, l);
-                a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xp.add(c)), a0);
-                a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xp.add(c + 16)), a1);
-                c += 32;
-            }
-            *out = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-        }
-    }
-
-    /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn affine_avx2(
@@ -242,51 +160,6 @@ mod x86 {
                 let d = _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
                 let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));
                 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc);
-            }
-            *out = hsum256(acc);
-        }
-    }
-
-    /// Looks up 8 levels of a 16-entry codebook held in two registers.
-    #[inline(always)]
-    unsafe fn lookup8(idx: __m256i, lo: __m256, hi: __m256) -> __m256 {
-        let a = _mm256_permutevar8x32_ps(lo, idx);
-        let b = _mm256_permutevar8x32_ps(hi, idx);
-        let upper = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7)));
-        _mm256_blendv_ps(a, b, upper)
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn palette_avx2(
-        packed: &[u8],
-        lut: &[f32],
-        first_row: usize,
-        cols: usize,
-        x: &[f32],
-        y: &mut [f32],
-    ) {
-        let xp = x.as_ptr();
-        for (r, out) in y.iter_mut().enumerate() {
-            let g = (first_row + r) / PALETTE_ROWS - first_row / PALETTE_ROWS;
-            let lo = _mm256_loadu_ps(lut.as_ptr().add(g * 16));
-            let hi = _mm256_loadu_ps(lut.as_ptr().add(g * 16 + 8));
-            let p = packed.as_ptr().add(r * cols / 2);
-            let mut acc = _mm256_setzero_ps();
-            let mut c = 0;
-            while c < cols {
-                let idx = unpack32(p.add(c / 2));
-                let l = _mm256_castsi256_si128(idx);
-                let h = _mm256_extracti128_si256(idx, 1);
-                for (k, part) in [l, _mm_srli_si128(l, 8), h, _mm_srli_si128(h, 8)]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let w = lookup8(_mm256_cvtepu8_epi32(part), lo, hi);
-                    acc = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(c + 8 * k)), acc);
-                }
-                c += 32;
             }
             *out = hsum256(acc);
         }

@@ -13,6 +13,7 @@ pub mod quant;
 
 mod gemv_float;
 mod gemv_int8;
+mod gemv_lut4;
 mod gemv_q4;
 mod simd;
 

@@ -9,6 +9,7 @@ use std::ops::Range;
 use std::cell::RefCell;
 
 use crate::gemv_int8::{Act, Q8};
+use crate::gemv_lut4::{self, Lut4};
 use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
@@ -53,11 +54,8 @@ enum Storage {
         scales: Vec<f32>,
         biases: Vec<f32>,
     },
-    /// Packed nibble indices and `[rows/16][16]` codebooks.
-    Lut4 {
-        packed: Vec<u8>,
-        lut: Vec<f32>,
-    },
+    /// Blocked 4-bit indices, int8 levels and a scale per 16 rows.
+    Lut4(Lut4),
 }
 
 /// Per-thread activation quantisation buffers (grown once, then reused).
@@ -160,10 +158,7 @@ impl Matrix {
             }
             WeightFormat::Lut4 if cols.is_multiple_of(32) => {
                 let p = quant::palettize(&values, cols, PALETTE_ROWS);
-                Storage::Lut4 {
-                    packed: gemv_q4::pack(&p.idx),
-                    lut: p.lut,
-                }
+                Storage::Lut4(Lut4::from_palette(&p, rows, cols))
             }
             // Shapes the grouped formats cannot hold stay exact.
             WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4 => Storage::F32(values),
@@ -203,9 +198,9 @@ impl Matrix {
                 ("scales", Part::F32(scales.clone())),
                 ("biases", Part::F32(biases.clone())),
             ],
-            Storage::Lut4 { packed, lut } => vec![
-                ("q", Part::U8(packed.clone())),
-                ("lut", Part::F32(lut.clone())),
+            Storage::Lut4(m) => vec![
+                ("q", Part::U8(gemv_q4::pack(&m.indices()))),
+                ("lut", Part::F32(m.lut())),
             ],
         }
     }
@@ -273,7 +268,15 @@ impl Matrix {
                     take("q", n / 2)?,
                     take("lut", rows.div_ceil(PALETTE_ROWS) * 16)?,
                 ) {
-                    (Part::U8(packed), Part::F32(lut)) => Storage::Lut4 { packed, lut },
+                    (Part::U8(packed), Part::F32(lut)) => {
+                        let idx = (0..n).map(|i| gemv_q4::unpack_at(&packed, i)).collect();
+                        let p = quant::Palette {
+                            rows_per_group: PALETTE_ROWS,
+                            lut,
+                            idx,
+                        };
+                        Storage::Lut4(Lut4::from_palette(&p, rows, cols))
+                    }
                     _ => return Err(wrong("q/lut")),
                 }
             }
@@ -296,6 +299,20 @@ impl Matrix {
             format != WeightFormat::Lut4 || parts.iter().all(|m| m.rows % PALETTE_ROWS == 0),
             "palette parts must be whole 16-row groups"
         );
+        if format == WeightFormat::Lut4 {
+            let parts = parts
+                .into_iter()
+                .map(|m| match m.data {
+                    Storage::Lut4(q) => q,
+                    _ => unreachable!("formats checked above"),
+                })
+                .collect();
+            return Matrix {
+                rows,
+                cols,
+                data: Storage::Lut4(Lut4::stack(parts)),
+            };
+        }
         if format == WeightFormat::Int8 {
             let q8 = parts
                 .into_iter()
@@ -333,16 +350,6 @@ impl Matrix {
                     scales.extend(s2);
                     biases.extend(b2);
                 }
-                (
-                    Storage::Lut4 { packed, lut },
-                    Storage::Lut4 {
-                        packed: p2,
-                        lut: l2,
-                    },
-                ) => {
-                    packed.extend(p2);
-                    lut.extend(l2);
-                }
                 _ => unreachable!("formats checked above"),
             }
         }
@@ -363,7 +370,7 @@ impl Matrix {
             Storage::Bf16(_) => WeightFormat::Bf16,
             Storage::Int8(_) => WeightFormat::Int8,
             Storage::Int4 { .. } => WeightFormat::Int4,
-            Storage::Lut4 { .. } => WeightFormat::Lut4,
+            Storage::Lut4(_) => WeightFormat::Lut4,
         }
     }
 
@@ -378,7 +385,7 @@ impl Matrix {
                 scales,
                 biases,
             } => packed.len() + 4 * (scales.len() + biases.len()),
-            Storage::Lut4 { packed, lut } => packed.len() + 4 * lut.len(),
+            Storage::Lut4(m) => m.bytes(),
         }
     }
 
@@ -403,12 +410,7 @@ impl Matrix {
                     *o = gemv_q4::unpack_at(packed, r * c + i) as f32 * scales[gi] + biases[gi];
                 }
             }
-            Storage::Lut4 { packed, lut } => {
-                let l = &lut[r / PALETTE_ROWS * 16..][..16];
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = l[gemv_q4::unpack_at(packed, r * c + i) as usize];
-                }
-            }
+            Storage::Lut4(m) => m.row_into(r, out),
         }
     }
 
@@ -503,18 +505,22 @@ impl Matrix {
                     finish_affine(isa, ys, bi, groups, xs, sx);
                 })
             }),
-            Storage::Lut4 { packed, lut } => run_all(&|t| {
-                let (r0, r1, ys) = block(t);
-                let l = &lut[r0 / PALETTE_ROWS * 16..(r1 - 1) / PALETTE_ROWS * 16 + 16];
-                gemv_q4::palette_rows(
-                    isa,
-                    &packed[r0 * cols / 2..r1 * cols / 2],
-                    l,
-                    r0,
-                    cols,
-                    x,
-                    ys,
-                );
+            Storage::Lut4(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+                const BLOCKS: usize = 4;
+                let sums = gemv_lut4::byte_sums(act);
+                let b_first = rows.start / gemv_int8::BLOCK;
+                let b_end = rows.end.div_ceil(gemv_int8::BLOCK);
+                let task = |t: usize| {
+                    let b0 = b_first + t * BLOCKS;
+                    let b1 = (b0 + BLOCKS).min(b_end);
+                    m.run_blocks(isa, b0, b1, &rows, act, sums, out.get());
+                };
+                let n = (b_end - b_first).div_ceil(BLOCKS);
+                if n <= 1 {
+                    task(0);
+                } else {
+                    pool.run(n, &task);
+                }
             }),
         }
     }
@@ -635,7 +641,10 @@ mod tests {
                 let m = Matrix::from_f32(rows, cols, w.clone(), format);
                 let want = reference(&effective(&m, rows, cols), cols, &x);
                 // int8 also quantises activations to int16 (error ≈ max|x|/65534 per entry).
-                let act_err = if matches!(m.format(), WeightFormat::Int8 | WeightFormat::Int4) {
+                let act_err = if matches!(
+                    m.format(),
+                    WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4
+                ) {
                     3.0 / 32767.0
                 } else {
                     0.0
@@ -696,7 +705,7 @@ mod tests {
                 for (a, b) in part.iter().zip(&full[6..176]) {
                     assert!(
                         (a - b).abs() <= 1e-4 * b.abs().max(1.0),
-                        "{format:?} {isa:?}"
+                        "{format:?} {isa:?}: {a} vs {b}"
                     );
                 }
             }
