@@ -144,47 +144,38 @@ impl Q8 {
         }
     }
 
-    /// Blocks a task of `rows_per_task` rows covers (tasks align to blocks).
-    pub fn tasks(&self, rows: std::ops::Range<usize>, blocks_per_task: usize) -> usize {
-        let b0 = rows.start / BLOCK;
-        let b1 = rows.end.div_ceil(BLOCK);
-        (b1 - b0).div_ceil(blocks_per_task)
-    }
-
-    /// Computes the rows of `range` that fall in blocks `[b0, b1)` into `y`
-    /// (indexed relative to `range.start`). `act` is the quantised input.
+    /// Computes the rows of `range` that fall in `blocks` (at most 4, typically far
+    /// apart: four memory streams) into `y`, indexed relative to `range.start`.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_blocks(
         &self,
         isa: Isa,
-        b0: usize,
-        b1: usize,
+        blocks: &[usize],
         range: &std::ops::Range<usize>,
         act: &Act<'_>,
         y: *mut f32,
     ) {
-        let mut out = [0f32; 4 * BLOCK];
-        let mut b = b0;
-        while b < b1 {
-            let n = (b1 - b).min(4);
-            let outs = &mut out[..n * BLOCK];
-            match isa {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-                Isa::Avx512 => unsafe { x86::blocks_avx512(self, b, n, act, outs) },
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-                Isa::Avx2 => unsafe { x86::blocks_avx2(self, b, n, act, outs) },
-                _ => blocks_portable(self, b, n, act, outs),
-            }
-            for (i, v) in outs.iter().enumerate() {
+        debug_assert!(blocks.len() <= 4);
+        let mut buf = [0f32; 4 * BLOCK];
+        let out = &mut buf[..blocks.len() * BLOCK];
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
+            Isa::Avx512 => unsafe { x86::blocks_avx512(self, blocks, act, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
+            Isa::Avx2 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
+            _ => blocks_portable(self, blocks, act, out),
+        }
+        for (k, &b) in blocks.iter().enumerate() {
+            for i in 0..BLOCK {
                 let r = b * BLOCK + i;
                 if range.contains(&r) {
                     // SAFETY: the caller hands each task a disjoint set of blocks and
                     // `y` holds `range.len()` outputs.
-                    unsafe { *y.add(r - range.start) = *v };
+                    unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
                 }
             }
-            b += n;
         }
     }
 }
@@ -211,10 +202,10 @@ pub(crate) fn split_bytes(xq: &[i16], hi: &mut [i8], lo: &mut [i8]) {
     }
 }
 
-fn blocks_portable(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
     let groups = m.groups();
-    for bi in 0..n {
-        let b = b0 + bi;
+    for bi in 0..blocks.len() {
+        let b = blocks[bi];
         for rr in 0..BLOCK {
             let mut acc = 0f32;
             let mut bias = 0f32;
@@ -245,7 +236,7 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn blocks_avx512(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+    pub unsafe fn blocks_avx512(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
         let groups = m.groups();
         let mut acc = [_mm512_setzero_ps(); 4];
         let mut bias = [_mm512_setzero_ps(); 4];
@@ -257,18 +248,18 @@ mod x86 {
             for j in 0..QUADS {
                 let h = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
                 let l = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
-                for k in 0..n {
+                for k in 0..blocks.len() {
                     let w = _mm512_loadu_si512(
                         m.q.as_ptr()
-                            .add((((b0 + k) * groups + g) * QUADS + j) * BLOCK * 4)
+                            .add((((blocks[k]) * groups + g) * QUADS + j) * BLOCK * 4)
                             as *const _,
                     );
                     dh[k] = _mm512_dpbusd_epi32(dh[k], w, h);
                     dl[k] = _mm512_dpbusd_epi32(dl[k], w, l);
                 }
             }
-            for k in 0..n {
-                let meta = ((b0 + k) * groups + g) * BLOCK;
+            for k in 0..blocks.len() {
+                let meta = ((blocks[k]) * groups + g) * BLOCK;
                 let c = _mm512_loadu_si512(m.qsum128.as_ptr().add(meta) as *const _);
                 let d = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(dh[k], 8), dl[k]), c);
                 acc[k] = _mm512_fmadd_ps(
@@ -281,7 +272,7 @@ mod x86 {
             }
         }
         let sx = _mm512_set1_ps(act.scale);
-        for k in 0..n {
+        for k in 0..blocks.len() {
             _mm512_storeu_ps(
                 out.as_mut_ptr().add(k * BLOCK),
                 _mm512_mul_ps(sx, _mm512_add_ps(acc[k], bias[k])),
@@ -292,10 +283,10 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn blocks_avx2(m: &Q8, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
+    pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
         let groups = m.groups();
-        for k in 0..n {
-            let b = b0 + k;
+        for k in 0..blocks.len() {
+            let b = blocks[k];
             // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
             let mut acc = [_mm_setzero_ps(); 4];
             let mut bias = [_mm_setzero_ps(); 4];

@@ -149,44 +149,42 @@ impl Lut4 {
         }
     }
 
-    /// Computes the rows of `range` in blocks `[b0, b1)` into `y` (relative to
-    /// `range.start`); `sums` = (Σ hi bytes, Σ lo bytes) of the activation.
+    /// Computes the rows of `range` that fall in `blocks` (at most 4, typically far
+    /// apart: four memory streams) into `y`, indexed relative to `range.start`.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_blocks(
         &self,
         isa: Isa,
-        b0: usize,
-        b1: usize,
+        blocks: &[usize],
         range: &std::ops::Range<usize>,
         act: &Act<'_>,
         sums: (i32, i32),
         y: *mut f32,
     ) {
-        let mut out = [0f32; 4 * BLOCK];
-        let mut b = b0;
-        while b < b1 {
-            let n = (b1 - b).min(4);
-            let outs = &mut out[..n * BLOCK];
-            match isa {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-                Isa::Avx512 => unsafe { x86::blocks_avx512(self, b, n, act, sums, outs) },
-                _ => self.blocks_portable(b, n, act, outs),
-            }
-            for (i, v) in outs.iter().enumerate() {
+        debug_assert!(blocks.len() <= 4);
+        let mut buf = [0f32; 4 * BLOCK];
+        let out = &mut buf[..blocks.len() * BLOCK];
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
+            Isa::Avx512 => unsafe { x86::blocks_avx512(self, blocks, act, sums, out) },
+            _ => self.blocks_portable(blocks, act, out),
+        }
+        for (k, &b) in blocks.iter().enumerate() {
+            for i in 0..BLOCK {
                 let r = b * BLOCK + i;
                 if range.contains(&r) {
-                    // SAFETY: each task owns a disjoint set of blocks; `y` holds
-                    // `range.len()` outputs.
-                    unsafe { *y.add(r - range.start) = *v };
+                    // SAFETY: the caller hands each task a disjoint set of blocks and
+                    // `y` holds `range.len()` outputs.
+                    unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
                 }
             }
-            b += n;
         }
     }
 
-    fn blocks_portable(&self, b0: usize, n: usize, act: &Act<'_>, out: &mut [f32]) {
-        for bi in 0..n {
-            let b = b0 + bi;
+    fn blocks_portable(&self, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+        for bi in 0..blocks.len() {
+            let b = blocks[bi];
             let l = &self.levels[b * 16..b * 16 + 16];
             for rr in 0..BLOCK {
                 let r = b * BLOCK + rr;
@@ -220,8 +218,7 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub unsafe fn blocks_avx512(
         m: &Lut4,
-        b0: usize,
-        n: usize,
+        blocks: &[usize],
         act: &Act<'_>,
         sums: (i32, i32),
         out: &mut [f32],
@@ -230,11 +227,11 @@ mod x86 {
         let mask = _mm256_set1_epi8(0x0f);
         // Each block's levels + 128 as bytes, replicated in the four 128-bit lanes.
         let mut lut = [_mm512_setzero_si512(); 4];
-        for k in 0..n {
+        for k in 0..blocks.len() {
             let mut bytes = [0u8; 16];
             for (d, &l) in bytes
                 .iter_mut()
-                .zip(&m.levels[(b0 + k) * 16..(b0 + k) * 16 + 16])
+                .zip(&m.levels[(blocks[k]) * 16..(blocks[k]) * 16 + 16])
             {
                 *d = (l as i16 + 128) as u8;
             }
@@ -246,8 +243,11 @@ mod x86 {
         for j in 0..quads {
             let h = _mm512_set1_epi32(hp.add(j).read_unaligned());
             let l = _mm512_set1_epi32(lp.add(j).read_unaligned());
-            for k in 0..n {
-                let p = m.packed.as_ptr().add(((b0 + k) * quads + j) * QUAD_BYTES);
+            for k in 0..blocks.len() {
+                let p = m
+                    .packed
+                    .as_ptr()
+                    .add(((blocks[k]) * quads + j) * QUAD_BYTES);
                 let b = _mm256_loadu_si256(p as *const __m256i);
                 let lo = _mm256_and_si256(b, mask);
                 let hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
@@ -261,12 +261,12 @@ mod x86 {
         // and add back the +128 of the shifted low byte: Σ L·xq = 256·Σ L·hi + Σ L·lo' + 128·Σ L.
         let ch = _mm512_set1_epi32(128 * sums.0);
         let cl = _mm512_set1_epi32(128 * sums.1);
-        for k in 0..n {
-            let ls = _mm512_loadu_si512(m.lsum128.as_ptr().add((b0 + k) * BLOCK) as *const _);
+        for k in 0..blocks.len() {
+            let ls = _mm512_loadu_si512(m.lsum128.as_ptr().add((blocks[k]) * BLOCK) as *const _);
             let fh = _mm512_cvtepi32_ps(_mm512_sub_epi32(dh[k], ch));
             let fl = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_sub_epi32(dl[k], cl), ls));
             let d = _mm512_fmadd_ps(fh, _mm512_set1_ps(256.0), fl);
-            let s = _mm512_set1_ps(m.scales[b0 + k] * act.scale);
+            let s = _mm512_set1_ps(m.scales[blocks[k]] * act.scale);
             _mm512_storeu_ps(out.as_mut_ptr().add(k * BLOCK), _mm512_mul_ps(d, s));
         }
     }

@@ -465,16 +465,11 @@ impl Matrix {
                 gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Int8(m) => with_quantized(x, gemv_int8::GROUP, |act| {
-                // Tasks of 4 blocks (64 rows): four memory streams per thread.
-                const BLOCKS: usize = 4;
-                let b_first = rows.start / gemv_int8::BLOCK;
-                let b_end = rows.end.div_ceil(gemv_int8::BLOCK);
+                let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
-                    let b0 = b_first + t * BLOCKS;
-                    let b1 = (b0 + BLOCKS).min(b_end);
-                    m.run_blocks(isa, b0, b1, &rows, act, out.get());
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks(isa, &b[..k], &rows, act, out.get());
                 };
-                let n = m.tasks(rows.clone(), BLOCKS);
                 if n <= 1 {
                     task(0);
                 } else {
@@ -506,16 +501,12 @@ impl Matrix {
                 })
             }),
             Storage::Lut4(m) => with_quantized(x, gemv_int8::GROUP, |act| {
-                const BLOCKS: usize = 4;
                 let sums = gemv_lut4::byte_sums(act);
-                let b_first = rows.start / gemv_int8::BLOCK;
-                let b_end = rows.end.div_ceil(gemv_int8::BLOCK);
+                let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
-                    let b0 = b_first + t * BLOCKS;
-                    let b1 = (b0 + BLOCKS).min(b_end);
-                    m.run_blocks(isa, b0, b1, &rows, act, sums, out.get());
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks(isa, &b[..k], &rows, act, sums, out.get());
                 };
-                let n = (b_end - b_first).div_ceil(BLOCKS);
                 if n <= 1 {
                     task(0);
                 } else {
@@ -524,6 +515,28 @@ impl Matrix {
             }),
         }
     }
+}
+
+/// Splits the 16-row blocks covering `rows` into tasks of up to 4 blocks taken a
+/// quarter of the range apart (four long memory streams per task); returns the task
+/// count and, per task, its block indices.
+fn block_tasks(rows: &Range<usize>) -> (usize, impl Fn(usize) -> ([usize; 4], usize) + Sync + '_) {
+    let b_first = rows.start / gemv_int8::BLOCK;
+    let nb = rows.end.div_ceil(gemv_int8::BLOCK) - b_first;
+    let tasks = nb.div_ceil(4);
+    let f = move |t: usize| {
+        let mut b = [0usize; 4];
+        let mut k = 0;
+        for q in 0..4 {
+            let i = t + q * tasks;
+            if i < nb {
+                b[k] = b_first + i;
+                k += 1;
+            }
+        }
+        (b, k)
+    };
+    (tasks, f)
 }
 
 /// Quantises `x` to int16 (and its byte split) in this thread's scratch and calls `f`.
