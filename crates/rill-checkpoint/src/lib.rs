@@ -11,6 +11,7 @@ pub mod error;
 pub mod layout;
 pub mod quantized;
 pub mod synth;
+pub mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

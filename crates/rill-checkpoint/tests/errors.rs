@@ -4,36 +4,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs};
+use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Checkpoint, CheckpointError, ModelKind, Problem};
-use safetensors::{Dtype, View};
+use safetensors::Dtype;
 
-struct T {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl View for &T {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-fn zeros(dtype: Dtype, shape: &[usize]) -> T {
+fn zeros(dtype: Dtype, shape: &[usize]) -> Tensor<'static> {
     let n: usize = shape.iter().product();
-    T {
+    Tensor {
         dtype,
         shape: shape.to_vec(),
-        bytes: vec![0u8; n * dtype.bitsize() / 8],
+        bytes: vec![0u8; n * dtype.bitsize() / 8].into(),
     }
 }
 
@@ -43,10 +23,9 @@ fn dir() -> PathBuf {
     d
 }
 
-fn write(name: &str, tensors: Vec<(String, T)>) -> PathBuf {
+fn write(name: &str, tensors: Vec<(String, Tensor<'static>)>) -> PathBuf {
     let p = dir().join(name);
-    let views: Vec<(String, &T)> = tensors.iter().map(|(n, t)| (n.clone(), t)).collect();
-    safetensors::serialize_to_file(views, None::<HashMap<String, String>>, &p).unwrap();
+    writer::write(&p, &tensors, HashMap::new()).unwrap();
     p
 }
 
@@ -169,7 +148,7 @@ fn bf16_tensors_widen_exactly() {
     let mut t = zeros(Dtype::BF16, &[3]);
     // 1.0, -2.5, 0.15625 in bf16
     for (i, b) in [0x3f80u16, 0xc020, 0x3e20].iter().enumerate() {
-        t.bytes[2 * i..2 * i + 2].copy_from_slice(&b.to_le_bytes());
+        t.bytes.to_mut()[2 * i..2 * i + 2].copy_from_slice(&b.to_le_bytes());
     }
     let p = write("bf16.safetensors", vec![("x".into(), t)]);
     let ck = Checkpoint::open(&p).unwrap();

@@ -8,10 +8,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rill_checkpoint::quantized::{self, part_name};
-use rill_checkpoint::{Checkpoint, Dtype};
+use rill_checkpoint::writer::Tensor;
+use rill_checkpoint::Checkpoint;
 use rill_kernels::Part;
 use rill_mrt2::{Mrt2, Precision};
-use safetensors::View;
 
 use crate::args::PrecisionArg;
 use crate::output::PendingFile;
@@ -31,45 +31,11 @@ pub struct QuantizeArgs {
     pub output: PathBuf,
 }
 
-/// One tensor to write: owned (quantised parts) or borrowed from the source file.
-struct Blob<'a> {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    bytes: Cow<'a, [u8]>,
-}
-
-impl View for &Blob<'_> {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-fn part_blob(p: Part) -> Blob<'static> {
+fn part_tensor(p: Part) -> Tensor<'static> {
     match p {
-        Part::U8(v) => Blob {
-            dtype: Dtype::U8,
-            shape: vec![v.len()],
-            bytes: Cow::Owned(v),
-        },
-        Part::Bf16(v) => Blob {
-            dtype: Dtype::BF16,
-            shape: vec![v.len()],
-            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        },
-        Part::F32(v) => Blob {
-            dtype: Dtype::F32,
-            shape: vec![v.len()],
-            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        },
+        Part::U8(v) => Tensor::u8(v),
+        Part::Bf16(v) => Tensor::bf16(&v),
+        Part::F32(v) => Tensor::f32(vec![v.len()], &v),
     }
 }
 
@@ -91,11 +57,11 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let (_, matrices) = Mrt2::load_recording(&ckpt, precision)?;
     let recorded: HashSet<&str> = matrices.iter().map(|(n, _)| n.as_str()).collect();
 
-    let mut blobs: Vec<(String, Blob<'_>)> = Vec::new();
+    let mut blobs: Vec<(String, Tensor<'_>)> = Vec::new();
     for (name, m) in &matrices {
         let format = m.format().name();
         for (part, data) in m.parts() {
-            blobs.push((part_name(name, format, part), part_blob(data)));
+            blobs.push((part_name(name, format, part), part_tensor(data)));
         }
     }
     let rvq = "params/soundstream/quantizer/embedding";
@@ -113,7 +79,7 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         };
         blobs.push((
             name.to_string(),
-            Blob {
+            Tensor {
                 dtype: t.dtype,
                 shape,
                 bytes: Cow::Borrowed(bytes),
@@ -124,8 +90,7 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     meta.insert(quantized::FORMAT_KEY.into(), quantized::FORMAT.into());
     meta.insert(quantized::PRECISION_KEY.into(), precision.name().into());
     meta.insert(quantized::MODEL_KEY.into(), kind.name().into());
-    let views: Vec<(String, &Blob<'_>)> = blobs.iter().map(|(n, b)| (n.clone(), b)).collect();
-    safetensors::serialize_to_file(views, Some(meta), pending.partial_path())
+    rill_checkpoint::writer::write(pending.partial_path(), &blobs, meta)
         .with_context(|| format!("writing {}", args.output.display()))?;
     pending.commit()?;
     let size = std::fs::metadata(&args.output)

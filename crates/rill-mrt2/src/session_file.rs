@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use safetensors::{Dtype, View};
+use rill_checkpoint::writer::{self, Tensor};
+use safetensors::Dtype;
 
 use crate::conditioning::{CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS};
 use crate::error::ModelError;
@@ -22,43 +23,6 @@ pub const FORMAT: &str = "rill-session v1";
 
 /// An extra named f32 array stored alongside the language-model state.
 pub type ExtraArray = (String, Vec<usize>, Vec<f32>);
-
-struct Owned {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl View for &Owned {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-fn f32s(shape: Vec<usize>, v: &[f32]) -> Owned {
-    Owned {
-        dtype: Dtype::F32,
-        shape,
-        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-    }
-}
-
-fn u32s(v: &[u32]) -> Owned {
-    Owned {
-        dtype: Dtype::U32,
-        shape: vec![v.len()],
-        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-    }
-}
 
 fn conditioning_json(c: &Conditioning) -> String {
     let v = serde_json::json!({
@@ -139,21 +103,14 @@ impl Session {
             cfg.temporal_inner(),
         );
         let ring = vec![layers, w, inner];
-        let mut tensors: Vec<(String, Owned)> = vec![
-            (
-                "lm/frame".into(),
-                Owned {
-                    dtype: Dtype::U64,
-                    shape: vec![1],
-                    bytes: st.frame.to_le_bytes().to_vec(),
-                },
-            ),
-            ("lm/prev".into(), u32s(&st.prev)),
-            ("lm/key".into(), u32s(&st.key)),
-            ("lm/self_k".into(), f32s(ring.clone(), &st.self_k)),
-            ("lm/self_v".into(), f32s(ring.clone(), &st.self_v)),
-            ("lm/cross_k".into(), f32s(ring.clone(), &st.cross_k)),
-            ("lm/cross_v".into(), f32s(ring, &st.cross_v)),
+        let mut tensors: Vec<(String, Tensor<'static>)> = vec![
+            ("lm/frame".into(), Tensor::u64(&[st.frame])),
+            ("lm/prev".into(), Tensor::u32(&st.prev)),
+            ("lm/key".into(), Tensor::u32(&st.key)),
+            ("lm/self_k".into(), Tensor::f32(ring.clone(), &st.self_k)),
+            ("lm/self_v".into(), Tensor::f32(ring.clone(), &st.self_v)),
+            ("lm/cross_k".into(), Tensor::f32(ring.clone(), &st.cross_k)),
+            ("lm/cross_v".into(), Tensor::f32(ring, &st.cross_v)),
         ];
         for (name, shape, v) in extra {
             if name.starts_with("lm/") {
@@ -161,7 +118,7 @@ impl Session {
                     "extra array name {name} clashes with the lm/ state"
                 )));
             }
-            tensors.push((name.clone(), f32s(shape.clone(), v)));
+            tensors.push((name.clone(), Tensor::f32(shape.clone(), v)));
         }
         let p = self.sampling();
         let mut meta = HashMap::new();
@@ -180,14 +137,7 @@ impl Session {
             "conditioning".to_string(),
             conditioning_json(self.conditioning()),
         );
-        let views: Vec<(String, &Owned)> = tensors.iter().map(|(n, o)| (n.clone(), o)).collect();
-        // Written to a temporary name first so a failed write never clobbers an
-        // existing session file.
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".partial");
-        safetensors::serialize_to_file(views, Some(meta), Path::new(&tmp))
-            .map_err(|e| err(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+        writer::write(path, &tensors, meta).map_err(|e| err(e.to_string()))
     }
 
     /// Restores a session saved by [`Session::save`] into this session (same model

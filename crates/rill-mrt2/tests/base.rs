@@ -42,7 +42,8 @@ fn base_f32_matches_reference() {
     let mut trace = FrameTrace::default();
     let mut worst = 1f64;
     for n in 0..rec.frames {
-        s.step_forced(&rec.tokens[n], &pool, Some(&mut trace)).unwrap();
+        s.step_forced(&rec.tokens[n], &pool, Some(&mut trace))
+            .unwrap();
         assert!(cosine(&trace.encoder_out, &enc[n * e..(n + 1) * e]) >= 0.999_999);
         assert!(cosine(&trace.temporal_in, &tin[n * d..(n + 1) * d]) >= 0.999_999);
         let c = cosine(&trace.temporal_out, &tout[n * d..(n + 1) * d]);
@@ -54,7 +55,10 @@ fn base_f32_matches_reference() {
             worst = worst.min(c);
         }
     }
-    eprintln!("DB (mrt2_base) teacher-forced: min logits cosine 1-{:.1e}", 1.0 - worst);
+    eprintln!(
+        "DB (mrt2_base) teacher-forced: min logits cosine 1-{:.1e}",
+        1.0 - worst
+    );
 
     // Free-running: the reference's margins are all ≥ 0.037, so every token must match.
     let mut s = Session::new(m, rec.sampler_seed(), &pool);

@@ -1,8 +1,6 @@
 //! The per-frame path (language model + codec + int16, with controls applied)
 //! allocates nothing after warm-up: a counting global allocator watches it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rill_checkpoint::{Checkpoint, ModelKind};
@@ -11,26 +9,8 @@ use rill_kernels::Pool;
 use rill_mrt2::{Mrt2, Precision};
 use rill_stream::{Control, Generator, FRAME_PCM};
 
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        System.realloc(p, l, n)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;
 
 #[test]
 fn frame_loop_does_not_allocate() {
@@ -43,15 +23,19 @@ fn frame_loop_does_not_allocate() {
         let mut pcm = vec![0i16; FRAME_PCM];
         g.step(&pool, &mut pcm); // warm-up: grows per-thread scratch once
         g.step(&pool, &mut pcm);
-        let before = ALLOCS.load(Ordering::SeqCst);
+        let before = rill_testkit::allocations();
         for i in 0..4 {
             // Controls that change the conditioning take the same path as live play.
-            g.apply(if i % 2 == 0 { Control::NoteOn(60) } else { Control::NoteOff(60) })
-                .unwrap();
+            g.apply(if i % 2 == 0 {
+                Control::NoteOn(60)
+            } else {
+                Control::NoteOff(60)
+            })
+            .unwrap();
             g.apply(Control::Drums(Some(i % 2 == 0))).unwrap();
             g.step(&pool, &mut pcm);
         }
-        let n = ALLOCS.load(Ordering::SeqCst) - before;
+        let n = rill_testkit::allocations() - before;
         assert_eq!(n, 0, "{precision}: the frame loop allocated {n} times");
     }
 }

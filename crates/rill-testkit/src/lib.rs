@@ -85,3 +85,32 @@ pub fn snr_db(reference: &[f32], test: &[f32]) -> f64 {
     }
     10.0 * (s / n).log10()
 }
+
+/// A global allocator that counts allocations, to prove a code path allocates
+/// nothing. Install it in a test binary with
+/// `#[global_allocator] static A: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;`
+/// and compare [`allocations`] before and after (keep such tests alone in their
+/// binary: other threads' allocations count too).
+pub struct CountingAlloc;
+
+static ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Allocations (including reallocations) made so far through [`CountingAlloc`].
+pub fn allocations() -> usize {
+    ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+// SAFETY: forwards every call to the system allocator; only counts them.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::alloc::System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        std::alloc::System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::alloc::System.realloc(p, l, n)
+    }
+}

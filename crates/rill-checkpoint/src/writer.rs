@@ -1,0 +1,98 @@
+//! Writing safetensors files (session files, pre-quantised checkpoints).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+use safetensors::{Dtype, View};
+
+use crate::error::{CheckpointError, Result};
+
+/// One tensor to write: owned or borrowed little-endian bytes.
+#[derive(Debug, Clone)]
+pub struct Tensor<'a> {
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    pub bytes: Cow<'a, [u8]>,
+}
+
+impl Tensor<'static> {
+    pub fn f32(shape: Vec<usize>, v: &[f32]) -> Self {
+        Tensor {
+            dtype: Dtype::F32,
+            shape,
+            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        }
+    }
+
+    pub fn u32(v: &[u32]) -> Self {
+        Tensor {
+            dtype: Dtype::U32,
+            shape: vec![v.len()],
+            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        }
+    }
+
+    pub fn u64(v: &[u64]) -> Self {
+        Tensor {
+            dtype: Dtype::U64,
+            shape: vec![v.len()],
+            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        }
+    }
+
+    pub fn u8(v: Vec<u8>) -> Self {
+        Tensor {
+            dtype: Dtype::U8,
+            shape: vec![v.len()],
+            bytes: Cow::Owned(v),
+        }
+    }
+
+    /// bf16 bit patterns.
+    pub fn bf16(v: &[u16]) -> Self {
+        Tensor {
+            dtype: Dtype::BF16,
+            shape: vec![v.len()],
+            bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        }
+    }
+}
+
+impl View for &Tensor<'_> {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// Writes `tensors` and `metadata` to `path` atomically: the data goes to
+/// `path.partial` first and is renamed when complete, so a failed write never
+/// leaves a truncated file under the final name (or clobbers an existing one).
+pub fn write(
+    path: &Path,
+    tensors: &[(String, Tensor<'_>)],
+    metadata: HashMap<String, String>,
+) -> Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let io = |e: std::io::Error| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let views: Vec<(String, &Tensor<'_>)> = tensors.iter().map(|(n, t)| (n.clone(), t)).collect();
+    if let Err(e) = safetensors::serialize_to_file(views, Some(metadata), &partial) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(io(std::io::Error::other(e)));
+    }
+    std::fs::rename(&partial, path).map_err(io)
+}
