@@ -167,14 +167,20 @@ impl Q8 {
             Isa::Avx2 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
             _ => blocks_portable(self, blocks, act, out),
         }
-        for (k, &b) in blocks.iter().enumerate() {
-            for i in 0..BLOCK {
-                let r = b * BLOCK + i;
-                if range.contains(&r) {
-                    // SAFETY: the caller hands each task a disjoint set of blocks and
-                    // `y` holds `range.len()` outputs.
-                    unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
-                }
+        scatter(blocks, range, out, y);
+    }
+}
+
+/// Writes the outputs of `blocks` (16 per block, in `out`) that fall inside `range`
+/// to `y[r - range.start]`.
+pub(crate) fn scatter(blocks: &[usize], range: &std::ops::Range<usize>, out: &[f32], y: *mut f32) {
+    for (k, &b) in blocks.iter().enumerate() {
+        for i in 0..BLOCK {
+            let r = b * BLOCK + i;
+            if range.contains(&r) {
+                // SAFETY: callers hand each task a disjoint set of blocks and `y`
+                // holds `range.len()` outputs.
+                unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
             }
         }
     }

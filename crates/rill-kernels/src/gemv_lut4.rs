@@ -170,16 +170,7 @@ impl Lut4 {
             Isa::Avx512 => unsafe { x86::blocks_avx512(self, blocks, act, sums, out) },
             _ => self.blocks_portable(blocks, act, out),
         }
-        for (k, &b) in blocks.iter().enumerate() {
-            for i in 0..BLOCK {
-                let r = b * BLOCK + i;
-                if range.contains(&r) {
-                    // SAFETY: the caller hands each task a disjoint set of blocks and
-                    // `y` holds `range.len()` outputs.
-                    unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
-                }
-            }
-        }
+        crate::gemv_int8::scatter(blocks, range, out, y);
     }
 
     fn blocks_portable(&self, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
