@@ -39,7 +39,8 @@ pub struct GenerateArgs {
 
     /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
     /// upstream's streaming decoder emits them (its lookahead latency).
-    /// Default: rill_output.wav (never overwriting an existing default file).
+    /// Default when no other output is asked for: rill_output.wav (never
+    /// overwriting an existing default file).
     #[arg(short = 'o', long, value_name = "FILE.wav")]
     pub output: Option<PathBuf>,
 
@@ -104,13 +105,20 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         (None, None, Some(f)) => f.len(),
         (None, None, None) => bail!("say how much to generate: --frames N or --seconds S"),
     };
-    let want_audio = !args.no_audio
-        && (args.output.is_some() || args.tokens_out.is_none() || args.dump.is_some());
-    let wav_path = if want_audio {
-        Some(args.output.clone().unwrap_or_else(default_output))
-    } else {
-        None
+    if args.no_audio && args.output.is_some() {
+        bail!("--no-audio and -o contradict each other");
+    }
+    // A WAV is written when asked for with -o, or by default when no other output
+    // is requested; the codec also runs to fill --dump's audio arrays.
+    let wav_path = match (
+        &args.output,
+        args.no_audio || args.tokens_out.is_some() || args.dump.is_some(),
+    ) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(default_output()),
+        (None, true) => None,
     };
+    let want_audio = wav_path.is_some() || (args.dump.is_some() && !args.no_audio);
 
     // Reserve every output before any work, so a bad path fails in a second.
     let mut wav = wav_path.as_deref().map(WavOut::create).transpose()?;
