@@ -46,6 +46,14 @@ fn assert_user_error(o: &Output, needle: &str) {
     assert!(!e.contains("panicked"), "{e}");
 }
 
+/// The interleaved int16 samples of a 48 kHz stereo WAV (asserting the format).
+fn wav_samples(path: &Path) -> Vec<i64> {
+    let mut r = hound::WavReader::open(path).unwrap();
+    assert_eq!(r.spec().sample_rate, 48_000);
+    assert_eq!(r.spec().channels, 2);
+    r.samples::<i16>().map(|s| s.unwrap() as i64).collect()
+}
+
 const D1_STYLE: &str = "660,1016,295,206,857,841,391,857,619,70,401,22";
 
 #[test]
@@ -104,10 +112,7 @@ fn generate_matches_reference_and_decode_matches_generate() {
     assert!(worst <= 1, "int16 differs by {worst}");
 
     // The WAV holds exactly the dumped int16 samples.
-    let mut r = hound::WavReader::open(&wav).unwrap();
-    assert_eq!(r.spec().sample_rate, 48_000);
-    assert_eq!(r.spec().channels, 2);
-    let samples: Vec<i64> = r.samples::<i16>().map(|s| s.unwrap() as i64).collect();
+    let samples = wav_samples(&wav);
     assert_eq!(samples, pcm);
 
     // `rill decode` of the written tokens gives the same audio (streaming mode)…
@@ -125,11 +130,7 @@ fn generate_matches_reference_and_decode_matches_generate() {
         &d,
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let s2: Vec<i64> = hound::WavReader::open(&wav2)
-        .unwrap()
-        .samples::<i16>()
-        .map(|s| s.unwrap() as i64)
-        .collect();
+    let s2 = wav_samples(&wav2);
     assert_eq!(s2, samples);
     // …and batched mode equals it shifted by one 1920-sample frame.
     let wav3 = d.join("c.wav");
@@ -147,11 +148,7 @@ fn generate_matches_reference_and_decode_matches_generate() {
         &d,
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let s3: Vec<i64> = hound::WavReader::open(&wav3)
-        .unwrap()
-        .samples::<i16>()
-        .map(|s| s.unwrap() as i64)
-        .collect();
+    let s3 = wav_samples(&wav3);
     assert_eq!(s3.len(), samples.len() - 2 * 1920);
     let worst = s3
         .iter()
