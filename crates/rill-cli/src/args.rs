@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use rill_mrt2::conditioning::{CfgScales, Conditioning};
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
 use rill_mrt2::Precision;
+use rill_stream::{StagePools, Stages};
 
 /// Where the weights come from and how they run.
 #[derive(Debug, Clone, Args)]
@@ -39,6 +40,71 @@ pub struct ModelArgs {
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+
+    /// How the language model and the codec share the threads: `two` runs the
+    /// language model of frame n+1 while the codec decodes frame n (bit-identical
+    /// output; audio comes out one frame, 40 ms, later), `one` runs them one after
+    /// the other. Default: two with 2 or more threads.
+    #[arg(long, value_enum)]
+    pub stages: Option<StagesArg>,
+
+    /// Threads of the language-model stage with --stages two (default: half of
+    /// --threads, at least 1; the codec gets the rest).
+    #[arg(long, value_name = "N")]
+    pub lm_threads: Option<usize>,
+}
+
+/// Most worker threads accepted (more would only oversubscribe any real CPU).
+pub const MAX_THREADS: usize = 256;
+
+impl ModelArgs {
+    /// Total worker threads: --threads, else $RILL_THREADS, else the core count.
+    pub fn thread_count(&self) -> Result<usize> {
+        let n = match self.threads {
+            Some(n) => n,
+            None => match std::env::var("RILL_THREADS") {
+                Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
+                    anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
+                })?,
+                _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+        };
+        if !(1..=MAX_THREADS).contains(&n) {
+            bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
+        }
+        Ok(n)
+    }
+
+    /// The stage arrangement and its thread pools.
+    pub fn pools(&self) -> Result<StagePools> {
+        let (stages, threads, lm_threads) = self.stage_plan()?;
+        Ok(StagePools::new(stages, threads, lm_threads))
+    }
+
+    /// (stages, total threads, LM threads) as validated from the flags.
+    pub fn stage_plan(&self) -> Result<(Stages, usize, Option<usize>)> {
+        let threads = self.thread_count()?;
+        let stages = match self.stages {
+            Some(StagesArg::One) => Stages::Sequential,
+            Some(StagesArg::Two) => Stages::TwoStage,
+            None => Stages::auto(threads),
+        };
+        if let Some(n) = self.lm_threads {
+            if stages != Stages::TwoStage {
+                bail!("--lm-threads needs --stages two");
+            }
+            if n == 0 || n >= threads.max(2) {
+                bail!("--lm-threads must leave the codec at least one of the {threads} threads, got {n}");
+            }
+        }
+        Ok((stages, threads, self.lm_threads))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StagesArg {
+    One,
+    Two,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

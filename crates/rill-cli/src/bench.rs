@@ -2,15 +2,16 @@
 //! peak memory; `--quality` adds agreement of each precision with f32.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
-use rill_kernels::Pool;
+use rill_kernels::{Isa, Pool};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::quality::compare_sessions;
 use rill_mrt2::sampler::SamplingParams;
 use rill_mrt2::{Mrt2, Precision, Session};
+use rill_stream::{FramePipeline, Stages};
 
 use crate::args::ModelArgs;
 use crate::model_source;
@@ -38,6 +39,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quality: bool,
 
+    /// SIMD tiers to time, in one run: `all` (every tier this CPU runs, best
+    /// first, with ratios) or a comma-separated list (portable, avx2, avx512,
+    /// avx512-novnni). Default: the active tier.
+    #[arg(long, value_name = "TIERS")]
+    pub isa: Option<String>,
+
     /// Frames for --quality.
     #[arg(long, default_value_t = 50)]
     pub quality_frames: usize,
@@ -51,11 +58,8 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn pool_for(args: &ModelArgs) -> Pool {
-    match args.threads {
-        Some(n) => Pool::new(n.max(1)),
-        None => Pool::from_env(),
-    }
+fn pool_for(args: &ModelArgs) -> Result<Pool> {
+    Ok(Pool::new(args.thread_count()?))
 }
 
 /// A steady musical setting for timing: a style, a chord, drums on.
@@ -68,89 +72,167 @@ fn bench_conditioning() -> Conditioning {
     .with_held_notes(&[60, 64, 67])
 }
 
+/// One tier's timings.
+struct TierRun {
+    isa: Isa,
+    lm: Summary,
+    codec: Summary,
+    total: Summary,
+}
+
+/// The tiers `--isa` names: `all` = every tier this CPU runs, best first.
+fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
+    match arg {
+        None => Ok(vec![rill_kernels::isa::active()]),
+        Some("all") => Ok(Isa::available().into_iter().rev().collect()),
+        Some(list) => list
+            .split(',')
+            .map(|n| Isa::parse(n).map_err(anyhow::Error::from))
+            .collect(),
+    }
+}
+
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.quality {
         return quality(&args);
     }
+    let tiers = tiers(args.isa.as_deref())?;
     let path = model_source::resolve(&args.model)?;
-    let pool = pool_for(&args.model);
+    let pools = args.model.pools()?;
     let t0 = Instant::now();
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(&args.model, &ckpt)?;
     let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
     let codec_precision = model_source::codec_precision(&args.model, precision);
-    let codec = rill_codec::Codec::load_with(
-        &ckpt,
-        rill_codec::CodecOptions {
-            precision: codec_precision,
-            isa: None,
-        },
-    )?;
-    drop(ckpt);
+    let load_codec = |isa| {
+        rill_codec::Codec::load_with(
+            &ckpt,
+            rill_codec::CodecOptions {
+                precision: codec_precision,
+                isa: Some(isa),
+            },
+        )
+        .map(Arc::new)
+    };
+    let mut codecs = vec![load_codec(tiers[0])?];
+    // Load time as a user sees it: the weights and the codec of one tier.
     let load = t0.elapsed();
-
-    let mut session = Session::new(lm, 42, &pool);
-    session.set_conditioning(&bench_conditioning(), &pool);
-    let mut state = codec.new_state();
-    let mut audio = vec![0f32; 2 * rill_codec::SAMPLES_PER_FRAME];
-    let (mut lm_t, mut codec_t, mut total_t) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..args.warmup + args.frames {
-        let a = Instant::now();
-        let tokens = session.step(&pool, None);
-        let b = Instant::now();
-        codec.step(&mut state, &tokens, &mut audio, None, &pool);
-        let c = Instant::now();
-        if i >= args.warmup {
-            lm_t.push(b - a);
-            codec_t.push(c - b);
-            total_t.push(c - a);
-        }
+    for &isa in &tiers[1..] {
+        codecs.push(load_codec(isa)?);
     }
-    let (lm, cd, tot) = (summarize(&lm_t), summarize(&codec_t), summarize(&total_t));
+    drop(ckpt);
+
+    let mut runs = Vec::new();
+    for (&isa, codec) in tiers.iter().zip(codecs) {
+        rill_kernels::isa::set_active(isa);
+        let mut pipe = FramePipeline::new(lm.clone(), Some(codec), 42, &pools);
+        pipe.session_mut()
+            .set_conditioning(&bench_conditioning(), pools.lm());
+        let (mut lm_t, mut codec_t, mut total_t) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..args.warmup + args.frames {
+            let a = Instant::now();
+            let r = pipe.step(None, &pools);
+            let wall = a.elapsed();
+            if i >= args.warmup {
+                lm_t.push(Duration::from_secs_f64(r.lm_ms / 1e3));
+                codec_t.push(Duration::from_secs_f64(r.codec_ms / 1e3));
+                total_t.push(wall);
+            }
+        }
+        runs.push(TierRun {
+            isa,
+            lm: summarize(&lm_t),
+            codec: summarize(&codec_t),
+            total: summarize(&total_t),
+        });
+    }
     let rss = peak_rss_bytes();
-    let rtf = tot.median / 40.0;
-    let isa = rill_kernels::isa::active().name();
+    let codec_name = model_source::codec_name(codec_precision);
+    let (lm_threads, codec_threads) = pools.threads();
     if args.json {
         let s = |x: Summary| serde_json::json!({"median": x.median, "p90": x.p90, "p99": x.p99, "max": x.max});
+        let tiers: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "isa": r.isa.name(), "lm_ms": s(r.lm), "codec_ms": s(r.codec),
+                    "total_ms": s(r.total), "rtf": r.total.median / 40.0,
+                })
+            })
+            .collect();
+        let first = &runs[0];
         let v = serde_json::json!({
-            "model": kind.name(), "precision": precision.name(),
-            "codec": model_source::codec_name(codec_precision), "threads": pool.threads(),
-            "isa": isa, "frames": args.frames, "load_s": load.as_secs_f64(),
-            "lm_ms": s(lm), "codec_ms": s(cd), "total_ms": s(tot),
-            "rtf": rtf, "peak_rss_bytes": rss,
+            "model": kind.name(), "precision": precision.name(), "codec": codec_name,
+            "threads": args.model.thread_count()?, "stages": pools.stages().name(),
+            "lm_threads": lm_threads, "codec_threads": codec_threads,
+            "cpu": cpu_name(), "frames": args.frames, "load_s": load.as_secs_f64(),
+            "isa": first.isa.name(), "lm_ms": s(first.lm), "codec_ms": s(first.codec),
+            "total_ms": s(first.total), "rtf": first.total.median / 40.0,
+            "tiers": tiers, "peak_rss_bytes": rss,
         });
         println!("{v}");
-    } else {
+        return Ok(());
+    }
+    println!(
+        "{kind} {precision} (codec {codec_name}) | {} | {} frames after {} warm-up",
+        pools.describe(),
+        args.frames,
+        args.warmup
+    );
+    println!("cpu             {}", cpu_name());
+    println!("load            {:8.2} s", load.as_secs_f64());
+    if pools.stages() == Stages::TwoStage {
         println!(
-            "{} {} (codec {}) | {} threads | {isa} kernels | {} frames after {} warm-up",
-            kind,
-            precision,
-            model_source::codec_name(codec_precision),
-            pool.threads(),
-            args.frames,
-            args.warmup
+            "(two-stage: total = one step, the LM of frame n+1 and the codec of frame n at once)"
         );
-        println!("load            {:8.2} s", load.as_secs_f64());
-        println!("                  median      p90      p99      max   (ms per 40 ms frame)");
-        for (name, x) in [("language model", lm), ("codec", cd), ("total", tot)] {
+    }
+    println!("                  median      p90      p99      max   (ms per 40 ms frame)");
+    let best = runs[0].total.median;
+    for r in &runs {
+        println!("-- {} kernels", r.isa);
+        for (name, x) in [
+            ("language model", r.lm),
+            ("codec", r.codec),
+            ("total", r.total),
+        ] {
             println!(
                 "{name:<15} {:8.2} {:8.2} {:8.2} {:8.2}",
                 x.median, x.p90, x.p99, x.max
             );
         }
-        println!(
-            "real-time factor {rtf:7.3}  (median total / 40 ms; < 1 is faster than real time)"
-        );
-        if let Some(r) = rss {
-            println!("peak RSS        {:8.2} GB", r as f64 / 1e9);
+        let rtf = r.total.median / 40.0;
+        print!("real-time factor {rtf:7.3}  (median total / 40 ms; < 1 is faster than real time)");
+        if runs.len() > 1 {
+            print!(
+                "  | {:.2}x the time of {}",
+                r.total.median / best,
+                runs[0].isa
+            );
         }
+        println!();
+    }
+    if let Some(r) = rss {
+        println!("peak RSS        {:8.2} GB", r as f64 / 1e9);
     }
     Ok(())
 }
 
+/// The CPU's model name (Linux `/proc/cpuinfo`), for labelling figures.
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
 fn quality(args: &BenchArgs) -> Result<()> {
     let path = model_source::resolve(&args.model)?;
-    let pool = pool_for(&args.model);
+    let pool = pool_for(&args.model)?;
     let (ckpt, kind) = model_source::open(&path)?;
     let reference = Arc::new(Mrt2::load(&ckpt, Precision::F32)?);
     let cond = bench_conditioning();

@@ -60,6 +60,8 @@ pub fn run(args: DecodeArgs) -> Result<()> {
         precision: None,
         codec: Some(args.codec),
         threads: args.threads,
+        stages: None,
+        lm_threads: None,
     };
     let path = model_source::resolve(&margs)?;
     let ckpt = rill_checkpoint::Checkpoint::open(&path)?;
@@ -68,10 +70,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
         model_source::codec_precision(&margs, rill_mrt2::Precision::F32),
     )?;
     drop(ckpt);
-    let pool = match args.threads {
-        Some(n) => Pool::new(n.max(1)),
-        None => Pool::from_env(),
-    };
+    let pool = Pool::new(margs.thread_count()?);
     let n = frames.len();
     let start = Instant::now();
     let mut nonfinite = 0;

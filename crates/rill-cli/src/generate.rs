@@ -1,14 +1,13 @@
 //! `rill generate`: controls → tokens → audio, frame by frame as upstream streams it.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use rill_codec::CodecState;
 use rill_io::{Array, Data};
-use rill_kernels::Pool;
-use rill_mrt2::{FrameTrace, Session, LEVELS};
+use rill_mrt2::{FrameTrace, LEVELS};
+use rill_stream::{FramePipeline, StepReport};
 
 use crate::args::{ControlArgs, ModelArgs};
 use crate::dump::Dump;
@@ -17,9 +16,6 @@ use crate::output::{PendingFile, WavOut};
 use crate::progress;
 use crate::stats::Timings;
 use crate::tokens::read_tokens;
-
-/// Samples per 40 ms frame and channel at 48 kHz.
-pub const FRAME_SAMPLES: usize = 1920;
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
@@ -130,11 +126,8 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     let dump_out = args.dump.as_deref().map(PendingFile::reserve).transpose()?;
 
     let path = model_source::resolve(&args.model)?;
+    let pools = args.model.pools()?;
     let (ckpt, _) = model_source::open(&path)?;
-    let pool = match args.model.threads {
-        Some(n) => Pool::new(n.max(1)),
-        None => Pool::from_env(),
-    };
     let precision = model_source::precision(&args.model, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
     let codec = if want_audio {
@@ -146,65 +139,70 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         None
     };
     drop(ckpt);
+    eprintln!(
+        "{} kernels, {}",
+        rill_kernels::isa::active(),
+        pools.describe()
+    );
 
-    let mut session = Session::new(lm.clone(), args.controls.seed, &pool);
-    session.set_conditioning(&cond, &pool);
-    session.set_sampling(sampling);
-    let mut codec_state: Option<CodecState> = codec.as_ref().map(|c| c.new_state());
+    let mut pipe = FramePipeline::new(lm.clone(), codec, args.controls.seed, &pools);
+    pipe.session_mut().set_conditioning(&cond, pools.lm());
+    pipe.session_mut().set_sampling(sampling);
+    pipe.keep_stft(args.dump.is_some());
 
     let mut dump = args
         .dump
         .as_ref()
-        .map(|_| Dump::new(&lm, session.conditioning_tokens()));
+        .map(|_| Dump::new(&lm, pipe.session().conditioning_tokens()));
     let mut trace = FrameTrace::default();
     let mut all_tokens: Vec<[u32; LEVELS]> = Vec::with_capacity(frames);
-    let mut audio = vec![0f32; 2 * FRAME_SAMPLES];
-    let mut stft = vec![0f32; 4 * 480 * 4];
-    let mut pcm = vec![0i16; 2 * FRAME_SAMPLES];
     let mut nonfinite = 0usize;
     let mut timings = Timings::default();
 
     let bar = progress::frames_bar(frames as u64, "generating");
     let start = Instant::now();
-    for n in 0..frames {
-        let t0 = Instant::now();
-        let want_trace = dump.is_some();
-        let tr = if want_trace { Some(&mut trace) } else { None };
-        let tokens = match &forced {
-            Some(f) => session
-                .step_forced(&f[n], &pool, tr)
-                .with_context(|| format!("--force-tokens row {n}"))?,
-            None => session.step(&pool, tr),
-        };
-        let t1 = Instant::now();
-        timings.lm.push(t1 - t0);
-        all_tokens.push(tokens);
-        if let (Some(c), Some(st)) = (&codec, codec_state.as_mut()) {
-            let want_stft = dump.is_some();
-            c.step(
-                st,
-                &tokens,
-                &mut audio,
-                want_stft.then_some(&mut stft[..]),
-                &pool,
-            );
-            nonfinite += rill_codec::float_to_int16(&audio, &mut pcm);
-            timings.codec.push(t1.elapsed());
+    // Writes the frame the pipeline just decoded (in two-stage mode one step late).
+    let mut emit = |pipe: &FramePipeline,
+                    r: &StepReport,
+                    dump: &mut Option<Dump>,
+                    timings: &mut Timings|
+     -> Result<()> {
+        if r.decoded {
+            nonfinite += r.nonfinite;
+            timings
+                .codec
+                .push(Duration::from_secs_f64(r.codec_ms / 1e3));
             if let Some(w) = wav.as_mut() {
-                w.write(&pcm)?;
+                w.write(pipe.pcm())?;
             }
             if let Some(d) = dump.as_mut() {
-                d.push_audio(&stft, &audio, &pcm);
+                d.push_audio(pipe.stft(), pipe.audio(), pipe.pcm());
             }
         }
+        Ok(())
+    };
+    for n in 0..frames {
+        let tr = dump.is_some().then_some(&mut trace);
+        let r = match &forced {
+            Some(f) => pipe
+                .step_forced(&f[n], tr, &pools)
+                .with_context(|| format!("--force-tokens row {n}"))?,
+            None => pipe.step(tr, &pools),
+        };
+        timings.lm.push(Duration::from_secs_f64(r.lm_ms / 1e3));
+        all_tokens.push(r.tokens);
+        emit(&pipe, &r, &mut dump, &mut timings)?;
         if let Some(d) = dump.as_mut() {
-            d.push_frame(&tokens, &trace);
+            d.push_frame(&r.tokens, &trace);
         }
         bar.inc(1);
         if n % 5 == 4 {
             let rtf = start.elapsed().as_secs_f64() / ((n + 1) as f64 * 0.04);
             bar.set_message(format!("RTF {rtf:.2}"));
         }
+    }
+    if let Some(r) = pipe.flush(&pools) {
+        emit(&pipe, &r, &mut dump, &mut timings)?;
     }
     bar.finish_and_clear();
     let wall = start.elapsed();

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
+use rill_mrt2::Precision;
 use rill_stream::{Control, Engine, EngineConfig};
 
 use crate::args::{ControlArgs, ModelArgs};
@@ -36,17 +37,23 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(model, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
-    let codec = model_source::load_codec(&ckpt, model_source::codec_precision(model, precision))?;
+    let codec_precision = model_source::codec_precision(model, precision);
+    let codec = model_source::load_codec(&ckpt, codec_precision)?;
     drop(ckpt);
-    let threads = model
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    eprintln!("measuring real-time capacity ({threads} threads)…");
+    let (stages, threads, lm_threads) = model.stage_plan()?;
+    eprintln!(
+        "measuring real-time capacity ({} threads, {}, {} kernels)…",
+        threads,
+        stages.name(),
+        rill_kernels::isa::active()
+    );
     let engine = Engine::start(
         lm,
         Arc::clone(&codec),
         EngineConfig {
             threads,
+            stages,
+            lm_threads,
             max_sessions,
             calibration_frames: 8,
         },
@@ -55,8 +62,9 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     if rtf > 1.0 {
         eprintln!(
             "warning: this machine generates one stream at {:.2}× real time (real-time factor {rtf:.2}); \
-             playback will stutter. Try --precision int8 or a faster machine.",
-            1.0 / rtf
+             playback will stutter. {}",
+            1.0 / rtf,
+            faster_advice(precision, codec_precision)
         );
     } else {
         eprintln!(
@@ -73,6 +81,27 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
             "codec": model_source::codec_name(model_source::codec_precision(model, precision)),
         }),
     })
+}
+
+/// What to try when the machine is too slow, never the settings already in use.
+fn faster_advice(p: Precision, codec: rill_codec::CodecPrecision) -> String {
+    let mut tips = Vec::new();
+    match p {
+        Precision::F32 | Precision::Bf16 => tips.push("--precision int8"),
+        Precision::Int8 | Precision::Int4 => tips.push("--precision mixed"),
+        Precision::Lut4 | Precision::Mixed => {}
+    }
+    if codec == rill_codec::CodecPrecision::F32 {
+        tips.push("--codec f16");
+    }
+    if tips.is_empty() {
+        "These are rill's fastest settings; this CPU is too slow for real time.".into()
+    } else {
+        format!(
+            "Try {} (see rill bench), or a faster machine.",
+            tips.join(" and ")
+        )
+    }
 }
 
 /// The controls of `rill generate`'s flags, as stream controls.

@@ -25,7 +25,7 @@
 
 use std::ops::{Add, Mul, Sub};
 
-use rill_kernels::{Isa, Pool};
+use rill_kernels::{Isa, Pool, Tier};
 
 use crate::grid::{AVec, Grid};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
@@ -395,23 +395,23 @@ impl WinoConv3x3 {
 /// Per-tier instantiation of the transform bodies (same operations on every tier).
 macro_rules! dispatch {
     ($isa:expr, $mt:expr, $mf:expr, $f:ident ( $($arg:expr),* )) => {{
-        match ($isa, $mt, $mf) {
+        match ($isa.tier(), $mt, $mf) {
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, 4, 4) => avx512::$f::<4, 4>($($arg),*),
+            (Tier::Avx512, 4, 4) => avx512::$f::<4, 4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, 4, 2) => avx512::$f::<4, 2>($($arg),*),
+            (Tier::Avx512, 4, 2) => avx512::$f::<4, 2>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, 2, 4) => avx512::$f::<2, 4>($($arg),*),
+            (Tier::Avx512, 2, 4) => avx512::$f::<2, 4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, _, _) => avx512::$f::<2, 2>($($arg),*),
+            (Tier::Avx512, _, _) => avx512::$f::<2, 2>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, 4, 4) => avx2::$f::<4, 4>($($arg),*),
+            (Tier::Avx2, 4, 4) => avx2::$f::<4, 4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, 4, 2) => avx2::$f::<4, 2>($($arg),*),
+            (Tier::Avx2, 4, 2) => avx2::$f::<4, 2>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, 2, 4) => avx2::$f::<2, 4>($($arg),*),
+            (Tier::Avx2, 2, 4) => avx2::$f::<2, 4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, _, _) => avx2::$f::<2, 2>($($arg),*),
+            (Tier::Avx2, _, _) => avx2::$f::<2, 2>($($arg),*),
             (_, 4, 4) => generic::$f::<4, 4>($($arg),*),
             (_, 4, 2) => generic::$f::<4, 2>($($arg),*),
             (_, 2, 4) => generic::$f::<2, 4>($($arg),*),
@@ -689,15 +689,15 @@ mod avx2 {
 /// Per-tier instantiation of the time-only transform bodies.
 macro_rules! dispatch_t {
     ($isa:expr, $mt:expr, $f:ident ( $($arg:expr),* )) => {{
-        match ($isa, $mt) {
+        match ($isa.tier(), $mt) {
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, 4) => avx512::$f::<4>($($arg),*),
+            (Tier::Avx512, 4) => avx512::$f::<4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, _) => avx512::$f::<2>($($arg),*),
+            (Tier::Avx512, _) => avx512::$f::<2>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, 4) => avx2::$f::<4>($($arg),*),
+            (Tier::Avx2, 4) => avx2::$f::<4>($($arg),*),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, _) => avx2::$f::<2>($($arg),*),
+            (Tier::Avx2, _) => avx2::$f::<2>($($arg),*),
             (_, 4) => generic::$f::<4>($($arg),*),
             _ => generic::$f::<2>($($arg),*),
         }

@@ -3,7 +3,7 @@
 //! to f32 in registers). One generic kernel per SIMD tier, parameterised by how a
 //! weight element loads.
 
-use crate::isa::Isa;
+use crate::isa::{Isa, Tier};
 
 /// A weight element type the float GEMV can widen to f32.
 pub(crate) trait FloatWeight: Copy {
@@ -64,13 +64,13 @@ pub(crate) fn bf16_to_f32(b: u16) -> f32 {
 pub(crate) fn rows<W: FloatWeight>(isa: Isa, w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
     debug_assert_eq!(w.len(), y.len() * cols);
     debug_assert_eq!(x.len(), cols);
-    match isa {
+    match isa.tier() {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw.
-        Isa::Avx512 => unsafe { x86::rows_avx512(w, cols, x, y) },
+        // SAFETY: an `Isa` of tier AVX-512 comes only from detecting avx512f/bw.
+        Tier::Avx512 => unsafe { x86::rows_avx512(w, cols, x, y) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-        Isa::Avx2 => unsafe { x86::rows_avx2(w, cols, x, y) },
+        // SAFETY: an `Isa` of tier AVX2 comes only from detecting avx2, fma and f16c.
+        Tier::Avx2 => unsafe { x86::rows_avx2(w, cols, x, y) },
         _ => rows_portable(w, cols, x, y),
     }
 }

@@ -15,7 +15,7 @@
 //! Why int16 activations: their error (≈ 1/65534 of the largest entry) stays far
 //! below the int8 weight error, so quality matches MLX's float-activation int8.
 
-use crate::isa::Isa;
+use crate::isa::{Isa, Tier};
 use crate::quant::Affine;
 
 pub(crate) const GROUP: usize = 64;
@@ -158,13 +158,13 @@ impl Q8 {
         debug_assert!(blocks.len() <= 4);
         let mut buf = [0f32; 4 * BLOCK];
         let out = &mut buf[..blocks.len() * BLOCK];
-        match isa {
+        match isa.tier() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-            Isa::Avx512 => unsafe { x86::blocks_avx512(self, blocks, act, out) },
+            // SAFETY: an `Isa` with VNNI comes only from detecting avx512f/bw/vnni.
+            Tier::Avx512 if isa.vnni() => unsafe { x86::blocks_avx512(self, blocks, act, out) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-            Isa::Avx2 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
+            // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
             _ => blocks_portable(self, blocks, act, out),
         }
         scatter(blocks, range, out, y);

@@ -11,7 +11,7 @@
 //! effective weights.
 
 use crate::gemv_int8::{Act, BLOCK};
-use crate::isa::Isa;
+use crate::isa::{Isa, Tier};
 use crate::quant::Palette;
 
 /// A palettised matrix in the blocked layout.
@@ -164,10 +164,12 @@ impl Lut4 {
         debug_assert!(blocks.len() <= 4);
         let mut buf = [0f32; 4 * BLOCK];
         let out = &mut buf[..blocks.len() * BLOCK];
-        match isa {
+        match isa.tier() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-            Isa::Avx512 => unsafe { x86::blocks_avx512(self, blocks, act, sums, out) },
+            // SAFETY: an `Isa` with VNNI comes only from detecting avx512f/bw/vnni.
+            Tier::Avx512 if isa.vnni() => unsafe {
+                x86::blocks_avx512(self, blocks, act, sums, out)
+            },
             _ => self.blocks_portable(blocks, act, out),
         }
         crate::gemv_int8::scatter(blocks, range, out, y);

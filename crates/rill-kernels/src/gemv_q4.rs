@@ -6,7 +6,7 @@
 //! nibble and weight `j + 16` in its high nibble, so one 16-byte load unpacks into
 //! weights 0..15 and 16..31 with a mask and a shift.
 
-use crate::isa::Isa;
+use crate::isa::{Isa, Tier};
 
 pub(crate) const AFFINE_GROUP: usize = 32;
 pub(crate) const PALETTE_ROWS: usize = 16;
@@ -48,13 +48,13 @@ pub(crate) fn affine_rows(
     xq: &[i16],
     y: &mut [f32],
 ) {
-    match isa {
+    match isa.tier() {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only selected when the CPU reports avx512f/bw/vnni.
-        Isa::Avx512 => unsafe { x86::affine_avx512(packed, scales, cols, xq, y) },
+        // SAFETY: an `Isa` with VNNI comes only from detecting avx512f/bw/vnni.
+        Tier::Avx512 if isa.vnni() => unsafe { x86::affine_avx512(packed, scales, cols, xq, y) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx2` is only selected when the CPU reports avx2 and fma.
-        Isa::Avx2 => unsafe { x86::affine_avx2(packed, scales, cols, xq, y) },
+        // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+        Tier::Avx2 | Tier::Avx512 => unsafe { x86::affine_avx2(packed, scales, cols, xq, y) },
         _ => affine_portable(packed, scales, cols, xq, y),
     }
 }

@@ -1,29 +1,99 @@
 //! Runtime SIMD tier selection.
 //!
 //! Kernels exist for each tier; the best one the CPU supports is chosen once at
-//! first use. `RILL_ISA=portable|avx2|avx512` forces a lower tier (for tests and
-//! for comparing paths); asking for a tier the CPU lacks falls back to the best
-//! available one.
+//! first use. `RILL_ISA` forces a lower tier (for tests and for comparing paths).
+//!
+//! An [`Isa`] is a proof: the only ways to get one are detection
+//! ([`Isa::detect`], [`Isa::available`], [`active`], [`from_env`]) and
+//! [`Isa::PORTABLE`], so no safe call can run instructions the CPU lacks.
+//! Each tier requires only the features its kernels use; optional extensions
+//! (AVX-512 VNNI) are detected separately and kernels without them fall back.
 
-use std::sync::OnceLock;
+use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// A SIMD tier. Ordered: a higher tier implies the lower ones are available.
+/// A family of kernels. Ordered: a higher tier implies the lower ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Isa {
-    /// Plain Rust, auto-vectorised for the compile target.
+pub enum Tier {
+    /// Plain Rust in fixed-width chunks, auto-vectorised for the compile target.
     Portable,
     /// x86-64 AVX2 + FMA + F16C.
     Avx2,
-    /// x86-64 AVX-512 F/BW/VL + VNNI + BF16.
+    /// x86-64 AVX-512 F + BW (and everything AVX2 needs).
     Avx512,
 }
 
-impl Isa {
-    pub fn name(self) -> &'static str {
+/// A SIMD tier this CPU was detected to support, with its optional extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Isa {
+    tier: Tier,
+    /// AVX-512 VNNI (`vpdpbusd`) for the int8 and 4-bit kernels; only with
+    /// [`Tier::Avx512`].
+    vnni: bool,
+}
+
+/// Every value `RILL_ISA` accepts.
+pub const RILL_ISA_VALUES: &str = "portable, avx2, avx512, avx512-novnni";
+
+/// A bad `RILL_ISA` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IsaError {
+    Unknown(String),
+    Unsupported { wanted: String, best: Isa },
+}
+
+impl fmt::Display for IsaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Isa::Portable => "portable",
-            Isa::Avx2 => "avx2",
-            Isa::Avx512 => "avx512",
+            IsaError::Unknown(v) => write!(
+                f,
+                "RILL_ISA={v:?} is not a SIMD tier; use one of: {RILL_ISA_VALUES} (or unset it)"
+            ),
+            IsaError::Unsupported { wanted, best } => write!(
+                f,
+                "RILL_ISA={wanted} asks for instructions this CPU lacks; its best tier is {best} \
+                 (use one of: {})",
+                Isa::available()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IsaError {}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Isa {
+    /// The portable tier, valid on every CPU.
+    pub const PORTABLE: Isa = Isa {
+        tier: Tier::Portable,
+        vnni: false,
+    };
+
+    pub fn tier(self) -> Tier {
+        self.tier
+    }
+
+    /// Whether the AVX-512 VNNI int8 dot product is available (and allowed).
+    pub fn vnni(self) -> bool {
+        self.vnni
+    }
+
+    /// The name `RILL_ISA` accepts for this tier.
+    pub fn name(self) -> &'static str {
+        match (self.tier, self.vnni) {
+            (Tier::Portable, _) => "portable",
+            (Tier::Avx2, _) => "avx2",
+            (Tier::Avx512, true) => "avx512",
+            (Tier::Avx512, false) => "avx512-novnni",
         }
     }
 
@@ -31,55 +101,153 @@ impl Isa {
     pub fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
-                && std::arch::is_x86_feature_detected!("avx512bf16")
-            {
-                return Isa::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-                && std::arch::is_x86_feature_detected!("f16c")
-            {
-                return Isa::Avx2;
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") && has!("f16c") {
+                if has!("avx512f") && has!("avx512bw") {
+                    return Isa {
+                        tier: Tier::Avx512,
+                        vnni: has!("avx512vnni"),
+                    };
+                }
+                return Isa {
+                    tier: Tier::Avx2,
+                    vnni: false,
+                };
             }
         }
-        Isa::Portable
+        Isa::PORTABLE
     }
 
-    /// Every tier this CPU can run, lowest first.
+    /// Every tier this CPU can run, lowest first (including AVX-512 without its
+    /// VNNI extension where VNNI exists, so the fallback kernels get tested).
     pub fn available() -> Vec<Isa> {
         let best = Isa::detect();
-        [Isa::Portable, Isa::Avx2, Isa::Avx512]
-            .into_iter()
-            .filter(|&i| i <= best)
-            .collect()
+        let mut v = vec![Isa::PORTABLE];
+        if best.tier >= Tier::Avx2 {
+            v.push(Isa {
+                tier: Tier::Avx2,
+                vnni: false,
+            });
+        }
+        if best.tier >= Tier::Avx512 {
+            v.push(Isa {
+                tier: Tier::Avx512,
+                vnni: false,
+            });
+            if best.vnni {
+                v.push(best);
+            }
+        }
+        v
     }
 
-    fn from_env() -> Option<Isa> {
-        match std::env::var("RILL_ISA")
-            .ok()?
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "portable" | "scalar" => Some(Isa::Portable),
-            "avx2" => Some(Isa::Avx2),
-            "avx512" => Some(Isa::Avx512),
-            _ => None,
+    /// The tier named `name` if this CPU runs it.
+    pub fn parse(name: &str) -> Result<Isa, IsaError> {
+        let wanted = name.trim().to_ascii_lowercase();
+        let (tier, vnni) = match wanted.as_str() {
+            "portable" | "scalar" => (Tier::Portable, false),
+            "avx2" => (Tier::Avx2, false),
+            "avx512" => (Tier::Avx512, true),
+            "avx512-novnni" => (Tier::Avx512, false),
+            _ => return Err(IsaError::Unknown(name.to_string())),
+        };
+        let best = Isa::detect();
+        // `avx512` means "AVX-512 with whatever extensions this CPU has".
+        let vnni = vnni && best.vnni;
+        Isa::available()
+            .into_iter()
+            .find(|i| i.tier == tier && i.vnni == vnni)
+            .ok_or(IsaError::Unsupported { wanted, best })
+    }
+}
+
+/// The tier `RILL_ISA` asks for, checked against this CPU; `Ok(None)` when unset.
+/// Programs call this at start-up to turn a bad value into a clear error.
+pub fn from_env() -> Result<Option<Isa>, IsaError> {
+    match std::env::var("RILL_ISA") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => Isa::parse(&v).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The active tier, encoded by [`Isa::code`]; 0 = not chosen yet.
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
+
+impl Isa {
+    fn code(self) -> u8 {
+        1 + 2 * self.tier as u8 + self.vnni as u8
+    }
+
+    fn from_code(c: u8) -> Isa {
+        let tier = match (c - 1) / 2 {
+            0 => Tier::Portable,
+            1 => Tier::Avx2,
+            _ => Tier::Avx512,
+        };
+        Isa {
+            tier,
+            vnni: (c - 1) % 2 == 1,
         }
     }
 }
 
-/// The tier kernels use: the detected one, lowered by `RILL_ISA` if set.
+/// The tier kernels use: the detected one, lowered by `RILL_ISA` if set. A bad
+/// `RILL_ISA` value is ignored here (check it with [`from_env`] first).
 pub fn active() -> Isa {
-    static ACTIVE: OnceLock<Isa> = OnceLock::new();
-    *ACTIVE.get_or_init(|| {
-        let best = Isa::detect();
-        match Isa::from_env() {
-            Some(wanted) if wanted <= best => wanted,
-            _ => best,
+    match ACTIVE.load(Ordering::Relaxed) {
+        0 => {
+            let isa = match from_env() {
+                Ok(Some(isa)) => isa,
+                _ => Isa::detect(),
+            };
+            ACTIVE.store(isa.code(), Ordering::Relaxed);
+            isa
         }
-    })
+        // Only codes of detected tiers are ever stored.
+        c => Isa::from_code(c),
+    }
+}
+
+/// Makes `isa` the tier of every later kernel call in this process (for
+/// benchmarks that compare tiers in one run). Weights packed for a tier at load
+/// (the codec's) keep the tier they were loaded with.
+pub fn set_active(isa: Isa) {
+    ACTIVE.store(isa.code(), Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn available_tiers_are_ordered_and_end_at_the_best() {
+        let v = Isa::available();
+        assert_eq!(v[0], Isa::PORTABLE);
+        assert_eq!(*v.last().unwrap(), Isa::detect());
+        assert!(v.windows(2).all(|w| w[0] < w[1]));
+        for isa in &v {
+            assert_eq!(Isa::parse(isa.name()), Ok(*isa), "{isa}");
+            assert!(isa.vnni() <= (isa.tier() == Tier::Avx512));
+        }
+    }
+
+    #[test]
+    fn bad_names_are_errors_naming_the_valid_ones() {
+        let e = Isa::parse("avx-512").unwrap_err();
+        assert_eq!(e, IsaError::Unknown("avx-512".into()));
+        assert!(e.to_string().contains(RILL_ISA_VALUES), "{e}");
+        if Isa::detect().tier() < Tier::Avx512 {
+            let e = Isa::parse("avx512").unwrap_err();
+            assert!(matches!(e, IsaError::Unsupported { .. }), "{e}");
+        }
+        assert_eq!(Isa::parse(" Portable "), Ok(Isa::PORTABLE));
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for isa in Isa::available() {
+            assert_eq!(Isa::from_code(isa.code()), isa);
+        }
+    }
 }

@@ -17,6 +17,6 @@ mod gemv_lut4;
 mod gemv_q4;
 mod simd;
 
-pub use isa::Isa;
+pub use isa::{Isa, Tier};
 pub use matrix::{Matrix, Part, WeightFormat};
 pub use pool::Pool;

@@ -687,7 +687,7 @@ mod tests {
         let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
         let m = Matrix::from_f32(rows, cols, w, WeightFormat::Int8);
         let mut base = vec![0f32; rows];
-        m.gemv_rows_isa(Isa::Portable, &x, &mut base, 0..rows, &pool);
+        m.gemv_rows_isa(Isa::PORTABLE, &x, &mut base, 0..rows, &pool);
         for isa in Isa::available() {
             let mut y = vec![0f32; rows];
             m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);

@@ -107,6 +107,13 @@ impl Pool {
 
     /// Runs `f(i)` for every `i in 0..n`, spread over the pool; returns when all are done.
     pub fn run(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
+        self.dispatch(n, f, false)
+    }
+
+    /// As [`Pool::run`]; with `caller_first` the calling thread always runs task 0
+    /// itself (helpers start at task 1), so a stage keeps to one thread and its
+    /// per-thread state.
+    fn dispatch(&self, n: usize, f: &(dyn Fn(usize) + Sync), caller_first: bool) {
         if n == 0 {
             return;
         }
@@ -126,11 +133,16 @@ impl Pool {
         s.tasks.store(n, Ordering::Relaxed);
         s.remaining.store(n, Ordering::Relaxed);
         let gen = (s.counter.load(Ordering::Relaxed) >> 32).wrapping_add(1) & 0xffff_ffff;
-        s.counter.store(gen << 32, Ordering::Release);
+        let first = u64::from(caller_first);
+        s.counter.store((gen << 32) | first, Ordering::Release);
         for (w, (_, t)) in self.threads.iter().enumerate() {
             if s.sleeping[w].swap(false, Ordering::AcqRel) {
                 t.unpark();
             }
+        }
+        if caller_first {
+            f(0);
+            s.remaining.fetch_sub(1, Ordering::Release);
         }
         while let Some(i) = claim(s, gen, n) {
             f(i);
@@ -144,6 +156,69 @@ impl Pool {
         s.counter
             .store((gen << 32) | 0xffff_ffff, Ordering::Release);
         self.busy.store(false, Ordering::Release);
+    }
+}
+
+impl Pool {
+    /// Runs `a` and `b` concurrently when a helper is free (else one after the
+    /// other on the caller) and returns both results. This is how two pipeline
+    /// stages share the cores: each closure owns its stage's state. `a` always
+    /// runs on the calling thread; `b` on a helper unless the caller finishes `a`
+    /// before any helper took `b`.
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let a = OnceCell::new(a);
+        let b = OnceCell::new(b);
+        let (ra, rb) = (OnceCell::<RA>::empty(), OnceCell::<RB>::empty());
+        self.dispatch(
+            2,
+            &|i| {
+                // SAFETY: `dispatch` calls each index exactly once, so task 0 alone touches
+                // `a`/`ra` and task 1 alone touches `b`/`rb`.
+                unsafe {
+                    if i == 0 {
+                        ra.put(a.take()());
+                    } else {
+                        rb.put(b.take()());
+                    }
+                }
+            },
+            true,
+        );
+        // SAFETY: `run` returned, so both tasks finished and no other thread
+        // holds a reference.
+        unsafe { (ra.take(), rb.take()) }
+    }
+}
+
+/// A slot written or taken by exactly one task (see [`Pool::join`]).
+struct OnceCell<T>(UnsafeCell<Option<T>>);
+
+// SAFETY: access is serialised by the task protocol of `Pool::join`: each cell
+// is touched by one task, then by the caller after `run` returns.
+unsafe impl<T: Send> Sync for OnceCell<T> {}
+
+impl<T> OnceCell<T> {
+    fn new(v: T) -> Self {
+        OnceCell(UnsafeCell::new(Some(v)))
+    }
+    fn empty() -> Self {
+        OnceCell(UnsafeCell::new(None))
+    }
+    /// # Safety
+    /// No other thread accesses the cell concurrently.
+    unsafe fn take(&self) -> T {
+        (*self.0.get()).take().expect("pool task ran once")
+    }
+    /// # Safety
+    /// As [`OnceCell::take`].
+    unsafe fn put(&self, v: T) {
+        *self.0.get() = Some(v);
     }
 }
 
@@ -233,6 +308,32 @@ mod tests {
                 });
                 assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
             }
+        }
+    }
+
+    #[test]
+    fn join_runs_both_closures_once_and_returns_both_results() {
+        for threads in 1..4 {
+            let pool = Pool::new(threads);
+            let mut left = vec![0u32; 3];
+            let mut right = String::from("x");
+            let me = thread::current().id();
+            for round in 0..50u32 {
+                let (a, b) = pool.join(
+                    || {
+                        assert_eq!(thread::current().id(), me, "a runs on the caller");
+                        left[0] += round;
+                        left.len()
+                    },
+                    || {
+                        right.push('y');
+                        round * 2
+                    },
+                );
+                assert_eq!((a, b), (3, round * 2));
+            }
+            assert_eq!(left[0], (0..50).sum::<u32>());
+            assert_eq!(right.len(), 51);
         }
     }
 

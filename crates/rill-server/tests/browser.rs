@@ -83,6 +83,8 @@ fn start_server() -> SocketAddr {
         codec,
         EngineConfig {
             threads: 2,
+            stages: rill_stream::Stages::TwoStage,
+            lm_threads: None,
             max_sessions: Some(2),
             calibration_frames: 0,
         },

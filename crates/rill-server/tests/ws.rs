@@ -8,7 +8,6 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
-use rill_kernels::Pool;
 use rill_mrt2::{Mrt2, Precision};
 use rill_server::AppState;
 use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
@@ -38,6 +37,8 @@ async fn server(max: usize) -> String {
         codec,
         EngineConfig {
             threads: 2,
+            stages: rill_stream::Stages::TwoStage,
+            lm_threads: None,
             max_sessions: Some(max),
             calibration_frames: 0,
         },
@@ -223,7 +224,7 @@ async fn key_press_latency_in_frames() {
     }
     // What the stream would have played without the key press.
     let (lm, codec) = weights();
-    let pool = Pool::new(2);
+    let pool = rill_stream::StagePools::new(rill_stream::Stages::Sequential, 2, None);
     let mut g = Generator::new(lm, codec, 42, &pool);
     g.apply(Control::Style(Some(STYLE))).unwrap();
     let mut pcm = vec![0i16; FRAME_PCM];

@@ -1,19 +1,17 @@
-//! One stream's generator: language-model session, codec state and live note
-//! state, producing one 40 ms block of 16-bit stereo audio per step. No threads,
-//! no I/O; the per-frame path allocates nothing.
+//! One stream's generator: a [`FramePipeline`] plus the live controls (style,
+//! notes, drums, CFG, sampling), producing one 40 ms block of 16-bit stereo
+//! audio per step. No threads of its own, no I/O; the per-frame path allocates
+//! nothing.
 
 use std::sync::Arc;
 
-use rill_codec::{Codec, CodecState, SAMPLES_PER_FRAME};
-use rill_kernels::Pool;
+use rill_codec::{Codec, CodecState};
 use rill_mrt2::conditioning::{CfgScales, Conditioning};
 use rill_mrt2::sampler::{self, SamplingParams};
-use rill_mrt2::{LmState, ModelError, Mrt2, Session, LEVELS};
+use rill_mrt2::{LmState, ModelError, Mrt2, LEVELS};
 
 use crate::notes::NoteTracker;
-
-/// Interleaved stereo int16 samples per frame.
-pub const FRAME_PCM: usize = 2 * SAMPLES_PER_FRAME;
+use crate::pipeline::{FramePipeline, StagePools};
 
 /// A change applied at the next frame boundary.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +42,8 @@ pub enum Control {
 pub struct Snapshot {
     pub lm: LmState,
     pub codec: CodecState,
+    /// Tokens the LM produced that the codec has not decoded yet (two-stage).
+    pub pending: Option<[u32; LEVELS]>,
     pub style: Option<[u16; 12]>,
     pub drums: Option<bool>,
     pub cfg: CfgScales,
@@ -54,42 +54,38 @@ pub struct Snapshot {
 /// What one step produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
+    /// Tokens the LM produced this step.
     pub tokens: [u32; LEVELS],
+    /// Whether a frame of audio was written (the first two-stage step writes none).
+    pub decoded: bool,
     /// Non-finite decoder samples replaced by silence (normally 0).
     pub nonfinite: usize,
 }
 
 /// A live stream's generator.
 pub struct Generator {
-    session: Session,
-    codec: Arc<Codec>,
-    codec_state: CodecState,
+    pipeline: FramePipeline,
     style: Option<[u16; 12]>,
     drums: Option<bool>,
     cfg: CfgScales,
     notes: NoteTracker,
     cond: Conditioning,
-    audio: Vec<f32>,
 }
 
 impl Generator {
-    pub fn new(lm: Arc<Mrt2>, codec: Arc<Codec>, seed: u64, pool: &Pool) -> Generator {
-        let codec_state = codec.new_state();
+    pub fn new(lm: Arc<Mrt2>, codec: Arc<Codec>, seed: u64, pools: &StagePools) -> Generator {
         Generator {
-            session: Session::new(lm, seed, pool),
-            codec,
-            codec_state,
+            pipeline: FramePipeline::new(lm, Some(codec), seed, pools),
             style: None,
             drums: None,
             cfg: CfgScales::default(),
             notes: NoteTracker::default(),
             cond: Conditioning::default(),
-            audio: vec![0.0; FRAME_PCM],
         }
     }
 
-    pub fn session(&self) -> &Session {
-        &self.session
+    pub fn session(&self) -> &rill_mrt2::Session {
+        self.pipeline.session()
     }
 
     pub fn notes(&self) -> &NoteTracker {
@@ -103,7 +99,8 @@ impl Generator {
     /// Applies a control; it takes effect from the next [`Generator::step`].
     /// Only restoring a snapshot of another model can fail.
     pub fn apply(&mut self, c: Control) -> Result<(), ModelError> {
-        let mut p = self.session.sampling();
+        let session = self.pipeline.session_mut();
+        let mut p = session.sampling();
         match c {
             Control::Style(s) => self.style = s,
             Control::NoteOn(n) => self.notes.note_on(n),
@@ -115,51 +112,64 @@ impl Generator {
             Control::CfgMusiccoca(v) => self.cfg.musiccoca = v,
             Control::CfgNotes(v) => self.cfg.notes = v,
             Control::CfgDrums(v) => self.cfg.drums = v,
-            Control::Seed(s) => self.session.set_key(sampler::key(s)),
+            Control::Seed(s) => session.set_key(sampler::key(s)),
             Control::Reset(s) => {
-                self.session.reset(s);
-                self.codec_state = self.codec.new_state();
+                session.reset(s);
+                self.pipeline.reset_codec();
             }
             Control::Restore(snap) => return self.restore(&snap),
         }
-        self.session.set_sampling(p);
+        self.pipeline.session_mut().set_sampling(p);
         Ok(())
     }
 
-    /// Generates one frame into `pcm` (3840 interleaved int16 samples).
-    pub fn step(&mut self, pool: &Pool, pcm: &mut [i16]) -> FrameInfo {
+    /// Runs one LM step with the current controls and writes the decoded frame
+    /// (3840 interleaved int16 samples) into `pcm` when there is one: always in
+    /// sequential mode, from the second step on in two-stage mode (one frame later).
+    pub fn step(&mut self, pools: &StagePools, pcm: &mut [i16]) -> FrameInfo {
         self.cond.style = self.style;
         self.cond.drums = self.drums;
         self.cond.cfg = self.cfg;
         self.cond.notes = self.notes.values();
-        self.session.set_conditioning(&self.cond, pool);
-        let tokens = self.session.step(pool, None);
-        self.codec
-            .step(&mut self.codec_state, &tokens, &mut self.audio, None, pool);
-        let nonfinite = rill_codec::float_to_int16(&self.audio, pcm);
+        self.pipeline
+            .session_mut()
+            .set_conditioning(&self.cond, pools.lm());
+        let r = self.pipeline.step(None, pools);
+        if r.decoded {
+            pcm.copy_from_slice(self.pipeline.pcm());
+        }
         self.notes.advance();
-        FrameInfo { tokens, nonfinite }
+        FrameInfo {
+            tokens: r.tokens,
+            decoded: r.decoded,
+            nonfinite: r.nonfinite,
+        }
     }
 
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            lm: self.session.state().clone(),
-            codec: self.codec_state.clone(),
+            lm: self.pipeline.session().state().clone(),
+            codec: self
+                .pipeline
+                .codec_state()
+                .expect("a generator always has a codec")
+                .clone(),
+            pending: self.pipeline.pending(),
             style: self.style,
             drums: self.drums,
             cfg: self.cfg,
-            sampling: self.session.sampling(),
+            sampling: self.pipeline.session().sampling(),
             notes: self.notes.clone(),
         }
     }
 
     pub fn restore(&mut self, s: &Snapshot) -> Result<(), ModelError> {
-        self.session.restore_state(s.lm.clone())?;
-        self.codec_state.clone_from(&s.codec);
+        self.pipeline.session_mut().restore_state(s.lm.clone())?;
+        self.pipeline.restore_codec(&s.codec, s.pending);
         self.style = s.style;
         self.drums = s.drums;
         self.cfg = s.cfg;
-        self.session.set_sampling(s.sampling);
+        self.pipeline.session_mut().set_sampling(s.sampling);
         self.notes = s.notes.clone();
         Ok(())
     }

@@ -1,5 +1,7 @@
 //! Live streaming for rill: the core shared by `rill play` and `rill serve`.
 //!
+//! * [`FramePipeline`]: LM step → codec step → int16, sequential or in two
+//!   overlapping stages ([`Stages`]); the one frame loop every command uses.
 //! * [`Generator`]: one stream's language-model session, codec state and live note
 //!   state; one call = one 40 ms frame of 16-bit stereo audio.
 //! * [`Engine`]: a scheduler thread that owns all generators and the worker pool,
@@ -10,9 +12,11 @@
 pub mod engine;
 pub mod generator;
 pub mod notes;
+pub mod pipeline;
 
 pub use engine::{
     Engine, EngineConfig, StreamConfig, StreamController, StreamError, StreamHandle, StreamStats,
 };
-pub use generator::{Control, FrameInfo, Generator, Snapshot, FRAME_PCM};
+pub use generator::{Control, FrameInfo, Generator, Snapshot};
 pub use notes::NoteTracker;
+pub use pipeline::{FramePipeline, StagePools, Stages, StepReport, FRAME_PCM};

@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
-use rill_kernels::Pool;
 use rill_mrt2::{Mrt2, Precision};
-use rill_stream::{Control, Generator, FRAME_PCM};
+use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
 
 #[global_allocator]
 static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;
@@ -16,9 +15,14 @@ static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;
 fn frame_loop_does_not_allocate() {
     let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
     let codec = Arc::new(Codec::load(&ck).unwrap());
-    for precision in [Precision::F32, Precision::Int8, Precision::Mixed] {
+    for (precision, stages) in [
+        (Precision::F32, Stages::Sequential),
+        (Precision::Int8, Stages::TwoStage),
+        (Precision::Mixed, Stages::Sequential),
+        (Precision::Mixed, Stages::TwoStage),
+    ] {
         let lm = Arc::new(Mrt2::load(&ck, precision).unwrap());
-        let pool = Pool::new(2);
+        let pool = StagePools::new(stages, 2, None);
         let mut g = Generator::new(lm, codec.clone(), 42, &pool);
         let mut pcm = vec![0i16; FRAME_PCM];
         g.step(&pool, &mut pcm); // warm-up: grows per-thread scratch once
@@ -36,6 +40,11 @@ fn frame_loop_does_not_allocate() {
             g.step(&pool, &mut pcm);
         }
         let n = rill_testkit::allocations() - before;
-        assert_eq!(n, 0, "{precision}: the frame loop allocated {n} times");
+        assert_eq!(
+            n,
+            0,
+            "{precision} {}: the frame loop allocated {n} times",
+            stages.name()
+        );
     }
 }

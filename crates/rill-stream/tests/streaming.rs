@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
-use rill_kernels::Pool;
 use rill_mrt2::{Mrt2, Precision};
 use rill_stream::{
-    Control, Engine, EngineConfig, Generator, StreamConfig, StreamError, StreamHandle, FRAME_PCM,
+    Control, Engine, EngineConfig, Generator, Stages, StreamConfig, StreamError, StreamHandle,
+    FRAME_PCM,
 };
 
 fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
@@ -34,6 +34,8 @@ fn engine(max: usize) -> Engine {
         codec,
         EngineConfig {
             threads: 2,
+            stages: rill_stream::Stages::TwoStage,
+            lm_threads: None,
             max_sessions: Some(max),
             calibration_frames: 0,
         },
@@ -73,7 +75,7 @@ fn read(h: &mut StreamHandle, frames: usize) -> Vec<Vec<i16>> {
 /// Frames of a generator run directly: `before` frames, then `control`, then `after`.
 fn reference(before: usize, control: Option<Control>, after: usize) -> Vec<Vec<i16>> {
     let (lm, codec) = weights();
-    let pool = Pool::new(2);
+    let pool = rill_stream::StagePools::new(rill_stream::Stages::Sequential, 2, None);
     let mut g = Generator::new(lm, codec, 42, &pool);
     g.apply(Control::Style(Some(STYLE))).unwrap();
     let mut out = Vec::new();
@@ -106,13 +108,16 @@ fn control_applies_at_the_next_frame_boundary() {
         325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782,
     ]));
     h.send(change.clone()).unwrap();
+    // The engine runs two stages: its LM is one frame ahead of the decoded audio,
+    // so the control reaches the audio one frame later (the stated extra latency).
+    let boundary = before + Stages::TwoStage.latency_frames();
     let got = read(&mut h, before + 6);
-    let want = reference(before, Some(change), 6);
+    let want = reference(boundary, Some(change), before + 6 - boundary);
     assert_eq!(got, want);
     // Frames before the boundary are untouched; from the boundary on the music changes.
     let unchanged = reference(before + 6, None, 0);
-    assert_eq!(got[..before], unchanged[..before]);
-    assert_ne!(got[before], unchanged[before]);
+    assert_eq!(got[..boundary], unchanged[..boundary]);
+    assert_ne!(got[boundary], unchanged[boundary]);
 }
 
 #[test]
@@ -127,7 +132,10 @@ fn snapshot_restore_continues_bit_identically() {
     read(&mut h, 3);
     wait_full(&h); // 8 frames generated, 3 read
     let snap = h.snapshot(Duration::from_secs(30)).unwrap();
-    assert_eq!(snap.lm.frame, 8);
+    // Two stages: the LM has run one frame past the decoded audio, whose tokens
+    // are pending in the snapshot.
+    assert_eq!(snap.lm.frame, 9);
+    assert!(snap.pending.is_some());
     let after_snapshot = read(&mut h, 5 + 7); // 5 buffered, then 7 new
     wait_full(&h);
     h.send(Control::Restore(Box::new(snap))).unwrap();

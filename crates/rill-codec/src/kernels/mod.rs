@@ -22,7 +22,7 @@
 
 use std::marker::PhantomData;
 
-use rill_kernels::{Isa, Pool};
+use rill_kernels::{Isa, Pool, Tier};
 
 use crate::grid::AVec;
 
@@ -124,7 +124,7 @@ impl Packed {
         for v in self.data.iter_mut() {
             *v = f16_to_f32(f32_to_f16(*v));
         }
-        if isa == Isa::Avx512 && self.layout == Layout::Panels {
+        if isa.tier() == Tier::Avx512 && self.layout == Layout::Panels {
             self.half = Some(self.data.iter().map(|&v| f32_to_f16(v)).collect());
             self.data = AVec::zeros(0);
         }
@@ -283,7 +283,7 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     }
     let n = r1 - r0;
     assert!(
-        w.half.is_none() || isa == Isa::Avx512,
+        w.half.is_none() || isa.tier() == Tier::Avx512,
         "f16 weight panels need the AVX-512 kernel"
     );
     let (b, b16, b_stride) = match (&w.layout, &w.half) {
@@ -314,15 +314,15 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     // SAFETY: all pointers were derived from bounds-checked buffers above; the ISA
     // tier is only selected when the CPU supports it (`rill_kernels::isa`).
     unsafe {
-        match (isa, &w.layout) {
+        match (isa.tier(), &w.layout) {
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, Layout::Panels) if w.half.is_some() => x86_avx512::tile_f16(&tile),
+            (Tier::Avx512, Layout::Panels) if w.half.is_some() => x86_avx512::tile_f16(&tile),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, Layout::Panels) => x86_avx512::tile(&tile),
+            (Tier::Avx512, Layout::Panels) => x86_avx512::tile(&tile),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
+            (Tier::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, Layout::Panels) => x86_avx2::tile(&tile),
+            (Tier::Avx2, Layout::Panels) => x86_avx2::tile(&tile),
             (_, Layout::Panels) => portable::tile(&tile),
             (_, Layout::Rows) => portable::narrow(&tile),
         }
@@ -408,13 +408,13 @@ pub(crate) fn elu_in_place(isa: Isa, x: &mut [f32]) {
 /// # Safety
 /// `src`/`dst` valid for `n` floats (they may be equal).
 unsafe fn elu_raw(isa: Isa, src: *const f32, dst: *mut f32, n: usize) {
-    match isa {
+    match isa.tier() {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the tier is only selected when the CPU supports it.
-        Isa::Avx512 => x86_avx512::elu_raw(src, dst, n),
+        Tier::Avx512 => x86_avx512::elu_raw(src, dst, n),
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Isa::Avx2 => x86_avx2::elu_raw(src, dst, n),
+        Tier::Avx2 => x86_avx2::elu_raw(src, dst, n),
         _ => portable::elu_raw(src, dst, n),
     }
 }

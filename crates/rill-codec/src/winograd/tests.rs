@@ -143,7 +143,7 @@ fn winograd_tiers_agree() {
     let pool = Pool::new(1);
     let w = WinoConv3x3::new(&k, &b, cin, cout, f, [4, 4]);
     let mut outs = Vec::new();
-    for isa in Isa::available().into_iter().filter(|&i| i != Isa::Portable) {
+    for isa in Isa::available().into_iter().filter(|&i| i != Isa::PORTABLE) {
         let mut s = w.scratch(2, 4);
         outs.push(stream(
             direct.input_shape(2, 4),
