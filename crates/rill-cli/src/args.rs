@@ -31,9 +31,11 @@ pub struct ModelArgs {
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
 
-    /// Codec (SpectroStream decoder) weights: f32 (exact, ≈107 dB SNR vs upstream) or
-    /// f16 for the bandwidth-bound early layers (≈64 dB, ~15 % faster). Default: f16
-    /// with --precision mixed, f32 otherwise.
+    /// Codec (SpectroStream decoder) weights: f32 (exact, ≈107 dB audio SNR vs
+    /// upstream), i16 (int16 weights with per-channel scales for the
+    /// bandwidth-bound early layers, ≈86 dB, faster) or f16 (the same layers in
+    /// IEEE half, ≈64 dB). Default: f32 for generate and decode; i16 for play,
+    /// serve and bench (live use) and with --precision mixed.
     #[arg(long, value_enum)]
     pub codec: Option<CodecArg>,
 
@@ -110,6 +112,7 @@ pub enum StagesArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CodecArg {
     F32,
+    I16,
     F16,
 }
 

@@ -103,7 +103,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(&args.model, &ckpt)?;
     let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
-    let codec_precision = model_source::codec_precision(&args.model, precision);
+    let codec_precision = model_source::codec_precision(&args.model, precision, true);
     let load_codec = |isa| {
         rill_codec::Codec::load_with(
             &ckpt,

@@ -67,7 +67,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     let ckpt = rill_checkpoint::Checkpoint::open(&path)?;
     let codec = model_source::load_codec(
         &ckpt,
-        model_source::codec_precision(&margs, rill_mrt2::Precision::F32),
+        model_source::codec_precision(&margs, rill_mrt2::Precision::F32, false),
     )?;
     drop(ckpt);
     let pool = Pool::new(margs.thread_count()?);

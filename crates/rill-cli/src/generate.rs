@@ -133,7 +133,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     let codec = if want_audio {
         Some(model_source::load_codec(
             &ckpt,
-            model_source::codec_precision(&args.model, precision),
+            model_source::codec_precision(&args.model, precision, false),
         )?)
     } else {
         None

@@ -37,7 +37,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(model, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
-    let codec_precision = model_source::codec_precision(model, precision);
+    let codec_precision = model_source::codec_precision(model, precision, true);
     let codec = model_source::load_codec(&ckpt, codec_precision)?;
     drop(ckpt);
     let (stages, threads, lm_threads) = model.stage_plan()?;
@@ -78,7 +78,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
         info: serde_json::json!({
             "model": kind.name(),
             "precision": precision.name(),
-            "codec": model_source::codec_name(model_source::codec_precision(model, precision)),
+            "codec": model_source::codec_name(codec_precision),
         }),
     })
 }

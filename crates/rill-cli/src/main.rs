@@ -54,6 +54,10 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if let Err(e) = rill_kernels::isa::from_env() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
     let result = match cli.command {
         Command::Generate(a) => generate::run(a),
         Command::Decode(a) => decode::run(a),

@@ -152,11 +152,15 @@ pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
     Ok(Arc::new(m))
 }
 
-/// The codec weights to use: `--codec`, else f16 early layers for `mixed`, else f32.
-pub fn codec_precision(args: &ModelArgs, lm: Precision) -> CodecPrecision {
+/// The codec weights to use: `--codec`, else int16 early layers for live use
+/// (play, serve, bench) and for `mixed`, else the exact f32 codec.
+pub fn codec_precision(args: &ModelArgs, lm: Precision, live: bool) -> CodecPrecision {
     match (args.codec, lm) {
         (Some(CodecArg::F32), _) => CodecPrecision::F32,
-        (Some(CodecArg::F16), _) | (None, Precision::Mixed) => CodecPrecision::F16Weights,
+        (Some(CodecArg::F16), _) => CodecPrecision::F16Weights,
+        (Some(CodecArg::I16), _) => CodecPrecision::I16Weights,
+        (None, Precision::Mixed) => CodecPrecision::I16Weights,
+        (None, _) if live => CodecPrecision::I16Weights,
         (None, _) => CodecPrecision::F32,
     }
 }
@@ -165,6 +169,7 @@ pub fn codec_name(p: CodecPrecision) -> &'static str {
     match p {
         CodecPrecision::F32 => "f32",
         CodecPrecision::F16Weights => "f16 early weights",
+        CodecPrecision::I16Weights => "int16 early weights",
     }
 }
 

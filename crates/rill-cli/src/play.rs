@@ -47,7 +47,9 @@ pub struct PlayArgs {
     #[arg(long, value_name = "FILE.wav")]
     pub record: Option<PathBuf>,
 
-    /// Stop after this many seconds (default: until Ctrl-C).
+    /// Stop after this many seconds of audio (default: until Ctrl-C). With
+    /// `--device null`, seconds of generated audio consumed (however long that
+    /// takes on a slow machine); with a sound card, seconds of playing time.
     #[arg(long)]
     pub seconds: Option<f64>,
 
@@ -57,10 +59,20 @@ pub struct PlayArgs {
     pub device: String,
 }
 
+/// Longest `--seconds` accepted (a day).
+const MAX_SECONDS: f64 = 86_400.0;
+
 pub fn run(args: PlayArgs) -> Result<()> {
     if args.list_midi {
         return list_midi();
     }
+    let target_frames = match args.seconds {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) => {
+            anyhow::bail!("--seconds must be a number in (0, {MAX_SECONDS}], got {s}")
+        }
+        Some(s) => Some(((s * 25.0).round() as u64).max(1)),
+        None => None,
+    };
     let initial = live::initial_controls(&args.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(&args.model, Some(1))?;
@@ -99,27 +111,26 @@ pub fn run(args: PlayArgs) -> Result<()> {
     let mut played_null = 0u64;
     let mut last_status = Instant::now();
     eprintln!("playing — Ctrl-C stops");
-    while !stop.load(Ordering::SeqCst)
-        && args
-            .seconds
-            .is_none_or(|s| start.elapsed().as_secs_f64() < s)
-    {
+    let null = null_sink.is_some();
+    let done = |played_null: u64| match (target_frames, null) {
+        (None, _) => false,
+        (Some(n), true) => played_null >= n,
+        (Some(n), false) => start.elapsed().as_secs_f64() >= n as f64 * 0.04,
+    };
+    while !stop.load(Ordering::SeqCst) && !done(played_null) {
         if let Some(h) = null_sink.as_mut() {
-            // Consume at real-time pace, as a device would.
+            // Consume at real-time pace, as a device would; a frame that is not
+            // ready yet is an underrun and is taken when it arrives.
             let due = (start.elapsed().as_secs_f64() / 0.04) as u64;
-            while played_null < due {
-                h.read_frame(&mut null_frame);
+            while played_null < due && target_frames.is_none_or(|n| played_null < n) {
+                if !h.read_frame(&mut null_frame) {
+                    break;
+                }
                 played_null += 1;
             }
         }
         if let (Some(r), Some(w)) = (recorder.as_mut(), wav.as_mut()) {
-            while let Ok(chunk) = r.read_chunk(FRAME_PCM) {
-                let (a, b) = chunk.as_slices();
-                rec_buf[..a.len()].copy_from_slice(a);
-                rec_buf[a.len()..].copy_from_slice(b);
-                chunk.commit_all();
-                w.write(&rec_buf)?;
-            }
+            drain_recorder(r, w, &mut rec_buf)?;
         }
         if last_status.elapsed() > Duration::from_millis(250) {
             last_status = Instant::now();
@@ -135,7 +146,22 @@ pub fn run(args: PlayArgs) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    eprintln!();
+    // Close the stream, then record everything it generated.
+    drop(null_sink);
+    // (Without the `audio` feature the device is a unit value.)
+    #[allow(dropping_copy_types)]
+    drop(_device);
+    if let (Some(r), Some(w)) = (recorder.as_mut(), wav.as_mut()) {
+        drain_recorder(r, w, &mut rec_buf)?;
+    }
+    let s = &ctl.stats;
+    eprintln!(
+        "\nplayed {:.2} s: {} frames generated, real-time factor {:.2}, {} underruns",
+        start.elapsed().as_secs_f64(),
+        s.frames.load(Ordering::Relaxed),
+        s.rtf(),
+        s.underruns.load(Ordering::Relaxed),
+    );
     if let Some(w) = wav {
         w.finish()?;
         if let Some(p) = &args.record {
@@ -145,6 +171,18 @@ pub fn run(args: PlayArgs) -> Result<()> {
     let dropped = ctl.stats.record_dropped.load(Ordering::Relaxed);
     if dropped > 0 {
         eprintln!("warning: {dropped} frames could not be recorded in time");
+    }
+    Ok(())
+}
+
+/// Writes every whole frame waiting in the recording queue to the WAV.
+fn drain_recorder(r: &mut rtrb::Consumer<i16>, w: &mut WavOut, buf: &mut [i16]) -> Result<()> {
+    while let Ok(chunk) = r.read_chunk(FRAME_PCM) {
+        let (a, b) = chunk.as_slices();
+        buf[..a.len()].copy_from_slice(a);
+        buf[a.len()..].copy_from_slice(b);
+        chunk.commit_all();
+        w.write(buf)?;
     }
     Ok(())
 }

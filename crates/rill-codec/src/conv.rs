@@ -19,7 +19,7 @@
 use rill_kernels::{Isa, Pool};
 
 use crate::grid::{Grid, GridShape};
-use crate::kernels::{gemm, Epilogue, Job, Packed, RowMap};
+use crate::kernels::{gemm, EarlyWeights, Epilogue, Job, Packed, RowMap};
 
 /// A stride-1 convolution, causal in time and 'same' in freq, over a fixed freq size.
 #[derive(Debug, Clone)]
@@ -57,9 +57,9 @@ impl Conv2d {
         }
     }
 
-    /// Rounds the weights to f16 (see [`Packed::round_to_f16`]).
-    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
-        self.w.round_to_f16(isa);
+    /// Stores the weights in a narrow format (see [`Packed::narrow_to`]).
+    pub(crate) fn narrow_to(&mut self, format: EarlyWeights, isa: Isa) {
+        self.w.narrow_to(format, isa);
     }
 
     /// A 1×1 convolution (`kernel` `[1, 1, cin, cout]`) for [`Conv2d::pointwise`].
@@ -237,10 +237,10 @@ impl Conv2dTranspose {
         }
     }
 
-    /// Rounds the weights of every phase to f16 (see [`Packed::round_to_f16`]).
-    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
+    /// Stores the weights of every phase in a narrow format (see [`Packed::narrow_to`]).
+    pub(crate) fn narrow_to(&mut self, format: EarlyWeights, isa: Isa) {
         for p in &mut self.phases {
-            p.w.round_to_f16(isa);
+            p.w.narrow_to(format, isa);
         }
     }
 

@@ -26,7 +26,7 @@ use crate::act::{elu_into, upsample_add};
 use crate::conv::{Conv2d, Conv2dTranspose};
 use crate::grid::{Grid, GridShape};
 use crate::istft::{BINS, BIN_CHANNELS};
-use crate::kernels::{Epilogue, RowMap};
+use crate::kernels::{EarlyWeights, Epilogue, RowMap};
 use crate::rvq::{self, Codebook};
 use crate::winograd::{WinoConv3x3, WinoConvT, WinoScratch};
 use crate::CodecError;
@@ -227,11 +227,11 @@ struct BlockBufs {
 }
 
 impl Decoder {
-    /// Loads the decoder; `f16_early` rounds the weights of the weight-bandwidth-bound
-    /// early layers to f16 (see [`crate::CodecPrecision`]).
+    /// Loads the decoder; `early` stores the weights of the weight-bandwidth-bound
+    /// early layers in two bytes (see [`crate::CodecPrecision`]).
     pub(crate) fn load(
         ckpt: &Checkpoint,
-        f16_early: bool,
+        early: Option<EarlyWeights>,
         isa: Isa,
     ) -> Result<Decoder, CodecError> {
         let (d, p, c) = (rvq::DIM, INPUT_BINS * INPUT_CHANNELS, INPUT_CHANNELS);
@@ -301,8 +301,8 @@ impl Decoder {
             blocks,
             out,
         };
-        if f16_early {
-            d.round_early_to_f16(isa);
+        if let Some(format) = early {
+            d.narrow_early(format, isa);
         }
         Ok(d)
     }
@@ -310,7 +310,7 @@ impl Decoder {
     /// f16 weights for the layers that run on few positions per frame in step mode
     /// (their weights are streamed from DRAM every frame): input_layer, the residual
     /// unit, decoder_0 and decoder_1's transposed conv and shortcut.
-    fn round_early_to_f16(&mut self, isa: Isa) {
+    fn narrow_early(&mut self, format: EarlyWeights, isa: Isa) {
         for c in [
             &mut self.il_first,
             &mut self.il_b1,
@@ -318,15 +318,15 @@ impl Decoder {
             &mut self.ru_a,
             &mut self.ru_b,
         ] {
-            c.round_to_f16(isa);
+            c.narrow_to(format, isa);
         }
         for b in self.blocks.iter_mut().take(F16_BLOCKS) {
-            b.convt.round_to_f16(isa);
+            b.convt.narrow_to(format, isa);
             if let Some(s) = &mut b.shortcut {
-                s.round_to_f16(isa);
+                s.narrow_to(format, isa);
             }
             if b.wino.is_none() {
-                b.conv.round_to_f16(isa);
+                b.conv.narrow_to(format, isa);
             }
         }
     }

@@ -21,6 +21,9 @@ type Job = *const (dyn Fn(usize) + Sync);
 /// How long an idle helper spins before parking.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// How long an idle assistant ([`Pool::assist`]) sleeps between looks.
+const ASSIST_NAP: Duration = Duration::from_micros(50);
+
 struct Shared {
     /// (generation << 32) | next task index. Taking a task is a CAS that also
     /// proves the job of that generation is still running.
@@ -47,6 +50,9 @@ pub struct Pool {
     threads: Vec<(JoinHandle<()>, Thread)>,
     /// Serialises dispatch if the pool is shared between threads.
     busy: AtomicBool,
+    /// Publish every job, even without helpers, so threads outside the pool can
+    /// take tasks ([`Pool::assist`]).
+    open: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -87,7 +93,17 @@ impl Pool {
             shared,
             threads,
             busy: AtomicBool::new(false),
+            open: false,
         }
+    }
+
+    /// A pool of `threads` threads whose jobs other threads may help with
+    /// ([`Pool::assist`]); one pipeline stage's pool, helped by the other stage's
+    /// thread once that stage is done.
+    pub fn open(threads: usize) -> Pool {
+        let mut p = Pool::new(threads);
+        p.open = true;
+        p
     }
 
     /// A pool sized from `RILL_THREADS`, else the number of cores.
@@ -117,7 +133,10 @@ impl Pool {
         if n == 0 {
             return;
         }
-        if n == 1 || self.threads.is_empty() || self.busy.swap(true, Ordering::Acquire) {
+        if n == 1
+            || (self.threads.is_empty() && !self.open)
+            || self.busy.swap(true, Ordering::Acquire)
+        {
             // Single task, no helpers, or re-entrant/concurrent use: run inline.
             (0..n).for_each(f);
             return;
@@ -193,6 +212,41 @@ impl Pool {
         // SAFETY: `run` returned, so both tasks finished and no other thread
         // holds a reference.
         unsafe { (ra.take(), rb.take()) }
+    }
+}
+
+impl Pool {
+    /// Takes tasks of this pool's current and later jobs on the calling thread
+    /// (which must not be one of this pool's) until `done` is set. Only pools made
+    /// with [`Pool::open`] publish single-threaded jobs; results are unchanged,
+    /// since task boundaries never depend on who runs them.
+    pub fn assist(&self, done: &AtomicBool) {
+        let s = &*self.shared;
+        let mut idle_since = Instant::now();
+        let mut spins = 0u32;
+        while !done.load(Ordering::Acquire) {
+            let cur = s.counter.load(Ordering::Acquire);
+            let (gen, idx) = (cur >> 32, (cur & 0xffff_ffff) as usize);
+            let n = s.tasks.load(Ordering::Acquire);
+            if idx < n {
+                while let Some(i) = claim(s, gen, n) {
+                    // SAFETY: we hold an unfinished task of generation `gen`, so its
+                    // dispatcher is still inside `run` and the job pointer is valid.
+                    let job = unsafe { (*s.job.get()).expect("job set before generation") };
+                    unsafe { (*job)(i) };
+                    s.remaining.fetch_sub(1, Ordering::Release);
+                    idle_since = Instant::now();
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) && idle_since.elapsed() > SPIN {
+                // A long serial stretch (or a loaded machine): give the core
+                // back for a moment instead of spinning.
+                thread::sleep(ASSIST_NAP);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
     }
 }
 
@@ -315,7 +369,7 @@ mod tests {
     fn join_runs_both_closures_once_and_returns_both_results() {
         for threads in 1..4 {
             let pool = Pool::new(threads);
-            let mut left = vec![0u32; 3];
+            let mut left = [0u32; 3];
             let mut right = String::from("x");
             let me = thread::current().id();
             for round in 0..50u32 {
@@ -334,6 +388,38 @@ mod tests {
             }
             assert_eq!(left[0], (0..50).sum::<u32>());
             assert_eq!(right.len(), 51);
+        }
+    }
+
+    #[test]
+    fn an_assistant_takes_tasks_and_every_task_runs_once() {
+        for threads in 1..3 {
+            let pool = Pool::open(threads);
+            let done = AtomicBool::new(false);
+            let by_assistant = AtomicUsize::new(0);
+            let assistant = thread::current().id();
+            thread::scope(|sc| {
+                let h = sc.spawn(|| {
+                    let pool = &pool;
+                    for _ in 0..200 {
+                        let hits: Vec<AtomicUsize> = (0..64).map(|_| AtomicUsize::new(0)).collect();
+                        pool.run(64, &|i| {
+                            if thread::current().id() == assistant {
+                                by_assistant.fetch_add(1, Ordering::Relaxed);
+                            }
+                            hits[i].fetch_add(1, Ordering::Relaxed);
+                            std::hint::black_box((0..200).sum::<u64>());
+                        });
+                        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                    }
+                    done.store(true, Ordering::Release);
+                });
+                pool.assist(&done);
+                h.join().unwrap();
+            });
+            // Whether the assistant got a task depends on scheduling; that it
+            // returned and every task ran once does not.
+            let _ = by_assistant.load(Ordering::Relaxed);
         }
     }
 

@@ -6,13 +6,15 @@
 //!   all the threads;
 //! * **two-stage**: the LM of frame n+1 runs while the codec decodes frame n, each
 //!   on its own share of the cores (the LM is bandwidth-bound, the codec
-//!   compute-bound, so they overlap well). Audio comes out one frame later (40 ms
+//!   compute-bound, so they overlap well); the stage that finishes first lends
+//!   its thread to the other's kernels ([`Pool::assist`]). Audio comes out one frame later (40 ms
 //!   more latency) and is bit-identical to the sequential path: every kernel's
 //!   result is independent of its thread count and the stages exchange only tokens.
 //!
 //! The pipeline holds the state; [`StagePools`] holds the threads and is passed in,
 //! so one set of pools can serve many streams. The per-frame path allocates nothing.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -83,8 +85,8 @@ impl StagePools {
                 let codec = threads.saturating_sub(lm).max(1);
                 StagePools::TwoStage {
                     join: Pool::new(2),
-                    lm: Pool::new(lm),
-                    codec: Pool::new(codec),
+                    lm: Pool::open(lm),
+                    codec: Pool::open(codec),
                 }
             }
         }
@@ -307,11 +309,32 @@ impl FramePipeline {
                 codec: cp,
             } => {
                 let prev = pending.take();
+                // The stage that finishes first helps the other with its kernels.
+                let (lm_done, codec_started, codec_done) = (
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                );
                 let ((tokens, lm_ms), (decoded, nonfinite, codec_ms)) = join.join(
-                    || lm_task(lm),
-                    || match prev {
-                        Some(t) => decode(t, cp),
-                        None => (false, 0, 0.0),
+                    || {
+                        let r = lm_task(lm);
+                        lm_done.store(true, Ordering::Release);
+                        // Only if the codec task runs elsewhere: when it has not
+                        // started, this thread runs it next (no helper was free).
+                        if codec_started.load(Ordering::Acquire) {
+                            cp.assist(&codec_done);
+                        }
+                        r
+                    },
+                    || {
+                        codec_started.store(true, Ordering::Release);
+                        let r = match prev {
+                            Some(t) => decode(t, cp),
+                            None => (false, 0, 0.0),
+                        };
+                        codec_done.store(true, Ordering::Release);
+                        lm.assist(&lm_done);
+                        r
                     },
                 );
                 // On an LM error the frame decoded meanwhile stays in `audio`.

@@ -183,7 +183,7 @@ fn f16_panels_match_rounded_f32() {
         for isa in Isa::available() {
             let mut q = p.clone();
             q.round_to_f16(isa);
-            assert_eq!(q.half.is_some(), isa.tier() == Tier::Avx512);
+            assert_eq!(q.narrow.is_some(), isa.tier() >= Tier::Avx2);
             let mut out = vec![0f32; m * n];
             let job = Job {
                 w: &q,
@@ -198,6 +198,66 @@ fn f16_panels_match_rounded_f32() {
                     Some(w) => assert_eq!(&out, w, "{isa:?} differs from AVX2"),
                 }
             }
+        }
+    }
+}
+
+/// int16 panels (widened and scaled in the AVX2 / AVX-512 kernels) compute exactly
+/// what f32 panels holding the dequantised weights compute, and the quantisation
+/// error is that of 16-bit per-column steps.
+#[test]
+fn i16_panels_match_dequantised_f32() {
+    let pool = Pool::new(2);
+    for &(m, k, n) in &[
+        (13, 40, 64),
+        (50, 17, 80),
+        (1, 64, 128),
+        (7, 32, 16),
+        (3, 9, 5),
+    ] {
+        let (p, x, rows, _) = dense(m, k, n, n);
+        let run = |w: &Packed, isa: Isa| {
+            let mut out = vec![0f32; m * n];
+            let job = Job {
+                w,
+                rows,
+                input: &x,
+                epi: Epilogue::Store,
+            };
+            gemm(isa, &[job], &mut out, &pool);
+            out
+        };
+        let exact = run(&p, Isa::PORTABLE);
+        let mut want = None;
+        for isa in Isa::available() {
+            let mut q = p.clone();
+            q.quantize_i16(isa);
+            let wide = p.layout == Layout::Panels && isa.tier() >= Tier::Avx2;
+            assert_eq!(q.narrow.is_some(), wide, "{isa:?}");
+            // The same products as the dequantised weights on the same tier.
+            let mut deq = p.clone();
+            deq.quantize_i16(Isa::PORTABLE);
+            let out = run(&q, isa);
+            assert_eq!(out, run(&deq, isa), "{isa:?}: int16 vs dequantised f32");
+            // (Narrow outputs have their own per-tier dot-product kernels.)
+            if isa != Isa::PORTABLE && p.layout == Layout::Panels {
+                match &want {
+                    None => want = Some(out.clone()),
+                    Some(w) => assert_eq!(&out, w, "{isa:?} differs from AVX2"),
+                }
+            }
+            // Error of a 16-bit step per column: far below f16's.
+            let (mut sig, mut err) = (0f64, 0f64);
+            for (a, b) in exact.iter().zip(&out) {
+                sig += (*a as f64).powi(2);
+                err += ((a - b) as f64).powi(2);
+            }
+            let snr = 10.0 * (sig / err.max(1e-300)).log10();
+            eprintln!("int16 weights ({m},{k},{n}) {isa}: SNR {snr:.1} dB");
+            assert!(
+                snr > 90.0,
+                "{isa:?} ({m},{k},{n}): int16 weights SNR {snr:.1} dB"
+            );
         }
     }
 }

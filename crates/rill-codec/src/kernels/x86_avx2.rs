@@ -12,6 +12,11 @@ use super::{Epilogue, Tile, PANEL};
 
 const MR: usize = 6;
 
+/// Weight formats of [`tile_w`]: f32, f16 (F16C widening), int16 × per-column scale.
+pub(super) const W_F32: u8 = 0;
+pub(super) const W_F16: u8 = 1;
+pub(super) const W_I16: u8 = 2;
+
 /// `exp(min(x, 0))`, operation for operation the AVX-512 `exp_nonpos`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
@@ -69,8 +74,8 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
 
 /// `M` rows × one 16-column panel `p` of the tile.
 #[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn micro<const M: usize>(
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn micro<const M: usize, const W: u8>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -78,21 +83,42 @@ unsafe fn micro<const M: usize>(
     nvalid: usize,
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; M];
-    let mut bp = t.b.add(p * t.b_stride);
+    // Only the pointer of format `W` is non-null; wrapping arithmetic keeps the
+    // unused ones well-defined.
+    let mut bp = t.b.wrapping_add(p * t.b_stride);
+    let mut bh = t.b16.wrapping_add(p * t.b_stride);
+    let mut bq = t.bq.wrapping_add(p * t.b_stride);
+    let sc = t.bscale.wrapping_add(p * PANEL);
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
             ap[m] = a[m].offset(off);
         }
         for ci in 0..t.cin {
-            let b0 = _mm256_loadu_ps(bp);
-            let b1 = _mm256_loadu_ps(bp.add(8));
+            let (b0, b1) = match W {
+                W_F16 => (
+                    _mm256_cvtph_ps(_mm_loadu_si128(bh as *const __m128i)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(bh.add(8) as *const __m128i)),
+                ),
+                W_I16 => {
+                    let q = _mm256_loadu_si256(bq as *const __m256i);
+                    let lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q));
+                    let hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(q));
+                    (
+                        _mm256_mul_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(sc)),
+                        _mm256_mul_ps(_mm256_cvtepi32_ps(hi), _mm256_loadu_ps(sc.add(8))),
+                    )
+                }
+                _ => (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8))),
+            };
             for m in 0..M {
                 let av = _mm256_broadcast_ss(&*ap[m].add(ci));
                 acc[m][0] = _mm256_fmadd_ps(av, b0, acc[m][0]);
                 acc[m][1] = _mm256_fmadd_ps(av, b1, acc[m][1]);
             }
-            bp = bp.add(PANEL);
+            bp = bp.wrapping_add(PANEL);
+            bh = bh.wrapping_add(PANEL);
+            bq = bq.wrapping_add(PANEL);
         }
     }
     // Copy out before the epilogue so `acc` stays in registers (see the AVX-512 kernel).
@@ -135,10 +161,13 @@ unsafe fn epilogue<const M: usize>(
     }
 }
 
+/// The panel kernel for weights in format `W` (widened to f32 in registers, so
+/// every format computes the products of its f32 values).
+///
 /// # Safety
-/// AVX2 and FMA must be available and the tile's pointers valid (see `Tile`).
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn tile(t: &Tile<'_>) {
+/// AVX2, FMA and F16C must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     let rows = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
         let nvalid = PANEL.min(t.ncols - p * PANEL);
@@ -147,12 +176,12 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
             let mr = MR.min(rows - r);
             let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
             match mr {
-                6 => micro::<6>(t, a, c, p, nvalid),
-                5 => micro::<5>(t, a, c, p, nvalid),
-                4 => micro::<4>(t, a, c, p, nvalid),
-                3 => micro::<3>(t, a, c, p, nvalid),
-                2 => micro::<2>(t, a, c, p, nvalid),
-                _ => micro::<1>(t, a, c, p, nvalid),
+                6 => micro::<6, W>(t, a, c, p, nvalid),
+                5 => micro::<5, W>(t, a, c, p, nvalid),
+                4 => micro::<4, W>(t, a, c, p, nvalid),
+                3 => micro::<3, W>(t, a, c, p, nvalid),
+                2 => micro::<2, W>(t, a, c, p, nvalid),
+                _ => micro::<1, W>(t, a, c, p, nvalid),
             }
             r += mr;
         }

@@ -12,6 +12,11 @@ use super::{Epilogue, Tile, PANEL};
 
 const MR: usize = 6;
 
+/// Weight formats of [`micro`]: f32, f16, int16 × per-column scale.
+const W_F32: u8 = 0;
+const W_F16: u8 = 1;
+const W_I16: u8 = 2;
+
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -81,7 +86,7 @@ fn lane_mask(valid: usize) -> __mmask16 {
 /// `M` rows × `NV`·16 columns starting at column `col` of the tile.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro<const M: usize, const NV: usize, const H: bool>(
+unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -89,10 +94,11 @@ unsafe fn micro<const M: usize, const NV: usize, const H: bool>(
     nvalid: usize,
 ) {
     let mut acc = [[_mm512_setzero_ps(); NV]; M];
-    // Only one of the two is non-null (`H`: f16 panels); wrapping arithmetic keeps
-    // the unused one well-defined.
+    // Only one of the three is non-null (`W`: the weight format); wrapping
+    // arithmetic keeps the unused ones well-defined.
     let mut bp = t.b.wrapping_add((col / PANEL) * t.b_stride);
     let mut bh = t.b16.wrapping_add((col / PANEL) * t.b_stride);
+    let mut bq = t.bq.wrapping_add((col / PANEL) * t.b_stride);
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
@@ -101,10 +107,17 @@ unsafe fn micro<const M: usize, const NV: usize, const H: bool>(
         for ci in 0..t.cin {
             let mut bv = [_mm512_setzero_ps(); NV];
             for (v, b) in bv.iter_mut().enumerate() {
-                *b = if H {
-                    _mm512_cvtph_ps(_mm256_loadu_si256(bh.add(v * t.b_stride) as *const __m256i))
-                } else {
-                    _mm512_loadu_ps(bp.add(v * t.b_stride))
+                *b = match W {
+                    W_F16 => _mm512_cvtph_ps(_mm256_loadu_si256(
+                        bh.add(v * t.b_stride) as *const __m256i
+                    )),
+                    W_I16 => _mm512_mul_ps(
+                        _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
+                            bq.add(v * t.b_stride) as *const __m256i,
+                        ))),
+                        _mm512_loadu_ps(t.bscale.add(col + v * PANEL)),
+                    ),
+                    _ => _mm512_loadu_ps(bp.add(v * t.b_stride)),
                 };
             }
             for m in 0..M {
@@ -115,6 +128,7 @@ unsafe fn micro<const M: usize, const NV: usize, const H: bool>(
             }
             bp = bp.wrapping_add(PANEL);
             bh = bh.wrapping_add(PANEL);
+            bq = bq.wrapping_add(PANEL);
         }
     }
     // Hand the sums to the epilogue through a copy: indexing `acc` with the epilogue's
@@ -154,19 +168,19 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 }
 
 macro_rules! by_rows {
-    ($nv:literal, $h:literal, $t:expr, $col:expr, $nvalid:expr) => {{
+    ($nv:literal, $w:expr, $t:expr, $col:expr, $nvalid:expr) => {{
         let rows = $t.a.len();
         let mut r = 0;
         while r < rows {
             let mr = MR.min(rows - r);
             let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
             match mr {
-                6 => micro::<6, $nv, $h>($t, a, c, $col, $nvalid),
-                5 => micro::<5, $nv, $h>($t, a, c, $col, $nvalid),
-                4 => micro::<4, $nv, $h>($t, a, c, $col, $nvalid),
-                3 => micro::<3, $nv, $h>($t, a, c, $col, $nvalid),
-                2 => micro::<2, $nv, $h>($t, a, c, $col, $nvalid),
-                _ => micro::<1, $nv, $h>($t, a, c, $col, $nvalid),
+                6 => micro::<6, $nv, $w>($t, a, c, $col, $nvalid),
+                5 => micro::<5, $nv, $w>($t, a, c, $col, $nvalid),
+                4 => micro::<4, $nv, $w>($t, a, c, $col, $nvalid),
+                3 => micro::<3, $nv, $w>($t, a, c, $col, $nvalid),
+                2 => micro::<2, $nv, $w>($t, a, c, $col, $nvalid),
+                _ => micro::<1, $nv, $w>($t, a, c, $col, $nvalid),
             }
             r += mr;
         }
@@ -178,11 +192,11 @@ macro_rules! by_rows {
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_rows!(4, false, t, 0, 4 * PANEL);
+        by_rows!(4, W_F32, t, 0, 4 * PANEL);
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, false, t, p * PANEL, nvalid);
+            by_rows!(1, W_F32, t, p * PANEL, nvalid);
         }
     }
 }
@@ -195,11 +209,29 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile_f16(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_rows!(4, true, t, 0, 4 * PANEL);
+        by_rows!(4, W_F16, t, 0, 4 * PANEL);
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, true, t, p * PANEL, nvalid);
+            by_rows!(1, W_F16, t, p * PANEL, nvalid);
+        }
+    }
+}
+
+/// As [`tile`] with int16 weight panels (`t.bq`) times per-column scales
+/// (`t.bscale`), widened and scaled in registers — the dequantised f32 weights
+/// exactly — before the same f32 FMA chain.
+///
+/// # Safety
+/// AVX-512F must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn tile_i16(t: &Tile<'_>) {
+    if t.ncols == 4 * PANEL {
+        by_rows!(4, W_I16, t, 0, 4 * PANEL);
+    } else {
+        for p in 0..t.ncols.div_ceil(PANEL) {
+            let nvalid = PANEL.min(t.ncols - p * PANEL);
+            by_rows!(1, W_I16, t, p * PANEL, nvalid);
         }
     }
 }
