@@ -208,26 +208,40 @@ pub(crate) fn split_bytes(xq: &[i16], hi: &mut [i8], lo: &mut [i8]) {
     }
 }
 
+/// Per block and group: the 16 quads' 64 bytes (16 rows × 4 inputs) multiply the
+/// quad's activations in 64 fixed i32 lanes (element `rr·4 + t`, |sum| ≤
+/// 16·255·32767), folded into rows per group; the f32 accumulation per row is in
+/// group order: `acc += scale·d`, `bias += bias·Σxq`, then `sx·(acc + bias)`.
 fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
     let groups = m.groups();
-    for bi in 0..blocks.len() {
-        let b = blocks[bi];
-        for rr in 0..BLOCK {
-            let mut acc = 0f32;
-            let mut bias = 0f32;
-            for g in 0..groups {
-                let meta = (b * groups + g) * BLOCK + rr;
-                let mut d = 0i32;
-                for j in 0..QUADS {
-                    for t in 0..4 {
-                        let w = m.q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] as i32;
-                        d += w * act.xq[g * GROUP + 4 * j + t] as i32;
-                    }
+    for (bi, &b) in blocks.iter().enumerate() {
+        let mut acc = [0f32; BLOCK];
+        let mut bias = [0f32; BLOCK];
+        for g in 0..groups {
+            let base = (b * groups + g) * GROUP * BLOCK;
+            let q = m.q[base..base + GROUP * BLOCK]
+                .as_chunks::<{ BLOCK * 4 }>()
+                .0;
+            let x = act.xq[g * GROUP..(g + 1) * GROUP].as_chunks::<4>().0;
+            let mut lanes = [0i32; BLOCK * 4];
+            for (qj, xj) in q.iter().zip(x) {
+                let xr = [*xj; BLOCK];
+                let xr = xr.as_flattened();
+                for e in 0..BLOCK * 4 {
+                    lanes[e] += qj[e] as i32 * xr[e] as i32;
                 }
-                acc += m.scales[meta] * d as f32;
-                bias += m.biases[meta] * act.sums[g];
             }
-            out[bi * BLOCK + rr] = act.scale * (acc + bias);
+            let meta = (b * groups + g) * BLOCK;
+            let (sc, bs) = (&m.scales[meta..meta + BLOCK], &m.biases[meta..meta + BLOCK]);
+            for rr in 0..BLOCK {
+                let l = &lanes[4 * rr..4 * rr + 4];
+                let d = l[0] + l[1] + l[2] + l[3];
+                acc[rr] += sc[rr] * d as f32;
+                bias[rr] += bs[rr] * act.sums[g];
+            }
+        }
+        for rr in 0..BLOCK {
+            out[bi * BLOCK + rr] = act.scale * (acc[rr] + bias[rr]);
         }
     }
 }

@@ -14,11 +14,13 @@
 //! (low nibbles: rows 0–7, high nibbles: rows 8–15), takes the even and odd bytes
 //! of each 16-bit lane apart with one `and` / one shift and multiplies them with
 //! `vpmaddwd` against the quad's activations `(x0, x2)` and `(x1, x3)`, so each
-//! 32-bit lane holds one row and no horizontal fold is needed. It keeps exact i32
-//! partial sums over chunks of quads and widens them to f64 between chunks (a
-//! row's sum, up to 127·32767·cols, does not fit i32 beyond ~500 columns), so its
-//! results are bit-identical to the portable path's; the AVX-512 kernel agrees to
-//! within a few f32 roundings (it converts two partial sums to f32 separately).
+//! 32-bit lane holds one row and no horizontal fold is needed. The portable kernel
+//! walks the same layout with a 256-entry byte → (low, high level) table and
+//! fixed-width lanes. Both keep exact i32 partial sums over chunks of quads and
+//! widen them (f64 / i64) between chunks (a row's sum, up to 127·32767·cols, does
+//! not fit i32 beyond ~500 columns), so their results are bit-identical; the
+//! AVX-512 kernel agrees to within a few f32 roundings (it converts two partial
+//! sums to f32 separately).
 
 use crate::gemv_int8::{Act, BLOCK};
 use crate::isa::Isa;
@@ -42,6 +44,11 @@ pub(crate) struct Lut4 {
 
 /// Bytes of one quad (16 rows × 4 inputs, 4 bits each).
 const QUAD_BYTES: usize = 32;
+
+/// Quads (4 inputs each) summed in i32 before widening in [`Lut4::blocks_portable`]:
+/// a lane gains one product of a level (|l| ≤ 127) and an activation
+/// (|xq| ≤ 32767) per quad, so 128 quads stay below 128·127·32767 ≈ 5.3·10⁸.
+const CHUNK_QUADS: usize = 128;
 
 impl Lut4 {
     /// From a k-means palette with one codebook per 16 rows: the f32 levels are
@@ -186,17 +193,48 @@ impl Lut4 {
         crate::gemv_int8::scatter(blocks, range, out, y);
     }
 
+    /// Walks the blocked layout directly: per block, a 256-entry table maps a packed
+    /// byte to its two levels (low nibble → rows 0–7, high nibble → rows 8–15); per
+    /// quad the 64 levels multiply the quad's 4 activations in 64 fixed i32 lanes
+    /// (lane 2k: element k, lane 2k + 1: element k + 32), folded into rows after
+    /// each chunk. Integer sums are exact, so this matches the AVX2 kernel bit for bit.
     fn blocks_portable(&self, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
-        for bi in 0..blocks.len() {
-            let b = blocks[bi];
-            let l = &self.levels[b * 16..b * 16 + 16];
-            for rr in 0..BLOCK {
-                let r = b * BLOCK + rr;
-                let mut d = 0i64;
-                for c in 0..self.cols {
-                    d += l[self.index(r, c) as usize] as i64 * act.xq[c] as i64;
+        let quads = self.cols / 4;
+        let xq = &act.xq[..self.cols];
+        for (bi, &b) in blocks.iter().enumerate() {
+            let lv = &self.levels[b * 16..b * 16 + 16];
+            let pair: [[i16; 2]; 256] =
+                std::array::from_fn(|v| [lv[v & 15] as i16, lv[v >> 4] as i16]);
+            let packed = &self.packed[b * quads * QUAD_BYTES..(b + 1) * quads * QUAD_BYTES];
+            let mut total = [0i64; BLOCK];
+            for (pc, xc) in packed
+                .chunks(CHUNK_QUADS * QUAD_BYTES)
+                .zip(xq.chunks(CHUNK_QUADS * 4))
+            {
+                let mut acc = [0i32; 64];
+                for (q, x) in pc
+                    .as_chunks::<QUAD_BYTES>()
+                    .0
+                    .iter()
+                    .zip(xc.as_chunks::<4>().0)
+                {
+                    let w: [[i16; 2]; QUAD_BYTES] = std::array::from_fn(|k| pair[q[k] as usize]);
+                    let w = w.as_flattened();
+                    let x8 = [x[0], x[0], x[1], x[1], x[2], x[2], x[3], x[3]];
+                    let xr = [x8; 8];
+                    let xr = xr.as_flattened();
+                    for e in 0..64 {
+                        acc[e] += w[e] as i32 * xr[e] as i32;
+                    }
                 }
-                out[bi * BLOCK + rr] = self.scales[b] * act.scale * d as f32;
+                // Lane 2k holds element k (row k/4), lane 2k + 1 element k + 32.
+                for (rr, a) in acc.as_chunks::<8>().0.iter().enumerate() {
+                    total[rr] += (0..4).map(|t| a[2 * t] as i64).sum::<i64>();
+                    total[rr + 8] += (0..4).map(|t| a[2 * t + 1] as i64).sum::<i64>();
+                }
+            }
+            for rr in 0..BLOCK {
+                out[bi * BLOCK + rr] = self.scales[b] * act.scale * total[rr] as f32;
             }
         }
     }
