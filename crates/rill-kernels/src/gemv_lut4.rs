@@ -9,6 +9,18 @@
 //! activation bytes, as in [`crate::gemv_int8`]. The offsets are undone with the
 //! activation sums, so every path computes exact integer sums of the same
 //! effective weights.
+//!
+//! The AVX2 kernel looks the levels (+128, as bytes) up with `vpshufb` as well
+//! (low nibbles: rows 0–7, high nibbles: rows 8–15), takes the even and odd bytes
+//! of each 16-bit lane apart with one `and` / one shift and multiplies them with
+//! `vpmaddwd` against the quad's activations `(x0, x2)` and `(x1, x3)`, so each
+//! 32-bit lane holds one row and no horizontal fold is needed. The portable kernel
+//! walks the same layout with a 256-entry byte → (low, high level) table and
+//! fixed-width lanes. Both keep exact i32 partial sums over chunks of quads and
+//! widen them (f64 / i64) between chunks (a row's sum, up to 127·32767·cols, does
+//! not fit i32 beyond ~500 columns), so their results are bit-identical; the
+//! AVX-512 kernel agrees to within a few f32 roundings (it converts two partial
+//! sums to f32 separately).
 
 use crate::gemv_int8::{Act, BLOCK};
 use crate::isa::{Isa, Tier};
@@ -32,6 +44,11 @@ pub(crate) struct Lut4 {
 
 /// Bytes of one quad (16 rows × 4 inputs, 4 bits each).
 const QUAD_BYTES: usize = 32;
+
+/// Quads (4 inputs each) summed in i32 before widening in [`Lut4::blocks_portable`]:
+/// a lane gains one product of a level (|l| ≤ 127) and an activation
+/// (|xq| ≤ 32767) per quad, so 128 quads stay below 128·127·32767 ≈ 5.3·10⁸.
+const CHUNK_QUADS: usize = 128;
 
 impl Lut4 {
     /// From a k-means palette with one codebook per 16 rows: the f32 levels are
@@ -170,22 +187,56 @@ impl Lut4 {
             Tier::Avx512 if isa.vnni() => unsafe {
                 x86::blocks_avx512(self, blocks, act, sums, out)
             },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
             _ => self.blocks_portable(blocks, act, out),
         }
         crate::gemv_int8::scatter(blocks, range, out, y);
     }
 
+    /// Walks the blocked layout directly: per block, a 256-entry table maps a packed
+    /// byte to its two levels (low nibble → rows 0–7, high nibble → rows 8–15); per
+    /// quad the 64 levels multiply the quad's 4 activations in 64 fixed i32 lanes
+    /// (lane 2k: element k, lane 2k + 1: element k + 32), folded into rows after
+    /// each chunk. Integer sums are exact, so this matches the AVX2 kernel bit for bit.
     fn blocks_portable(&self, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
-        for bi in 0..blocks.len() {
-            let b = blocks[bi];
-            let l = &self.levels[b * 16..b * 16 + 16];
-            for rr in 0..BLOCK {
-                let r = b * BLOCK + rr;
-                let mut d = 0i64;
-                for c in 0..self.cols {
-                    d += l[self.index(r, c) as usize] as i64 * act.xq[c] as i64;
+        let quads = self.cols / 4;
+        let xq = &act.xq[..self.cols];
+        for (bi, &b) in blocks.iter().enumerate() {
+            let lv = &self.levels[b * 16..b * 16 + 16];
+            let pair: [[i16; 2]; 256] =
+                std::array::from_fn(|v| [lv[v & 15] as i16, lv[v >> 4] as i16]);
+            let packed = &self.packed[b * quads * QUAD_BYTES..(b + 1) * quads * QUAD_BYTES];
+            let mut total = [0i64; BLOCK];
+            for (pc, xc) in packed
+                .chunks(CHUNK_QUADS * QUAD_BYTES)
+                .zip(xq.chunks(CHUNK_QUADS * 4))
+            {
+                let mut acc = [0i32; 64];
+                for (q, x) in pc
+                    .as_chunks::<QUAD_BYTES>()
+                    .0
+                    .iter()
+                    .zip(xc.as_chunks::<4>().0)
+                {
+                    let w: [[i16; 2]; QUAD_BYTES] = std::array::from_fn(|k| pair[q[k] as usize]);
+                    let w = w.as_flattened();
+                    let x8 = [x[0], x[0], x[1], x[1], x[2], x[2], x[3], x[3]];
+                    let xr = [x8; 8];
+                    let xr = xr.as_flattened();
+                    for e in 0..64 {
+                        acc[e] += w[e] as i32 * xr[e] as i32;
+                    }
                 }
-                out[bi * BLOCK + rr] = self.scales[b] * act.scale * d as f32;
+                // Lane 2k holds element k (row k/4), lane 2k + 1 element k + 32.
+                for (rr, a) in acc.as_chunks::<8>().0.iter().enumerate() {
+                    total[rr] += (0..4).map(|t| a[2 * t] as i64).sum::<i64>();
+                    total[rr + 8] += (0..4).map(|t| a[2 * t + 1] as i64).sum::<i64>();
+                }
+            }
+            for rr in 0..BLOCK {
+                out[bi * BLOCK + rr] = self.scales[b] * act.scale * total[rr] as f32;
             }
         }
     }
@@ -261,6 +312,373 @@ mod x86 {
             let d = _mm512_fmadd_ps(fh, _mm512_set1_ps(256.0), fl);
             let s = _mm512_set1_ps(m.scales[blocks[k]] * act.scale);
             _mm512_storeu_ps(out.as_mut_ptr().add(k * BLOCK), _mm512_mul_ps(d, s));
+        }
+    }
+
+    /// Quads per exact i32 partial sum in [`blocks_avx2`]: a lane (one row) gains
+    /// four products of an offset level (≤ 255) and an activation (|xq| ≤ 32767)
+    /// per quad, ≤ 33 422 340; 64 quads ≤ 2 139 029 760 < 2³¹ − 1.
+    const AVX2_CHUNK: usize = 64;
+
+    /// Up to 4 blocks (four memory streams) at once.
+    ///
+    /// Per quad and block: 32 bytes → low/high nibbles → `vpshufb` with the block's
+    /// levels + 128 as bytes (rows 0–7 from the low nibbles, rows 8–15 from the
+    /// high ones). In each 16-bit lane the even byte (input t = 0 or 2) is
+    /// `w & 0xff` and the odd byte (t = 1 or 3) `w >> 8`; `vpmaddwd` with
+    /// `(x0, x2)` resp. `(x1, x3)` then leaves one row per 32-bit lane (no
+    /// horizontal fold). The i32 sums are exact per chunk of [`AVX2_CHUNK`] quads
+    /// and widened to f64 (exact) between chunks; the offset, `128·Σ xq` per row,
+    /// is subtracted exactly at the end, so `d` rounds to f32 exactly as the
+    /// portable `i64 as f32`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn blocks_avx2(m: &Lut4, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+        match *blocks {
+            [a] => blocks_avx2_n(m, [a], act, out),
+            [a, b] => blocks_avx2_n(m, [a, b], act, out),
+            [a, b, c] => blocks_avx2_n(m, [a, b, c], act, out),
+            [a, b, c, d] => blocks_avx2_n(m, [a, b, c, d], act, out),
+            _ => {
+                for (k, c) in blocks.chunks(4).enumerate() {
+                    blocks_avx2(m, c, act, &mut out[4 * k * BLOCK..]);
+                }
+            }
+        }
+    }
+
+    /// Offset levels `w` (32 bytes) × the quad's activations, added to `acc`
+    /// (one row per 32-bit lane).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 (only called from the AVX2 kernels, into which it
+    /// is inlined).
+    #[inline(always)]
+    unsafe fn madd_levels(acc: __m256i, w: __m256i, xe: __m256i, xo: __m256i) -> __m256i {
+        let even = _mm256_and_si256(w, _mm256_set1_epi16(0xff));
+        let odd = _mm256_srli_epi16(w, 8);
+        let p = _mm256_add_epi32(_mm256_madd_epi16(even, xe), _mm256_madd_epi16(odd, xo));
+        _mm256_add_epi32(acc, p)
+    }
+
+    /// Adds 8 exact i32 row sums to two f64×4 totals.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[inline(always)]
+    unsafe fn widen(t: &mut [__m256d], s: __m256i) {
+        t[0] = _mm256_add_pd(t[0], _mm256_cvtepi32_pd(_mm256_castsi256_si128(s)));
+        t[1] = _mm256_add_pd(t[1], _mm256_cvtepi32_pd(_mm256_extracti128_si256(s, 1)));
+    }
+
+    /// [`blocks_avx2`] for exactly `N` blocks (accumulators stay in registers).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn blocks_avx2_n<const N: usize>(
+        m: &Lut4,
+        blocks: [usize; N],
+        act: &Act<'_>,
+        out: &mut [f32],
+    ) {
+        assert!(out.len() >= N * BLOCK && act.xq.len() >= m.cols);
+        let quads = m.cols / 4;
+        let mask = _mm256_set1_epi8(0x0f);
+        // Reorders each quad's (x0, x1, x2, x3) to (x0, x2, x1, x3).
+        let pick = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+            0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+        ));
+        let lut: [__m256i; N] = std::array::from_fn(|k| {
+            let mut bytes = [0u8; 16];
+            for (d, &l) in bytes.iter_mut().zip(&m.levels[blocks[k] * 16..][..16]) {
+                *d = (l as i16 + 128) as u8;
+            }
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(bytes.as_ptr() as *const __m128i))
+        });
+        // Bounds-checked once here: each block's `quads` quads.
+        let base: [*const u8; N] = std::array::from_fn(|k| {
+            let len = quads * QUAD_BYTES;
+            m.packed[blocks[k] * len..][..len].as_ptr()
+        });
+        let xp = act.xq.as_ptr();
+        // Per block: rows 0–3, 4–7, 8–11, 12–15.
+        let mut total = [[_mm256_setzero_pd(); 4]; N];
+        let mut j0 = 0;
+        while j0 < quads {
+            let j1 = (j0 + AVX2_CHUNK).min(quads);
+            // The chunk's activations as (x0, x2), (x1, x3) pairs, so the inner loop
+            // broadcasts them straight from memory.
+            let mut pairs = [0i32; 2 * AVX2_CHUNK];
+            let n = j1 - j0;
+            let mut j = 0;
+            while j + 4 <= n {
+                let v = _mm256_loadu_si256(xp.add(4 * (j0 + j)) as *const __m256i);
+                let d = pairs.as_mut_ptr().add(2 * j) as *mut __m256i;
+                _mm256_storeu_si256(d, _mm256_shuffle_epi8(v, pick));
+                j += 4;
+            }
+            for j in j..n {
+                let x = |t: usize| *xp.add(4 * (j0 + j) + t) as u16 as i32;
+                pairs[2 * j] = x(0) | x(2) << 16;
+                pairs[2 * j + 1] = x(1) | x(3) << 16;
+            }
+            // Per block: rows 0–7 (low nibbles), rows 8–15 (high nibbles).
+            let mut acc = [[_mm256_setzero_si256(); 2]; N];
+            for j in j0..j1 {
+                let xe = _mm256_set1_epi32(pairs[2 * (j - j0)]);
+                let xo = _mm256_set1_epi32(pairs[2 * (j - j0) + 1]);
+                for k in 0..N {
+                    let b = _mm256_loadu_si256(base[k].add(j * QUAD_BYTES) as *const __m256i);
+                    let lo = _mm256_and_si256(b, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
+                    acc[k][0] = madd_levels(acc[k][0], _mm256_shuffle_epi8(lut[k], lo), xe, xo);
+                    acc[k][1] = madd_levels(acc[k][1], _mm256_shuffle_epi8(lut[k], hi), xe, xo);
+                }
+            }
+            for k in 0..N {
+                widen(&mut total[k][..2], acc[k][0]);
+                widen(&mut total[k][2..], acc[k][1]);
+            }
+            j0 = j1;
+        }
+        // Σ (L + 128)·xq − 128·Σ xq = Σ L·xq, exact in f64.
+        let xsum: i64 = act.xq[..m.cols].iter().map(|&v| v as i64).sum();
+        let offset = _mm256_set1_pd(128.0 * xsum as f64);
+        for k in 0..N {
+            let s = _mm256_set1_ps(m.scales[blocks[k]] * act.scale);
+            let t = total[k].map(|t| _mm256_cvtpd_ps(_mm256_sub_pd(t, offset)));
+            let o = out.as_mut_ptr().add(k * BLOCK);
+            _mm256_storeu_ps(o, _mm256_mul_ps(s, _mm256_set_m128(t[1], t[0])));
+            _mm256_storeu_ps(o.add(8), _mm256_mul_ps(s, _mm256_set_m128(t[3], t[2])));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemv_int8::tests::{for_block_tasks, OwnedAct, Rng, SHAPES};
+
+    /// Palette shapes: the int8 shapes plus widths that are multiples of 32 only.
+    const MORE: [(usize, usize); 3] = [(16, 32), (53, 96), (80, 160)];
+
+    /// A palette whose levels are the integers `levels` (per block, each block with
+    /// a ±127 so the int8 conversion keeps them) times a per-block `scale`.
+    struct Case {
+        rows: usize,
+        cols: usize,
+        levels: Vec<i64>,
+        scales: Vec<f32>,
+        idx: Vec<u8>,
+    }
+
+    impl Case {
+        fn random(rng: &mut Rng, rows: usize, cols: usize, pow2: bool) -> Case {
+            let blocks = rows.div_ceil(BLOCK);
+            let mut levels: Vec<i64> = (0..blocks * 16).map(|_| rng.int(-127, 127)).collect();
+            for b in 0..blocks {
+                levels[b * 16 + rng.int(0, 15) as usize] = 127 * rng.sign();
+            }
+            let scales = (0..blocks)
+                .map(|_| {
+                    if pow2 {
+                        (2f32).powi(rng.int(-12, -4) as i32)
+                    } else {
+                        (rng.unit() + 0.75) * 1e-3
+                    }
+                })
+                .collect();
+            let idx = (0..rows * cols).map(|_| rng.int(0, 15) as u8).collect();
+            Case {
+                rows,
+                cols,
+                levels,
+                scales,
+                idx,
+            }
+        }
+
+        fn matrix(&self) -> Lut4 {
+            let lut = self
+                .levels
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| l as f32 * self.scales[i / 16])
+                .collect();
+            let p = Palette {
+                rows_per_group: BLOCK,
+                lut,
+                idx: self.idx.clone(),
+            };
+            Lut4::from_palette(&p, self.rows, self.cols)
+        }
+
+        /// Exact `Σ_c level(r, c)·xq[c]` per row, from the row-major indices.
+        fn dots(&self, xq: &[i16]) -> Vec<i64> {
+            (0..self.rows)
+                .map(|r| {
+                    (0..self.cols)
+                        .map(|c| {
+                            let i = self.idx[r * self.cols + c] as usize;
+                            self.levels[(r / BLOCK) * 16 + i] * xq[c] as i64
+                        })
+                        .sum()
+                })
+                .collect()
+        }
+    }
+
+    fn run(m: &Lut4, isa: Isa, act: &Act<'_>, per: usize) -> Vec<f32> {
+        let mut y = vec![f32::NAN; m.rows];
+        let range = 0..m.rows;
+        let sums = byte_sums(act);
+        for_block_tasks(m.rows.div_ceil(BLOCK), per, |b| {
+            m.run_blocks(isa, b, &range, act, sums, y.as_mut_ptr())
+        });
+        y
+    }
+
+    fn shapes() -> impl Iterator<Item = (usize, usize)> {
+        SHAPES.into_iter().chain(MORE)
+    }
+
+    #[test]
+    fn integer_sums_are_exact_on_every_tier() {
+        // Power-of-two scales and sx = 1 make `y / scale` the integer sum itself,
+        // and small activations keep it below 2^24 (exact in f32). AVX-512 converts
+        // `Σ level·hi` and `Σ level·(xq & 0xff)` to f32 separately; the second is
+        // exact only below 2^24, guaranteed for non-negative activations (it is then
+        // the sum itself) or when 127·255·cols < 2^24.
+        let mut rng = Rng(5);
+        for (rows, cols) in shapes() {
+            let case = Case::random(&mut rng, rows, cols, true);
+            let m = case.matrix();
+            assert_eq!(m.scales, case.scales, "test premise: scales kept exactly");
+            for signed in [true, false] {
+                let x = if signed {
+                    OwnedAct::random(&mut rng, cols, 60, 1.0)
+                } else {
+                    let xq = (0..cols).map(|_| rng.int(0, 120) as i16).collect();
+                    OwnedAct::new(xq, 1.0)
+                };
+                let d = case.dots(x.xq());
+                for isa in Isa::available() {
+                    if isa.vnni() && signed && 127 * 255 * cols >= 1 << 24 {
+                        continue;
+                    }
+                    for per in 1..=4 {
+                        let y = run(&m, isa, &x.act(), per);
+                        for r in 0..rows {
+                            assert!(d[r].abs() < 1 << 24);
+                            let got = y[r] / case.scales[r / BLOCK];
+                            assert_eq!(got, d[r] as f32, "{isa:?} {rows}x{cols} row {r}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_tier_matches_row_major_reference() {
+        // Portable and AVX2 compute `(scale·sx)·(d as f32)` from the same exact
+        // integer d: bit-identical to the reference (with power-of-two scales,
+        // which `from_palette` keeps exactly). AVX-512 converts two partial sums
+        // separately; against the exact value, measured worst
+        // |y − exact| / (scale·sx·Σ_c |level·xq|) over these shapes: 4.0e-8 on
+        // every tier (the final f32 roundings dominate); asserted ≤ 5e-7 ≈ 8·2⁻²⁴,
+        // which bounds AVX-512's extra conversions.
+        const TOL: f64 = 5e-7;
+        let mut rng = Rng(6);
+        let mut worst = [0f64; 3];
+        for (rows, cols) in shapes() {
+            for pow2 in [true, false] {
+                let case = Case::random(&mut rng, rows, cols, pow2);
+                let m = case.matrix();
+                let x = OwnedAct::random(&mut rng, cols, 32767, 3.0 / 32767.0);
+                let act = x.act();
+                let d = case.dots(x.xq());
+                for isa in Isa::available() {
+                    for per in 1..=4 {
+                        let y = run(&m, isa, &act, per);
+                        for r in 0..rows {
+                            let s = case.scales[r / BLOCK];
+                            if pow2 && !isa.vnni() {
+                                let want = s * act.scale * d[r] as f32;
+                                assert_eq!(
+                                    y[r].to_bits(),
+                                    want.to_bits(),
+                                    "{isa:?} {rows}x{cols} row {r}"
+                                );
+                            }
+                            let mag: i64 = (0..cols)
+                                .map(|c| {
+                                    let i = case.idx[r * cols + c] as usize;
+                                    (case.levels[(r / BLOCK) * 16 + i] * x.xq()[c] as i64).abs()
+                                })
+                                .sum();
+                            let k = s as f64 * act.scale as f64;
+                            let e = (y[r] as f64 - k * d[r] as f64).abs() / (k * mag as f64);
+                            let kernel = if isa.vnni() {
+                                2
+                            } else {
+                                usize::from(isa != Isa::PORTABLE)
+                            };
+                            worst[kernel] = worst[kernel].max(e);
+                            assert!(
+                                e <= TOL,
+                                "{isa:?} {rows}x{cols} row {r}: {} vs {}",
+                                y[r],
+                                k * d[r] as f64
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("lut4 worst relative error per kernel (portable, avx2, avx512 vnni): {worst:?}");
+    }
+
+    #[test]
+    fn extreme_values_do_not_overflow() {
+        // |level| = 127 and |xq| = 32767 everywhere at 4096 columns: |Σ| ≈ 1.7e10,
+        // far beyond i32, which the chunked kernels must not wrap.
+        let (rows, cols) = (32, 4096);
+        let mut case = Case {
+            rows,
+            cols,
+            levels: (0..32)
+                .map(|i| if i % 2 == 0 { 127 } else { -127 })
+                .collect(),
+            scales: vec![1.0; 2],
+            idx: vec![0; rows * cols],
+        };
+        for r in 0..rows {
+            // Even rows all +127, odd rows all −127.
+            case.idx[r * cols..(r + 1) * cols].fill((r % 2) as u8);
+        }
+        let m = case.matrix();
+        for sign in [1i16, -1] {
+            let x = OwnedAct::new(vec![sign * 32767; cols], 1.0);
+            let d = case.dots(x.xq());
+            for isa in Isa::available() {
+                let y = run(&m, isa, &x.act(), 2);
+                for r in 0..rows {
+                    let want = d[r] as f64;
+                    assert_eq!(want.abs(), 127.0 * 32767.0 * cols as f64);
+                    assert!(
+                        (y[r] as f64 - want).abs() <= 1e-6 * want.abs(),
+                        "{isa:?}: {} vs {want}",
+                        y[r]
+                    );
+                    if !isa.vnni() {
+                        assert_eq!(y[r], d[r] as f32, "{isa:?}");
+                    }
+                }
+            }
         }
     }
 }
