@@ -13,16 +13,17 @@ pub fn codec(seed: u64) -> Codec {
     let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     let t = std::time::Instant::now();
-    // Benchmarks of the opt-in f16 weights: RILL_BENCH_F16=1.
-    let c = if std::env::var_os("RILL_BENCH_F16").is_some() {
-        let options = rill_codec::CodecOptions {
-            precision: rill_codec::CodecPrecision::F16Weights,
-            ..Default::default()
-        };
-        Codec::load_with(&ckpt, options).expect("loading the codec")
-    } else {
-        Codec::load(&ckpt).expect("loading the codec")
+    // Benchmarks of the two-byte early-layer modes: RILL_BENCH_CODEC=f16|i16.
+    let precision = match std::env::var("RILL_BENCH_CODEC").as_deref() {
+        Ok("f16") => rill_codec::CodecPrecision::F16Weights,
+        Ok("i16") => rill_codec::CodecPrecision::I16Weights,
+        _ => rill_codec::CodecPrecision::F32,
     };
+    let options = rill_codec::CodecOptions {
+        precision,
+        ..Default::default()
+    };
+    let c = Codec::load_with(&ckpt, options).expect("loading the codec");
     eprintln!(
         "codec (seed {seed}, {:?}, {:?}) loaded in {:.2} s",
         c.isa(),
