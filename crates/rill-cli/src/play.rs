@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use rill_stream::engine::FRAME_MS;
 use rill_stream::{StreamConfig, FRAME_PCM};
 
 #[cfg(feature = "audio")]
@@ -109,6 +110,7 @@ pub fn run(args: PlayArgs) -> Result<()> {
     let mut null_frame = vec![0i16; FRAME_PCM];
     let start = Instant::now();
     let mut played_null = 0u64;
+    let mut late = false;
     let mut last_status = Instant::now();
     eprintln!("playing — Ctrl-C stops");
     let null = null_sink.is_some();
@@ -120,12 +122,18 @@ pub fn run(args: PlayArgs) -> Result<()> {
     while !stop.load(Ordering::SeqCst) && !done(played_null) {
         if let Some(h) = null_sink.as_mut() {
             // Consume at real-time pace, as a device would; a frame that is not
-            // ready yet is an underrun and is taken when it arrives.
+            // ready when due counts one underrun and is taken when it arrives.
             let due = (start.elapsed().as_secs_f64() / 0.04) as u64;
             while played_null < due && target_frames.is_none_or(|n| played_null < n) {
-                if !h.read_frame(&mut null_frame) {
+                if h.buffered_ms() < FRAME_MS {
+                    if !late {
+                        late = true;
+                        h.stats.underruns.fetch_add(1, Ordering::Relaxed);
+                    }
                     break;
                 }
+                h.read_frame(&mut null_frame);
+                late = false;
                 played_null += 1;
             }
         }
