@@ -389,9 +389,9 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         match (isa.tier(), &w.layout) {
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Panels) => match w.narrow {
-                Some(Narrow::F16(_)) => x86_avx512::tile_f16(&tile),
-                Some(Narrow::I16 { .. }) => x86_avx512::tile_i16(&tile),
-                None => x86_avx512::tile(&tile),
+                Some(Narrow::F16(_)) => x86_avx512::tile_w::<{ x86_avx512::W_F16 }>(&tile),
+                Some(Narrow::I16 { .. }) => x86_avx512::tile_w::<{ x86_avx512::W_I16 }>(&tile),
+                None => x86_avx512::tile_w::<{ x86_avx512::W_F32 }>(&tile),
             },
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),

@@ -12,10 +12,10 @@ use super::{Epilogue, Tile, PANEL};
 
 const MR: usize = 6;
 
-/// Weight formats of [`micro`]: f32, f16, int16 × per-column scale.
-const W_F32: u8 = 0;
-const W_F16: u8 = 1;
-const W_I16: u8 = 2;
+/// Weight formats of [`tile_w`]: f32, f16, int16 × per-column scale.
+pub(super) const W_F32: u8 = 0;
+pub(super) const W_F16: u8 = 1;
+pub(super) const W_I16: u8 = 2;
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
 #[inline]
@@ -187,51 +187,20 @@ macro_rules! by_rows {
     }};
 }
 
-/// # Safety
-/// AVX-512F must be available and the tile's pointers valid (see `Tile`).
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn tile(t: &Tile<'_>) {
-    if t.ncols == 4 * PANEL {
-        by_rows!(4, W_F32, t, 0, 4 * PANEL);
-    } else {
-        for p in 0..t.ncols.div_ceil(PANEL) {
-            let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, W_F32, t, p * PANEL, nvalid);
-        }
-    }
-}
-
-/// As [`tile`] with f16 weight panels (`t.b16`), widened to f32 in registers
-/// (`vcvtph2ps`, exact) before the same f32 FMA chain.
+/// The panel kernel for weights in format `W` ([`W_F32`]; [`W_F16`]: halves
+/// widened with `vcvtph2ps`, exact; [`W_I16`]: int16 times per-column scales,
+/// the dequantised f32 weights exactly), all before the same f32 FMA chain.
 ///
 /// # Safety
 /// AVX-512F must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn tile_f16(t: &Tile<'_>) {
+pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_rows!(4, W_F16, t, 0, 4 * PANEL);
+        by_rows!(4, W, t, 0, 4 * PANEL);
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, W_F16, t, p * PANEL, nvalid);
-        }
-    }
-}
-
-/// As [`tile`] with int16 weight panels (`t.bq`) times per-column scales
-/// (`t.bscale`), widened and scaled in registers — the dequantised f32 weights
-/// exactly — before the same f32 FMA chain.
-///
-/// # Safety
-/// AVX-512F must be available and the tile's pointers valid (see `Tile`).
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn tile_i16(t: &Tile<'_>) {
-    if t.ncols == 4 * PANEL {
-        by_rows!(4, W_I16, t, 0, 4 * PANEL);
-    } else {
-        for p in 0..t.ncols.div_ceil(PANEL) {
-            let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, W_I16, t, p * PANEL, nvalid);
+            by_rows!(1, W, t, p * PANEL, nvalid);
         }
     }
 }
