@@ -396,6 +396,8 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
             #[cfg(target_arch = "x86_64")]
+            (Tier::Avx2, Layout::Rows) => x86_avx2::narrow(&tile),
+            #[cfg(target_arch = "x86_64")]
             (Tier::Avx2, Layout::Panels) => match w.narrow {
                 Some(Narrow::F16(_)) => x86_avx2::tile_w::<{ x86_avx2::W_F16 }>(&tile),
                 Some(Narrow::I16 { .. }) => x86_avx2::tile_w::<{ x86_avx2::W_I16 }>(&tile),

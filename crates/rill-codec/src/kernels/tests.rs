@@ -114,6 +114,39 @@ fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
     }
 }
 
+/// Narrow outputs (`n < 16`, dot-product kernels): AVX2 and AVX-512 agree bit for
+/// bit (same lanes, same reduction), and every tier is close to the f64 reference.
+#[test]
+fn narrow_kernels_agree_across_tiers() {
+    let pool = Pool::new(2);
+    for &(m, k, n) in &[(13, 64, 2), (9, 77, 5), (4, 7, 1), (30, 448, 2)] {
+        let (p, x, rows, want) = dense(m, k, n, n);
+        let mut simd: Option<Vec<f32>> = None;
+        for isa in Isa::available() {
+            let mut out = vec![0f32; m * n];
+            let job = Job {
+                w: &p,
+                rows,
+                input: &x,
+                epi: Epilogue::Store,
+            };
+            gemm(isa, &[job], &mut out, &pool);
+            for (o, w) in out.iter().zip(&want) {
+                assert!(
+                    (*o as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{isa:?}: {o} vs {w}"
+                );
+            }
+            if isa != Isa::PORTABLE {
+                match &simd {
+                    None => simd = Some(out),
+                    Some(s) => assert_eq!(&out, s, "{isa:?} ({m},{k},{n}) differs from AVX2"),
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn elu_copy_matches_definition() {
     let mut x: Vec<f32> = rand_vec(1000, 9).iter().map(|v| v * 30.0).collect();

@@ -187,3 +187,87 @@ pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
         }
     }
 }
+
+/// Narrow outputs (`ncols < 16`): per (row, column) a 16-lane dot product over all
+/// taps, as two 8-lane halves; 4 rows share each weight load. Lane for lane the
+/// same FMAs and the same final reduction as the AVX-512 `narrow`, so the two
+/// tiers agree bit for bit.
+///
+/// # Safety
+/// AVX2 and FMA must be available and the tile's pointers valid; `t.b` points at
+/// `ncols` weight rows of `taps·cin` floats.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn narrow(t: &Tile<'_>) {
+    const R: usize = 4;
+    let rows = t.a.len();
+    let full = t.cin / PANEL * PANEL;
+    let rest = t.cin - full;
+    // Lanes of the tail chunk that exist (the others load as zero, like a mask).
+    let lane = |l: usize| if l < rest { -1i32 } else { 0 };
+    let m0 = _mm256_setr_epi32(
+        lane(0),
+        lane(1),
+        lane(2),
+        lane(3),
+        lane(4),
+        lane(5),
+        lane(6),
+        lane(7),
+    );
+    let m1 = _mm256_setr_epi32(
+        lane(8),
+        lane(9),
+        lane(10),
+        lane(11),
+        lane(12),
+        lane(13),
+        lane(14),
+        lane(15),
+    );
+    let mut r0 = 0;
+    while r0 < rows {
+        let mr = R.min(rows - r0);
+        for j in 0..t.ncols {
+            let w = t.b.add(j * t.b_stride);
+            let mut lo = [_mm256_setzero_ps(); R];
+            let mut hi = [_mm256_setzero_ps(); R];
+            for (ti, &off) in t.taps.iter().enumerate() {
+                let wt = w.add(ti * t.cin);
+                let mut ci = 0;
+                while ci < full {
+                    let (w0, w1) = (_mm256_loadu_ps(wt.add(ci)), _mm256_loadu_ps(wt.add(ci + 8)));
+                    for m in 0..mr {
+                        let x = t.a[r0 + m].offset(off).add(ci);
+                        lo[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0, lo[m]);
+                        hi[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x.add(8)), w1, hi[m]);
+                    }
+                    ci += PANEL;
+                }
+                if rest > 0 {
+                    let (w0, w1) = (
+                        _mm256_maskload_ps(wt.add(full), m0),
+                        _mm256_maskload_ps(wt.add(full + 8), m1),
+                    );
+                    for m in 0..mr {
+                        let x = t.a[r0 + m].offset(off).add(full);
+                        lo[m] = _mm256_fmadd_ps(_mm256_maskload_ps(x, m0), w0, lo[m]);
+                        hi[m] = _mm256_fmadd_ps(_mm256_maskload_ps(x.add(8), m1), w1, hi[m]);
+                    }
+                }
+            }
+            for m in 0..mr {
+                let mut l = [0f32; PANEL];
+                _mm256_storeu_ps(l.as_mut_ptr(), lo[m]);
+                _mm256_storeu_ps(l.as_mut_ptr().add(8), hi[m]);
+                let y = super::portable::reduce16(&l) + *t.bias.add(j);
+                let dst = t.c[r0 + m].add(j);
+                *dst = match t.epi {
+                    Epilogue::Store => y,
+                    Epilogue::Elu => super::portable::elu(y),
+                    Epilogue::Accumulate => *dst + y,
+                };
+            }
+        }
+        r0 += mr;
+    }
+}
