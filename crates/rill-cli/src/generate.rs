@@ -223,7 +223,11 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         p.commit()?;
     }
 
-    timings.report(frames, wall);
+    timings.report(
+        frames,
+        wall,
+        pools.stages() == rill_stream::Stages::TwoStage,
+    );
     if nonfinite > 0 {
         eprintln!("warning: {nonfinite} non-finite audio samples were replaced by silence");
     }

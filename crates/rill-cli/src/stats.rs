@@ -34,7 +34,8 @@ pub fn summarize(d: &[Duration]) -> Summary {
 }
 
 impl Timings {
-    pub fn report(&self, frames: usize, wall: Duration) {
+    /// `overlapped`: the two stages ran at the same time (two-stage pipeline).
+    pub fn report(&self, frames: usize, wall: Duration, overlapped: bool) {
         let lm = summarize(&self.lm);
         let rtf = wall.as_secs_f64() / (frames as f64 * 0.04);
         if self.codec.is_empty() {
@@ -45,8 +46,9 @@ impl Timings {
             );
         } else {
             let codec = summarize(&self.codec);
+            let join = if overlapped { "alongside" } else { "+" };
             eprintln!(
-                "{frames} frames in {:.2} s: language model {:.1} + codec {:.1} ms/frame (medians); real-time factor {rtf:.2} (< 1 is faster than real time)",
+                "{frames} frames in {:.2} s: language model {:.1} {join} codec {:.1} ms/frame (medians); real-time factor {rtf:.2} (< 1 is faster than real time)",
                 wall.as_secs_f64(),
                 lm.median,
                 codec.median
