@@ -1,7 +1,7 @@
 //! `rill generate`: controls → tokens → audio, frame by frame as upstream streams it.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -169,9 +169,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
      -> Result<()> {
         if r.decoded {
             nonfinite += r.nonfinite;
-            timings
-                .codec
-                .push(Duration::from_secs_f64(r.codec_ms / 1e3));
+            timings.codec.push(r.codec_time);
             if let Some(w) = wav.as_mut() {
                 w.write(pipe.pcm())?;
             }
@@ -189,7 +187,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
                 .with_context(|| format!("--force-tokens row {n}"))?,
             None => pipe.step(tr, &pools),
         };
-        timings.lm.push(Duration::from_secs_f64(r.lm_ms / 1e3));
+        timings.lm.push(r.lm_time);
         all_tokens.push(r.tokens);
         emit(&pipe, &r, &mut dump, &mut timings)?;
         if let Some(d) = dump.as_mut() {

@@ -92,7 +92,7 @@ fn faster_advice(p: Precision, codec: rill_codec::CodecPrecision) -> String {
         Precision::Lut4 | Precision::Mixed => {}
     }
     if codec == rill_codec::CodecPrecision::F32 {
-        tips.push("--codec f16");
+        tips.push("--codec i16");
     }
     if tips.is_empty() {
         "These are rill's fastest settings; this CPU is too slow for real time.".into()

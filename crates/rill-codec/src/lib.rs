@@ -10,8 +10,9 @@
 //!   is `Send + Sync`; every stream owns a [`CodecState`]. The compute-bound 3×3 and
 //!   stride-1 transposed convolutions of `decoder_1..6` run in the Winograd domain
 //!   (`winograd.rs`, ≈ 107 dB audio SNR against the reference vs ≈ 109 dB direct);
-//!   [`Codec::load_with`] can opt into f16 weights for the bandwidth-bound early
-//!   layers ([`CodecPrecision::F16Weights`], ≈ 64 dB).
+//!   [`Codec::load_with`] can opt into two-byte weights for the bandwidth-bound
+//!   early layers: int16 with per-channel scales ([`CodecPrecision::I16Weights`],
+//!   ≈ 86 dB, the live default) or f16 ([`CodecPrecision::F16Weights`], ≈ 64 dB).
 //! * [`Codec::step`] decodes one frame. Like the reference it has one codec frame of
 //!   latency: the decoder's `Lookahead(4)` masks the first 4 STFT frames, so the first
 //!   1920-sample block of a stream is silence.
@@ -90,12 +91,12 @@ pub enum CodecPrecision {
     /// decoder_1's transposed conv and shortcut, ~120 MB of f32 weights streamed per
     /// step — halving their bytes; the later, compute-bound layers stay f32.
     /// Lower fidelity: ≈ 64 dB audio SNR vs the reference on the test fixtures (see
-    /// the crate's `f16_parity` test), for ≈ 15 % less time per frame.
+    /// the crate's `early_weights_parity` test), for ≈ 15 % less time per frame.
     F16Weights,
     /// int16 weights with one scale per output channel for the same early layers
     /// (same bytes as f16, widened and scaled in registers): ≈ 88 dB weight
     /// precision instead of f16's ≈ 66 dB, so the audio stays much closer to the
-    /// reference (see the `i16_parity` test) at f16's speed.
+    /// reference (test `early_weights_parity`: 86–87 dB) at f16's speed.
     I16Weights,
 }
 

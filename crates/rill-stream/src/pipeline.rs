@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rill_codec::{Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 use rill_kernels::Pool;
@@ -142,46 +142,69 @@ pub struct StepReport {
     pub decoded: bool,
     /// Non-finite codec samples replaced by silence in the decoded frame.
     pub nonfinite: usize,
-    pub lm_ms: f64,
-    pub codec_ms: f64,
+    /// Time of this step's LM stage and codec stage (they overlap in two-stage mode).
+    pub lm_time: Duration,
+    pub codec_time: Duration,
 }
 
-/// One stream's LM session and codec state, advanced one frame per step.
-pub struct FramePipeline {
-    session: Session,
-    codec: Option<Arc<Codec>>,
-    codec_state: Option<CodecState>,
-    /// Tokens produced but not yet decoded (two-stage only).
-    pending: Option<[u32; LEVELS]>,
+/// The codec side of a pipeline: state and the last decoded frame.
+struct CodecStage {
+    codec: Arc<Codec>,
+    state: CodecState,
     /// The decoded frame: float audio (before the output gain), int16, STFT.
     audio: Vec<f32>,
     pcm: Vec<i16>,
     stft: Vec<f32>,
     want_stft: bool,
     /// Tokens of the frame in `audio`.
-    decoded_tokens: [u32; LEVELS],
+    tokens: [u32; LEVELS],
+}
+
+impl CodecStage {
+    /// Decodes one frame: (non-finite samples replaced, time).
+    fn decode(&mut self, tokens: [u32; LEVELS], pool: &Pool) -> (usize, Duration) {
+        let t = Instant::now();
+        let stft = self.want_stft.then_some(&mut self.stft[..]);
+        self.codec
+            .step(&mut self.state, &tokens, &mut self.audio, stft, pool);
+        let nonfinite = rill_codec::float_to_int16(&self.audio, &mut self.pcm);
+        self.tokens = tokens;
+        (nonfinite, t.elapsed())
+    }
+}
+
+/// One stream's LM session and codec state, advanced one frame per step.
+pub struct FramePipeline {
+    session: Session,
+    /// `None`: tokens only.
+    codec: Option<CodecStage>,
+    /// Tokens produced but not yet decoded (two-stage only).
+    pending: Option<[u32; LEVELS]>,
 }
 
 impl FramePipeline {
     /// A pipeline; `codec: None` generates tokens only.
     pub fn new(lm: Arc<Mrt2>, codec: Option<Arc<Codec>>, seed: u64, pools: &StagePools) -> Self {
-        let codec_state = codec.as_ref().map(|c| c.new_state());
         FramePipeline {
             session: Session::new(lm, seed, pools.lm()),
-            codec,
-            codec_state,
+            codec: codec.map(|codec| CodecStage {
+                state: codec.new_state(),
+                codec,
+                audio: vec![0.0; FRAME_PCM],
+                pcm: vec![0; FRAME_PCM],
+                stft: vec![0.0; STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN],
+                want_stft: false,
+                tokens: [0; LEVELS],
+            }),
             pending: None,
-            audio: vec![0.0; FRAME_PCM],
-            pcm: vec![0; FRAME_PCM],
-            stft: vec![0.0; STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN],
-            want_stft: false,
-            decoded_tokens: [0; LEVELS],
         }
     }
 
     /// Also keep each decoded frame's STFT (for dumps).
     pub fn keep_stft(&mut self, on: bool) {
-        self.want_stft = on;
+        if let Some(c) = self.codec.as_mut() {
+            c.want_stft = on;
+        }
     }
 
     pub fn session(&self) -> &Session {
@@ -195,7 +218,7 @@ impl FramePipeline {
     }
 
     pub fn codec_state(&self) -> Option<&CodecState> {
-        self.codec_state.as_ref()
+        self.codec.as_ref().map(|c| &c.state)
     }
 
     /// Tokens computed but not yet decoded.
@@ -205,38 +228,38 @@ impl FramePipeline {
 
     /// Replaces the codec state and the undecoded tokens (restoring a snapshot).
     pub fn restore_codec(&mut self, state: &CodecState, pending: Option<[u32; LEVELS]>) {
-        if let Some(s) = self.codec_state.as_mut() {
-            s.clone_from(state);
+        if let Some(c) = self.codec.as_mut() {
+            c.state.clone_from(state);
         }
         self.pending = pending;
     }
 
     /// Back to a fresh codec state with nothing pending (the LM is reset separately).
     pub fn reset_codec(&mut self) {
-        if let (Some(c), Some(s)) = (&self.codec, self.codec_state.as_mut()) {
-            *s = c.new_state();
+        if let Some(c) = self.codec.as_mut() {
+            c.state = c.codec.new_state();
         }
         self.pending = None;
     }
 
-    /// The last decoded frame, interleaved stereo int16.
+    /// The last decoded frame, interleaved stereo int16 (empty without a codec).
     pub fn pcm(&self) -> &[i16] {
-        &self.pcm
+        self.codec.as_ref().map_or(&[], |c| &c.pcm)
     }
 
     /// The last decoded frame as float (before the 0.5 output gain).
     pub fn audio(&self) -> &[f32] {
-        &self.audio
+        self.codec.as_ref().map_or(&[], |c| &c.audio)
     }
 
     /// The last decoded frame's STFT `[4, 480, 4]` (if [`Self::keep_stft`]).
     pub fn stft(&self) -> &[f32] {
-        &self.stft
+        self.codec.as_ref().map_or(&[], |c| &c.stft)
     }
 
     /// Tokens of the last decoded frame.
     pub fn decoded_tokens(&self) -> [u32; LEVELS] {
-        self.decoded_tokens
+        self.codec.as_ref().map_or([0; LEVELS], |c| c.tokens)
     }
 
     /// One LM step (sampling) and (sequential) the codec of the same frame, or
@@ -272,36 +295,27 @@ impl FramePipeline {
         let Self {
             session,
             codec,
-            codec_state,
             pending,
-            audio,
-            pcm,
-            stft,
-            want_stft,
-            decoded_tokens,
         } = self;
         let lm_task = |pool: &Pool| {
             let t = Instant::now();
             let tokens = lm_step(session, pool);
-            (tokens, ms_since(t))
+            (tokens, t.elapsed())
         };
-        let mut decode = |tokens: [u32; LEVELS], pool: &Pool| -> (bool, usize, f64) {
-            let (Some(c), Some(st)) = (codec.as_ref(), codec_state.as_mut()) else {
-                return (false, 0, 0.0);
-            };
-            let t = Instant::now();
-            let s = want_stft.then_some(&mut stft[..]);
-            c.step(st, &tokens, audio, s, pool);
-            let nonfinite = rill_codec::float_to_int16(audio, pcm);
-            *decoded_tokens = tokens;
-            (true, nonfinite, ms_since(t))
+        // (decoded, non-finite samples, time)
+        let mut decode = |tokens: Option<[u32; LEVELS]>, pool: &Pool| match (codec.as_mut(), tokens)
+        {
+            (Some(c), Some(t)) => {
+                let (nonfinite, ms) = c.decode(t, pool);
+                (true, nonfinite, ms)
+            }
+            _ => (false, 0, Duration::ZERO),
         };
-        let (tokens, lm_ms, decoded, nonfinite, codec_ms) = match pools {
+        let (tokens, lm_time, (decoded, nonfinite, codec_time)) = match pools {
             StagePools::Sequential(pool) => {
-                let (tokens, lm_ms) = lm_task(pool);
+                let (tokens, lm_time) = lm_task(pool);
                 let tokens = tokens?;
-                let (decoded, nonfinite, codec_ms) = decode(tokens, pool);
-                (tokens, lm_ms, decoded, nonfinite, codec_ms)
+                (tokens, lm_time, decode(Some(tokens), pool))
             }
             StagePools::TwoStage {
                 join,
@@ -315,7 +329,7 @@ impl FramePipeline {
                     AtomicBool::new(false),
                     AtomicBool::new(false),
                 );
-                let ((tokens, lm_ms), (decoded, nonfinite, codec_ms)) = join.join(
+                let ((tokens, lm_time), decoded) = join.join(
                     || {
                         let r = lm_task(lm);
                         lm_done.store(true, Ordering::Release);
@@ -328,10 +342,7 @@ impl FramePipeline {
                     },
                     || {
                         codec_started.store(true, Ordering::Release);
-                        let r = match prev {
-                            Some(t) => decode(t, cp),
-                            None => (false, 0, 0.0),
-                        };
+                        let r = decode(prev, cp);
                         codec_done.store(true, Ordering::Release);
                         lm.assist(&lm_done);
                         r
@@ -342,15 +353,15 @@ impl FramePipeline {
                 if codec.is_some() {
                     *pending = Some(tokens);
                 }
-                (tokens, lm_ms, decoded, nonfinite, codec_ms)
+                (tokens, lm_time, decoded)
             }
         };
         Ok(StepReport {
             tokens,
             decoded,
             nonfinite,
-            lm_ms,
-            codec_ms,
+            lm_time,
+            codec_time,
         })
     }
 
@@ -358,22 +369,13 @@ impl FramePipeline {
     /// Returns `None` when nothing was pending.
     pub fn flush(&mut self, pools: &StagePools) -> Option<StepReport> {
         let tokens = self.pending.take()?;
-        let (c, st) = (self.codec.as_ref()?, self.codec_state.as_mut()?);
-        let t = Instant::now();
-        let s = self.want_stft.then_some(&mut self.stft[..]);
-        c.step(st, &tokens, &mut self.audio, s, pools.codec());
-        let nonfinite = rill_codec::float_to_int16(&self.audio, &mut self.pcm);
-        self.decoded_tokens = tokens;
+        let (nonfinite, codec_time) = self.codec.as_mut()?.decode(tokens, pools.codec());
         Some(StepReport {
             tokens,
             decoded: true,
             nonfinite,
-            lm_ms: 0.0,
-            codec_ms: ms_since(t),
+            lm_time: Duration::ZERO,
+            codec_time,
         })
     }
-}
-
-fn ms_since(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
 }
