@@ -9,10 +9,17 @@
 //!
 //! Results never depend on the thread count: callers split work into tasks whose
 //! boundaries depend only on the problem size.
+//!
+//! Panics: a task that panics (on any thread) closes its job, so no further task
+//! of it starts; the dispatcher waits until every task already started has
+//! finished (they borrow the caller's closure), resets the pool and re-raises
+//! the first panic on the calling thread, as rayon does. The pool stays usable.
 
+use std::any::Any;
 use std::cell::UnsafeCell;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -36,6 +43,10 @@ struct Shared {
     job: UnsafeCell<Option<Job>>,
     shutdown: AtomicBool,
     sleeping: Vec<AtomicBool>,
+    /// Set when a task of the current job panicked; the payload waits in `panic`
+    /// (locked only on that path, never per task).
+    panicked: AtomicBool,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 // SAFETY: `job` is written by the dispatching thread only between jobs (when
@@ -77,6 +88,8 @@ impl Pool {
             job: UnsafeCell::new(None),
             shutdown: AtomicBool::new(false),
             sleeping: (0..helpers).map(|_| AtomicBool::new(false)).collect(),
+            panicked: AtomicBool::new(false),
+            panic: Mutex::new(None),
         });
         let threads = (0..helpers)
             .map(|w| {
@@ -160,13 +173,13 @@ impl Pool {
             }
         }
         if caller_first {
-            f(0);
-            s.remaining.fetch_sub(1, Ordering::Release);
+            run_task(s, gen, n, f, 0);
         }
         while let Some(i) = claim(s, gen, n) {
-            f(i);
-            s.remaining.fetch_sub(1, Ordering::Release);
+            run_task(s, gen, n, f, i);
         }
+        // Every task still running borrows `f`: wait for them even when one
+        // panicked (a closed job's unclaimed tasks were already subtracted).
         while s.remaining.load(Ordering::Acquire) != 0 {
             std::hint::spin_loop();
         }
@@ -174,7 +187,19 @@ impl Pool {
         // against the next job's task count.
         s.counter
             .store((gen << 32) | 0xffff_ffff, Ordering::Release);
+        let payload = if s.panicked.load(Ordering::Acquire) {
+            s.panicked.store(false, Ordering::Relaxed);
+            s.panic
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        } else {
+            None
+        };
         self.busy.store(false, Ordering::Release);
+        if let Some(p) = payload {
+            panic::resume_unwind(p);
+        }
     }
 }
 
@@ -323,16 +348,52 @@ fn run_claimed(s: &Shared, gen: u64, n: usize) -> bool {
     let mut ran = false;
     while let Some(i) = claim(s, gen, n) {
         // SAFETY: we hold an unfinished task of generation `gen`, so its
-        // dispatcher is still inside `dispatch` and the job pointer it stored
-        // (before publishing the generation) is valid.
-        unsafe {
-            let job = (*s.job.get()).expect("job set before generation");
-            (*job)(i);
-        }
-        s.remaining.fetch_sub(1, Ordering::Release);
+        // dispatcher is still inside `dispatch` (waiting for `remaining`) and
+        // the job pointer it stored before publishing the generation is valid.
+        let job = unsafe { &*(*s.job.get()).expect("job set before generation") };
+        run_task(s, gen, n, job, i);
         ran = true;
     }
     ran
+}
+
+/// Runs task `i` of generation `gen` and marks it finished. A panic is caught:
+/// the first payload is kept for the dispatcher and the job is closed.
+fn run_task(s: &Shared, gen: u64, n: usize, f: &(dyn Fn(usize) + Sync), i: usize) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(i))) {
+        let mut slot = s.panic.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(payload);
+        }
+        drop(slot);
+        s.panicked.store(true, Ordering::Release);
+        close_job(s, gen, n);
+    }
+    s.remaining.fetch_sub(1, Ordering::Release);
+}
+
+/// Stops generation `gen` from handing out more tasks and counts the ones it
+/// will never hand out as finished. Idempotent: a second close finds none left.
+fn close_job(s: &Shared, gen: u64, n: usize) {
+    let mut cur = s.counter.load(Ordering::Acquire);
+    loop {
+        if cur >> 32 != gen {
+            return;
+        }
+        let claimed = ((cur & 0xffff_ffff) as usize).min(n);
+        match s.counter.compare_exchange_weak(
+            cur,
+            (gen << 32) | 0xffff_ffff,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                s.remaining.fetch_sub(n - claimed, Ordering::AcqRel);
+                return;
+            }
+            Err(now) => cur = now,
+        }
+    }
 }
 
 impl Drop for Pool {
@@ -415,6 +476,134 @@ mod tests {
             // (Whether the assistant got a task depends on scheduling; that it
             // returned and every task ran once does not.)
         }
+    }
+
+    /// The panic message of a caught `run`/`join`.
+    fn message(p: Box<dyn Any + Send>) -> String {
+        p.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    }
+
+    /// After a panicking job the pool is reset and every later job runs fully.
+    fn still_works(pool: &Pool) {
+        assert!(
+            !pool.busy.load(Ordering::Acquire),
+            "busy reset after a panic"
+        );
+        let hits: Vec<AtomicUsize> = (0..256).map(|_| AtomicUsize::new(0)).collect();
+        pool.run(256, &|i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn a_panic_on_the_caller_waits_for_running_tasks_and_reaches_the_caller() {
+        for threads in 1..4 {
+            let pool = Pool::new(threads);
+            let running = AtomicUsize::new(0);
+            let started = AtomicUsize::new(0);
+            let me = thread::current().id();
+            let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                pool.run(64, &|_| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    started.fetch_add(1, Ordering::SeqCst);
+                    if thread::current().id() == me {
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        panic!("caller task failed");
+                    }
+                    // A helper's task outlives the caller's panic.
+                    thread::sleep(Duration::from_millis(5));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                });
+            }));
+            let p = r.expect_err("the panic reaches the caller");
+            assert_eq!(message(p), "caller task failed");
+            assert_eq!(running.load(Ordering::SeqCst), 0, "no task outlives run");
+            assert!(started.load(Ordering::SeqCst) < 64, "the job was closed");
+            still_works(&pool);
+        }
+    }
+
+    #[test]
+    fn a_panic_on_a_helper_reaches_the_caller_instead_of_hanging() {
+        let pool = Pool::new(2);
+        let me = thread::current().id();
+        let helper_took_one = AtomicBool::new(false);
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.run(8, &|_| {
+                if thread::current().id() == me {
+                    // Hold the caller until the helper has a task (bounded wait).
+                    let t = Instant::now();
+                    while !helper_took_one.load(Ordering::Acquire)
+                        && t.elapsed() < Duration::from_secs(10)
+                    {
+                        thread::yield_now();
+                    }
+                } else {
+                    helper_took_one.store(true, Ordering::Release);
+                    panic!("helper task failed");
+                }
+            });
+        }));
+        assert!(
+            helper_took_one.load(Ordering::Acquire),
+            "the helper ran a task"
+        );
+        assert_eq!(message(r.expect_err("re-raised")), "helper task failed");
+        still_works(&pool);
+    }
+
+    #[test]
+    fn a_panic_in_either_half_of_join_reaches_the_caller() {
+        for threads in 1..3 {
+            let pool = Pool::new(threads);
+            let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                pool.join(|| 1, || -> u32 { panic!("b failed") })
+            }));
+            assert_eq!(message(r.expect_err("b's panic")), "b failed");
+            let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                pool.join(|| -> u32 { panic!("a failed") }, || 2)
+            }));
+            assert_eq!(message(r.expect_err("a's panic")), "a failed");
+            still_works(&pool);
+            assert_eq!(pool.join(|| 3, || 4), (3, 4));
+        }
+    }
+
+    #[test]
+    fn an_assistant_survives_a_panicking_task_and_the_dispatcher_gets_it() {
+        let pool = Pool::open(1);
+        let done = AtomicBool::new(false);
+        let me = thread::current().id();
+        thread::scope(|sc| {
+            let h = sc.spawn(|| {
+                let dispatcher = thread::current().id();
+                let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                    pool.run(64, &|_| {
+                        if thread::current().id() == me {
+                            panic!("assistant task failed");
+                        }
+                        if thread::current().id() == dispatcher {
+                            thread::sleep(Duration::from_millis(1));
+                        }
+                    });
+                }));
+                let outcome = r.map_err(message);
+                still_works(&pool);
+                done.store(true, Ordering::Release);
+                outcome
+            });
+            pool.assist(&done);
+            // Whether the assistant got a task depends on scheduling; if it did,
+            // its panic must be the dispatcher's.
+            match h.join().expect("dispatcher thread") {
+                Ok(()) => {}
+                Err(m) => assert_eq!(m, "assistant task failed"),
+            }
+        });
     }
 
     #[test]

@@ -13,7 +13,12 @@
 //!
 //! Consumers (an audio-device callback, a WebSocket sender pacing at 40 ms) read
 //! frames without locks; a read that finds too little audio counts an underrun.
+//!
+//! A panic while serving one stream (a bug) is caught on the scheduler thread:
+//! that stream is dropped and reports [`StreamHandle::failed`], every other
+//! stream keeps playing (the worker pools reset themselves, see `Pool::run`).
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -109,6 +114,9 @@ pub struct StreamStats {
     pub errors: AtomicU64,
     /// Frames dropped from the recording queue because the writer fell behind.
     pub record_dropped: AtomicU64,
+    /// The engine hit an internal error (a panic) serving this stream and
+    /// dropped it; no more audio will come.
+    pub failed: AtomicBool,
 }
 
 impl StreamStats {
@@ -136,6 +144,9 @@ impl StreamStats {
 enum Msg {
     Control(Control),
     Snapshot(Sender<Snapshot>),
+    /// Test hook: panic while serving this stream's next frame.
+    #[cfg(feature = "fault-injection")]
+    InjectPanic,
 }
 
 /// What the scheduler owns per stream.
@@ -146,6 +157,9 @@ struct Slot {
     record: Option<rtrb::Producer<i16>>,
     stats: Arc<StreamStats>,
     closed: Arc<AtomicBool>,
+    /// Test hook: the next step panics.
+    #[cfg(feature = "fault-injection")]
+    panic_next: bool,
 }
 
 struct Shared {
@@ -156,6 +170,9 @@ struct Shared {
     active: AtomicUsize,
     capacity: usize,
     rtf: f32,
+    /// Test hook: the next frame served, of any stream, panics inside a pool task.
+    #[cfg(feature = "fault-injection")]
+    panic_in_pool: AtomicBool,
 }
 
 /// The streaming engine (see the module docs).
@@ -192,6 +209,8 @@ impl Engine {
             active: AtomicUsize::new(0),
             capacity,
             rtf,
+            #[cfg(feature = "fault-injection")]
+            panic_in_pool: AtomicBool::new(false),
         });
         let s = Arc::clone(&shared);
         let scheduler = thread::Builder::new()
@@ -217,6 +236,14 @@ impl Engine {
     /// Streams currently open.
     pub fn active(&self) -> usize {
         self.shared.active.load(Ordering::Acquire)
+    }
+
+    /// Test hook: the next frame the scheduler serves panics inside a worker-pool
+    /// task, as a kernel bug would.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_panic_in_pool(&self) {
+        self.shared.panic_in_pool.store(true, Ordering::Release);
     }
 
     /// Opens a stream, or refuses with [`StreamError::Busy`] beyond capacity.
@@ -258,6 +285,8 @@ impl Engine {
             record: record_tx,
             stats: stats.clone(),
             closed: closed.clone(),
+            #[cfg(feature = "fault-injection")]
+            panic_next: false,
         };
         if self.shared.register.send(slot).is_err() {
             self.shared.active.fetch_sub(1, Ordering::AcqRel);
@@ -330,6 +359,19 @@ impl StreamHandle {
     /// Queues a control for the next frame boundary.
     pub fn send(&self, c: Control) -> Result<(), StreamError> {
         send(&self.msgs, c)
+    }
+
+    /// Whether the engine dropped this stream after an internal error; no more
+    /// audio will come (tell the listener, then close).
+    pub fn failed(&self) -> bool {
+        self.stats.failed.load(Ordering::Acquire)
+    }
+
+    /// Test hook: this stream's next frame panics on the scheduler thread.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_panic(&self) {
+        let _ = self.msgs.try_send(Msg::InjectPanic);
     }
 
     /// The stream's complete state at the next frame boundary (blocks until then).
@@ -436,20 +478,7 @@ fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
         slots.retain(|s| !s.closed.load(Ordering::Acquire));
         // Controls take effect at the next frame boundary; applying them as soon as
         // they arrive is the same thing, and answers snapshot requests promptly.
-        for s in slots.iter_mut() {
-            while let Ok(m) = s.msgs.try_recv() {
-                match m {
-                    Msg::Control(c) => {
-                        if s.generator.apply(c).is_err() {
-                            s.stats.errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Msg::Snapshot(reply) => {
-                        let _ = reply.try_send(s.generator.snapshot());
-                    }
-                }
-            }
-        }
+        slots.retain_mut(|s| guarded(s, |s| drain_messages(s)).is_some());
         // Earliest deadline first: the stream with the least audio buffered.
         let next = slots
             .iter()
@@ -465,29 +494,92 @@ fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
             }
             continue;
         };
-        let s = &mut slots[i];
         let t = Instant::now();
-        let info = s.generator.step(pool, &mut pcm);
-        if info.nonfinite > 0 {
-            s.stats
-                .nonfinite
-                .fetch_add(info.nonfinite as u64, Ordering::Relaxed);
-        }
-        if !info.decoded {
-            // Two-stage start: the first LM step has no audio yet.
-            continue;
-        }
-        push_frame(&mut s.audio, &pcm);
-        if let Some(r) = s.record.as_mut() {
-            if r.slots() >= FRAME_PCM {
-                push_frame(r, &pcm);
-            } else {
-                s.stats.record_dropped.fetch_add(1, Ordering::Relaxed);
+        let served = guarded(&mut slots[i], |s| {
+            #[cfg(feature = "fault-injection")]
+            inject_faults(shared, pool, s);
+            serve_frame(s, pool, &mut pcm)
+        });
+        match served {
+            None => {
+                slots.swap_remove(i);
+            }
+            Some(false) => {} // Two-stage start: the first LM step has no audio yet.
+            Some(true) => {
+                let s = &slots[i];
+                s.stats.frames.fetch_add(1, Ordering::Relaxed);
+                s.stats.record_gen(t.elapsed().as_secs_f32() * 1e3);
+                last_frame = Instant::now();
             }
         }
-        s.stats.frames.fetch_add(1, Ordering::Relaxed);
-        s.stats.record_gen(t.elapsed().as_secs_f32() * 1e3);
-        last_frame = Instant::now();
+    }
+}
+
+/// Runs `f` on one stream's slot; a panic marks the stream failed and returns
+/// `None` (the caller drops the slot: its generator may be half-updated).
+fn guarded<R>(slot: &mut Slot, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
+    match panic::catch_unwind(AssertUnwindSafe(|| f(slot))) {
+        Ok(r) => Some(r),
+        Err(_) => {
+            // The panic hook has already printed the message and location.
+            slot.stats.failed.store(true, Ordering::Release);
+            None
+        }
+    }
+}
+
+/// Applies queued controls and answers snapshot requests.
+fn drain_messages(s: &mut Slot) {
+    while let Ok(m) = s.msgs.try_recv() {
+        match m {
+            Msg::Control(c) => {
+                if s.generator.apply(c).is_err() {
+                    s.stats.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Msg::Snapshot(reply) => {
+                let _ = reply.try_send(s.generator.snapshot());
+            }
+            #[cfg(feature = "fault-injection")]
+            Msg::InjectPanic => s.panic_next = true,
+        }
+    }
+}
+
+/// Generates one frame of `s` into its queues; false when no audio came out yet.
+fn serve_frame(s: &mut Slot, pool: &StagePools, pcm: &mut [i16]) -> bool {
+    let info = s.generator.step(pool, pcm);
+    if info.nonfinite > 0 {
+        s.stats
+            .nonfinite
+            .fetch_add(info.nonfinite as u64, Ordering::Relaxed);
+    }
+    if !info.decoded {
+        return false;
+    }
+    push_frame(&mut s.audio, pcm);
+    if let Some(r) = s.record.as_mut() {
+        if r.slots() >= FRAME_PCM {
+            push_frame(r, pcm);
+        } else {
+            s.stats.record_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    true
+}
+
+/// The test hooks: a panic on the scheduler thread, or inside a pool task.
+#[cfg(feature = "fault-injection")]
+fn inject_faults(shared: &Shared, pool: &StagePools, s: &mut Slot) {
+    if std::mem::take(&mut s.panic_next) {
+        panic!("injected fault: panic while serving a stream");
+    }
+    if shared.panic_in_pool.swap(false, Ordering::AcqRel) {
+        pool.lm().run(64, &|i| {
+            if i == 63 {
+                panic!("injected fault: panic in a worker-pool task");
+            }
+        });
     }
 }
 

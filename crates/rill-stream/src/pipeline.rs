@@ -331,8 +331,10 @@ impl FramePipeline {
                 );
                 let ((tokens, lm_time), decoded) = join.join(
                     || {
+                        // Set on unwind too, so a panic cannot strand the assistant.
+                        let finished = SetOnDrop(&lm_done);
                         let r = lm_task(lm);
-                        lm_done.store(true, Ordering::Release);
+                        drop(finished);
                         // Only if the codec task runs elsewhere: when it has not
                         // started, this thread runs it next (no helper was free).
                         if codec_started.load(Ordering::Acquire) {
@@ -342,8 +344,9 @@ impl FramePipeline {
                     },
                     || {
                         codec_started.store(true, Ordering::Release);
+                        let finished = SetOnDrop(&codec_done);
                         let r = decode(prev, cp);
-                        codec_done.store(true, Ordering::Release);
+                        drop(finished);
                         lm.assist(&lm_done);
                         r
                     },
@@ -377,5 +380,15 @@ impl FramePipeline {
             lm_time: Duration::ZERO,
             codec_time,
         })
+    }
+}
+
+/// Sets its flag when dropped, also while unwinding: the other stage's
+/// [`Pool::assist`] loop waits for it.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }

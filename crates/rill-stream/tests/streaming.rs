@@ -179,3 +179,67 @@ fn admission_control_refuses_beyond_capacity() {
     drop((b, c));
     assert_eq!(e.active(), 0);
 }
+
+/// Reads frames until `frames` more arrived or the stream failed; returns how
+/// many arrived.
+fn read_until_failed(h: &mut StreamHandle, frames: usize) -> usize {
+    let mut f = vec![0i16; FRAME_PCM];
+    let mut got = 0;
+    let start = Instant::now();
+    while got < frames && !h.failed() {
+        if h.read_frame(&mut f) {
+            got += 1;
+        } else {
+            assert!(start.elapsed() < Duration::from_secs(60), "stream stalled");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    got
+}
+
+#[test]
+fn a_panic_serving_one_stream_fails_that_stream_and_the_others_keep_playing() {
+    let e = engine(3);
+    let mut a = e.open(StreamConfig::default()).unwrap();
+    let mut b = e.open(StreamConfig::default()).unwrap();
+    read(&mut a, 3);
+    read(&mut b, 3);
+    a.inject_panic();
+    read_until_failed(&mut a, usize::MAX);
+    assert!(a.failed(), "the panicking stream reports it");
+    assert!(!b.failed());
+    // The other stream plays on, and a new one can be opened and played.
+    read(&mut b, 10);
+    let mut c = e.open(StreamConfig::default()).unwrap();
+    read(&mut c, 5);
+    assert!(!b.failed() && !c.failed());
+}
+
+#[test]
+fn a_panic_inside_a_pool_task_fails_one_stream_and_the_pools_recover() {
+    let e = engine(2);
+    let mut a = e.open(StreamConfig::default()).unwrap();
+    let mut b = e.open(StreamConfig::default()).unwrap();
+    read(&mut a, 2);
+    read(&mut b, 2);
+    e.inject_panic_in_pool();
+    // Exactly one of the two streams was being served when the task panicked.
+    let start = Instant::now();
+    while !a.failed() && !b.failed() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no stream failed"
+        );
+        let mut f = vec![0i16; FRAME_PCM];
+        a.read_frame(&mut f);
+        b.read_frame(&mut f);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let (failed, mut alive) = if a.failed() { (a, b) } else { (b, a) };
+    assert!(failed.failed() && !alive.failed());
+    // The pools were left usable: the survivor keeps getting frames.
+    assert_eq!(read_until_failed(&mut alive, 20), 20);
+    drop(failed);
+    let mut c = e.open(StreamConfig::default()).unwrap();
+    assert_eq!(read_until_failed(&mut c, 5), 5);
+}
