@@ -50,12 +50,9 @@ pub struct BenchArgs {
     pub quality_frames: usize,
 }
 
-/// Peak resident set size of this process, from /proc (Linux); None elsewhere.
+/// Peak resident set size of this process (Linux); None elsewhere.
 fn peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    crate::stats::proc_memory_bytes("VmHWM")
 }
 
 fn pool_for(args: &ModelArgs) -> Result<Pool> {

@@ -12,6 +12,7 @@ mod play;
 mod progress;
 mod quantize;
 mod serve;
+mod soak;
 mod stats;
 mod synth;
 mod tokens;
@@ -46,6 +47,9 @@ enum Command {
     Play(play::PlayArgs),
     /// Serve the browser instrument and one WebSocket stream per listener.
     Serve(serve::ServeArgs),
+    /// Stream through the live engine for a long time (default 1 h) and print, per
+    /// minute, output level, peak, non-finite/clipped samples, memory and underruns.
+    Soak(soak::SoakArgs),
     /// Write a pre-quantised checkpoint that loads without re-quantising.
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
@@ -66,6 +70,7 @@ fn main() {
         Command::Quantize(a) => quantize::run(a),
         Command::Play(a) => play::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Soak(a) => soak::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
