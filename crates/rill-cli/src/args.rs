@@ -56,6 +56,12 @@ pub struct ModelArgs {
     pub lm_threads: Option<usize>,
 }
 
+/// Longest generation or stream accepted, in seconds (a day): bounds every
+/// allocation sized by a frame count, so an absurd value is one error line.
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// [`MAX_SECONDS`] in 40 ms frames.
+pub const MAX_FRAMES: u64 = 25 * 86_400;
+
 /// Most worker threads accepted (more would only oversubscribe any real CPU).
 pub const MAX_THREADS: usize = 256;
 
@@ -253,7 +259,7 @@ impl ControlArgs {
             ..Default::default()
         };
         if let Some(n) = &self.notes {
-            c = c.with_held_notes(&parse_notes(n)?);
+            c = c.with_held_notes(&parse_notes(n)?)?;
         }
         Ok(c)
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
+use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::{Isa, Pool};
 use rill_mrt2::conditioning::Conditioning;
@@ -22,12 +23,12 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
 
-    /// Frames to time (after the warm-up).
-    #[arg(long, default_value_t = 100)]
+    /// Frames to time (after the warm-up; at most a day's worth).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_FRAMES).map(|n| n as usize))]
     pub frames: usize,
 
     /// Frames run before timing starts.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=10_000).map(|n| n as usize))]
     pub warmup: usize,
 
     /// Print one JSON object instead of the table.
@@ -46,7 +47,7 @@ pub struct BenchArgs {
     pub isa: Option<String>,
 
     /// Frames for --quality.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
     pub quality_frames: usize,
 }
 
@@ -67,6 +68,7 @@ fn bench_conditioning() -> Conditioning {
         ..Default::default()
     }
     .with_held_notes(&[60, 64, 67])
+    .expect("MIDI pitches")
 }
 
 /// One tier's timings.
@@ -124,7 +126,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         rill_kernels::isa::set_active(isa);
         let mut pipe = FramePipeline::new(lm.clone(), Some(codec), 42, &pools);
         pipe.session_mut()
-            .set_conditioning(&bench_conditioning(), pools.lm());
+            .set_conditioning(&bench_conditioning(), pools.lm())?;
         let (mut lm_t, mut codec_t, mut total_t) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..args.warmup + args.frames {
             let a = Instant::now();
@@ -246,7 +248,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
         let m = Arc::new(Mrt2::load(&ckpt, prec)?);
         let mut r = Session::new(reference.clone(), 42, &pool);
         let mut t = Session::new(m, 42, &pool);
-        let q = compare_sessions(&mut r, &mut t, &cond, p, args.quality_frames, &pool);
+        let q = compare_sessions(&mut r, &mut t, &cond, p, args.quality_frames, &pool)?;
         println!(
             "{:<10} {:>15.6} {:>15.6} {:>14.3} {:>22.4}",
             prec.name(),
@@ -260,7 +262,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
     // Codec: audio of the f32 model's tokens, f16 early weights vs f32.
     let frames = args.quality_frames.max(2);
     let mut s = Session::new(reference, 42, &pool);
-    s.set_conditioning(&cond, &pool);
+    s.set_conditioning(&cond, &pool)?;
     let tokens: Vec<[u32; 12]> = (0..frames).map(|_| s.step(&pool, None)).collect();
     let decode = |precision| -> Result<Vec<f32>> {
         let c = rill_codec::Codec::load_with(

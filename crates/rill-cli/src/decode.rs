@@ -51,9 +51,10 @@ pub struct DecodeArgs {
 }
 
 pub fn run(args: DecodeArgs) -> Result<()> {
-    let frames = read_tokens(&args.tokens)?;
+    // Outputs first: an unwritable path fails before any work is done.
     let mut wav = WavOut::create(&args.output)?;
     let dump_out = args.dump.as_deref().map(PendingFile::reserve).transpose()?;
+    let frames = read_tokens(&args.tokens)?;
     let margs = crate::args::ModelArgs {
         checkpoint: args.checkpoint.clone(),
         random_weights: args.random_weights,

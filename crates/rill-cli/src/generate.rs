@@ -9,7 +9,7 @@ use rill_io::{Array, Data};
 use rill_mrt2::{FrameTrace, LEVELS};
 use rill_stream::{FramePipeline, StepReport};
 
-use crate::args::{ControlArgs, ModelArgs};
+use crate::args::{ControlArgs, ModelArgs, MAX_FRAMES, MAX_SECONDS};
 use crate::dump::Dump;
 use crate::model_source;
 use crate::output::{PendingFile, WavOut};
@@ -26,7 +26,7 @@ pub struct GenerateArgs {
     pub controls: ControlArgs,
 
     /// Number of 40 ms frames to generate (25 per second).
-    #[arg(long, conflicts_with = "seconds")]
+    #[arg(long, conflicts_with = "seconds", value_parser = clap::value_parser!(u64).range(1..=MAX_FRAMES))]
     pub frames: Option<u64>,
 
     /// Seconds of audio to generate (frames = ⌊25·S⌋ as upstream).
@@ -89,8 +89,8 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         }
         (Some(n), _, _) => n as usize,
         (None, Some(s), _) => {
-            if !(s.is_finite() && s > 0.0) {
-                bail!("--seconds must be a positive number, got {s}");
+            if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) {
+                bail!("--seconds must be a number in (0, {MAX_SECONDS}] (a day), got {s}");
             }
             let n = (s * 25.0).floor() as usize;
             if n == 0 {
@@ -146,8 +146,8 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     );
 
     let mut pipe = FramePipeline::new(lm.clone(), codec, args.controls.seed, &pools);
-    pipe.session_mut().set_conditioning(&cond, pools.lm());
-    pipe.session_mut().set_sampling(sampling);
+    pipe.session_mut().set_conditioning(&cond, pools.lm())?;
+    pipe.session_mut().set_sampling(sampling)?;
     pipe.keep_stft(args.dump.is_some());
 
     let mut dump = args

@@ -14,8 +14,9 @@ use crate::model_source;
 /// Streaming options shared by `play` and `serve`.
 #[derive(Debug, Clone, Args)]
 pub struct LiveArgs {
-    /// How far generation may run ahead of playback, in ms (rounded to 40 ms frames).
-    #[arg(long, default_value_t = 200)]
+    /// How far generation may run ahead of playback, in ms (rounded to 40 ms
+    /// frames; 40 to 10000).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(40..=10_000))]
     pub buffer_ms: u32,
 }
 

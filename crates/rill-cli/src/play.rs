@@ -20,7 +20,7 @@ mod device;
 
 use device::{connect_midi, list_midi, open_device};
 
-use crate::args::{ControlArgs, ModelArgs};
+use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 use crate::output::WavOut;
 
@@ -59,9 +59,6 @@ pub struct PlayArgs {
     #[arg(long, default_value = "default")]
     pub device: String,
 }
-
-/// Longest `--seconds` accepted (a day).
-const MAX_SECONDS: f64 = 86_400.0;
 
 pub fn run(args: PlayArgs) -> Result<()> {
     if args.list_midi {

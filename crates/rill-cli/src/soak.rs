@@ -11,7 +11,7 @@ use clap::Args;
 use rill_stream::{Control, StreamConfig, StreamHandle, FRAME_PCM};
 use std::sync::atomic::Ordering;
 
-use crate::args::{ControlArgs, ModelArgs};
+use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 
 #[derive(Debug, Args)]
@@ -43,7 +43,6 @@ pub struct SoakArgs {
     pub vary_every: f64,
 }
 
-const MAX_SECONDS: f64 = 86_400.0;
 const MAX_STREAMS: usize = 64;
 
 /// Chords cycled through by `--vary-every` (C, Am, F, G).

@@ -23,7 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Default::default(),
             frames,
             &pool,
-        );
+        )
+        .expect("valid settings");
         println!(
             "{p}: cos mean {:.6} min {:.6} greedy {:.3} sampling {:.4}",
             q.cosine_mean(),

@@ -4,6 +4,8 @@
 //! CFG bins (musiccoca, notes) and (drums). Every channel is offset by +7
 //! (6 reserved ids + 1 dropout id), so "masked" (raw −1) becomes 6.
 
+use crate::error::InvalidValue;
+
 /// Number of conditioning channels.
 pub const CHANNELS: usize = 144;
 /// MusicCoCa style levels.
@@ -51,6 +53,22 @@ pub struct CfgScales {
     pub drums: f64,
 }
 
+impl CfgScales {
+    /// Every scale finite (upstream bins -1..7 and clamps beyond: documented, not an error).
+    pub fn validate(&self) -> Result<(), InvalidValue> {
+        for (what, v) in [
+            ("cfg musiccoca", self.musiccoca),
+            ("cfg notes", self.notes),
+            ("cfg drums", self.drums),
+        ] {
+            if !v.is_finite() {
+                return Err(InvalidValue::new(what, v, "a finite number"));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for CfgScales {
     fn default() -> Self {
         CfgScales {
@@ -96,14 +114,40 @@ impl Default for Conditioning {
     }
 }
 
+/// A MIDI pitch, 0..=127.
+pub fn check_pitch(p: u8) -> Result<(), InvalidValue> {
+    if (p as usize) < PITCHES {
+        Ok(())
+    } else {
+        Err(InvalidValue::new("MIDI pitch", p, "in 0..=127"))
+    }
+}
+
+/// Twelve MusicCoCa codes, each 0..=1023.
+pub fn check_style(codes: &[u16; STYLE_LEVELS]) -> Result<(), InvalidValue> {
+    match codes.iter().find(|&&c| c > 1023) {
+        Some(&c) => Err(InvalidValue::new("MusicCoCa style code", c, "in 0..=1023")),
+        None => Ok(()),
+    }
+}
+
 impl Conditioning {
     /// Holds `pitches` on (raw 3) and masks every other pitch, as `rill generate --notes`.
-    pub fn with_held_notes(mut self, pitches: &[u8]) -> Self {
+    pub fn with_held_notes(mut self, pitches: &[u8]) -> Result<Self, InvalidValue> {
         self.notes = [NoteValue::Masked; PITCHES];
         for &p in pitches {
-            self.notes[(p as usize).min(PITCHES - 1)] = NoteValue::On;
+            check_pitch(p)?;
+            self.notes[p as usize] = NoteValue::On;
         }
-        self
+        Ok(self)
+    }
+
+    /// Style codes in range and CFG scales finite.
+    pub fn validate(&self) -> Result<(), InvalidValue> {
+        if let Some(s) = &self.style {
+            check_style(s)?;
+        }
+        self.cfg.validate()
     }
 
     /// The 144 encoder tokens.
@@ -111,6 +155,8 @@ impl Conditioning {
         let mut t = [MASK_TOKEN; CHANNELS];
         if let Some(style) = self.style {
             for (dst, &c) in t[..STYLE_LEVELS].iter_mut().zip(&style) {
+                // (`validate` rejects codes > 1023; the min only keeps the
+                // embedding lookup in bounds for an unvalidated value.)
                 *dst = c.min(1023) as i32 + TOKEN_OFFSET;
             }
         }

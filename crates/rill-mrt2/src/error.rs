@@ -2,8 +2,30 @@
 
 use std::path::PathBuf;
 
+/// A control value outside what the model accepts. Public setters reject such
+/// values instead of clamping them, so a caller's bug is never silent.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{what} is {value}, but must be {expected}")]
+pub struct InvalidValue {
+    pub what: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl InvalidValue {
+    pub fn new(what: &'static str, value: impl std::fmt::Display, expected: &'static str) -> Self {
+        InvalidValue {
+            what,
+            value: value.to_string(),
+            expected,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidValue),
     #[error(transparent)]
     Checkpoint(#[from] rill_checkpoint::CheckpointError),
     #[error("tensor {name}: expected {expected} elements, found {found}")]

@@ -32,7 +32,7 @@ mod loader;
 
 pub use loader::RecordedMatrix;
 
-pub use error::ModelError;
+pub use error::{InvalidValue, ModelError};
 pub use model::{Mrt2, Mrt2Config, LEVELS};
 pub use precision::Precision;
 pub use session::{FrameTrace, LmState, Session, DEFAULT_SEED};

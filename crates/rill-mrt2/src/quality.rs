@@ -13,6 +13,7 @@
 use rill_kernels::Pool;
 
 use crate::conditioning::Conditioning;
+use crate::error::InvalidValue;
 use crate::model::LEVELS;
 use crate::sampler::{SamplingParams, LEVEL};
 use crate::session::{FrameTrace, Session};
@@ -122,11 +123,11 @@ pub fn compare_sessions(
     p: SamplingParams,
     frames: usize,
     pool: &Pool,
-) -> Agreement {
-    reference.set_conditioning(conditioning, pool);
-    test.set_conditioning(conditioning, pool);
-    reference.set_sampling(p);
-    test.set_sampling(p);
+) -> Result<Agreement, InvalidValue> {
+    reference.set_conditioning(conditioning, pool)?;
+    test.set_conditioning(conditioning, pool)?;
+    reference.set_sampling(p)?;
+    test.set_sampling(p)?;
     let mut tr = FrameTrace::default();
     let mut tt = FrameTrace::default();
     let mut agg = Agreement::default();
@@ -141,7 +142,7 @@ pub fn compare_sessions(
             agg.add(&tr.logits[r.clone()], &tt.logits[r], p);
         }
     }
-    agg
+    Ok(agg)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 
 /// The full output vocabulary.
 pub const VOCAB: usize = 12294;
+
+use crate::error::InvalidValue;
 /// Ids per RVQ level.
 pub const LEVEL: usize = 1024;
 /// Reserved ids before the first level (0 = SOS).
@@ -98,6 +100,23 @@ pub struct SamplingParams {
     pub temperature: f32,
     /// Keep the `top_k` largest logits (ties kept); clipped to 1..=12294 as upstream.
     pub top_k: usize,
+}
+
+impl SamplingParams {
+    /// Temperature finite and ≥ 0, top-k in 1..=12294.
+    pub fn validate(&self) -> Result<(), InvalidValue> {
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err(InvalidValue::new(
+                "temperature",
+                self.temperature,
+                "a finite number ≥ 0",
+            ));
+        }
+        if !(1..=VOCAB).contains(&self.top_k) {
+            return Err(InvalidValue::new("top-k", self.top_k, "in 1..=12294"));
+        }
+        Ok(())
+    }
 }
 
 impl Default for SamplingParams {

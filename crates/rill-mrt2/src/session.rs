@@ -14,7 +14,7 @@ use rill_kernels::Pool;
 use crate::attention::KvView;
 use crate::conditioning::{Conditioning, CHANNELS};
 use crate::encoder::EncoderScratch;
-use crate::error::ModelError;
+use crate::error::{InvalidValue, ModelError};
 use crate::layers::StackScratch;
 use crate::model::{Mrt2, LEVELS};
 use crate::sampler::{self, Key, SamplingParams, LEVEL, RESERVED};
@@ -133,7 +133,8 @@ impl Session {
             state,
             scratch,
         };
-        s.set_conditioning(&Conditioning::default(), pool);
+        s.set_conditioning(&Conditioning::default(), pool)
+            .expect("the default conditioning is valid");
         s
     }
 
@@ -149,8 +150,11 @@ impl Session {
         self.sampling
     }
 
-    pub fn set_sampling(&mut self, p: SamplingParams) {
+    /// Sets the sampling from the next step on; rejects invalid values.
+    pub fn set_sampling(&mut self, p: SamplingParams) -> Result<(), InvalidValue> {
+        p.validate()?;
         self.sampling = p;
+        Ok(())
     }
 
     pub fn conditioning(&self) -> &Conditioning {
@@ -166,12 +170,14 @@ impl Session {
         &self.src
     }
 
-    /// Sets the controls used from the next frame on.
-    pub fn set_conditioning(&mut self, c: &Conditioning, pool: &Pool) {
+    /// Sets the controls used from the next frame on; rejects invalid values
+    /// (and then keeps the previous controls).
+    pub fn set_conditioning(&mut self, c: &Conditioning, pool: &Pool) -> Result<(), InvalidValue> {
+        c.validate()?;
         self.conditioning = c.clone();
         let tokens = c.tokens();
         if tokens == self.cond_tokens && self.scratch.cross_kv_valid {
-            return;
+            return Ok(());
         }
         self.cond_tokens = tokens;
         self.scratch.cross_kv_valid = false;
@@ -181,6 +187,7 @@ impl Session {
             &mut self.scratch.encoder,
             pool,
         );
+        Ok(())
     }
 
     /// Replaces the sampler key (e.g. a new seed mid-stream).

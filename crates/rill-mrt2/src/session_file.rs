@@ -227,9 +227,12 @@ impl Session {
             let t = ckpt.tensor(name)?;
             extra.push((name.to_string(), t.shape.to_vec(), t.to_f32()?));
         }
+        let sampling = SamplingParams { temperature, top_k };
+        sampling.validate().map_err(|e| err(e.to_string()))?;
+        cond.validate().map_err(|e| err(e.to_string()))?;
         self.restore_state(state)?;
-        self.set_sampling(SamplingParams { temperature, top_k });
-        self.set_conditioning(&cond, pool);
+        self.set_sampling(sampling)?;
+        self.set_conditioning(&cond, pool)?;
         Ok(extra)
     }
 }
@@ -240,7 +243,9 @@ mod tests {
 
     #[test]
     fn conditioning_round_trip() {
-        let mut c = Conditioning::default().with_held_notes(&[0, 60, 127]);
+        let mut c = Conditioning::default()
+            .with_held_notes(&[0, 60, 127])
+            .unwrap();
         c.style = Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1023]);
         c.drums = Some(false);
         c.cfg.musiccoca = 0.1 + 0.2;

@@ -29,8 +29,8 @@ fn base_f32_matches_reference() {
 
     // Teacher-forced: every intermediate.
     let mut s = Session::new(m.clone(), rec.sampler_seed(), &pool);
-    s.set_conditioning(&cond, &pool);
-    s.set_sampling(p);
+    s.set_conditioning(&cond, &pool).unwrap();
+    s.set_sampling(p).unwrap();
     let (enc, tin, tout, logits) = (
         rec.f32("encoder_out"),
         rec.f32("temporal_in"),
@@ -62,8 +62,8 @@ fn base_f32_matches_reference() {
 
     // Free-running: the reference's margins are all ≥ 0.037, so every token must match.
     let mut s = Session::new(m, rec.sampler_seed(), &pool);
-    s.set_conditioning(&cond, &pool);
-    s.set_sampling(p);
+    s.set_conditioning(&cond, &pool).unwrap();
+    s.set_sampling(p).unwrap();
     for n in 0..rec.frames {
         assert_eq!(s.step(&pool, None), rec.tokens[n], "frame {n}");
     }

@@ -40,8 +40,8 @@ fn teacher_forced(name: &str, th: &Thresholds) {
     let m = model(rec.weights_seed(), rec.precision());
     let mut s = Session::new(m.clone(), rec.sampler_seed(), &pool);
     let cond = rec.conditioning();
-    s.set_conditioning(&cond, &pool);
-    s.set_sampling(rec.sampling());
+    s.set_conditioning(&cond, &pool).unwrap();
+    s.set_sampling(rec.sampling()).unwrap();
 
     let (_, cond_ref) = rec.npz.i64("cond_tokens").unwrap();
     let cond_ours: Vec<i64> = s.conditioning_tokens().iter().map(|&t| t as i64).collect();
@@ -119,9 +119,9 @@ fn free_running(name: &str) {
     let pool = pool();
     let m = model(rec.weights_seed(), rec.precision());
     let mut s = Session::new(m, rec.sampler_seed(), &pool);
-    s.set_conditioning(&rec.conditioning(), &pool);
+    s.set_conditioning(&rec.conditioning(), &pool).unwrap();
     let p = rec.sampling();
-    s.set_sampling(p);
+    s.set_sampling(p).unwrap();
     let logits = rec.f32("logits_level");
     let gumbel = rec.f32("gumbel_level");
     let mut compared = 0;

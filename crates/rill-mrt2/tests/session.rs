@@ -12,8 +12,8 @@ fn save_load_continues_bit_identically() {
     let pool = pool();
     let m = model(rec.weights_seed(), Precision::F32);
     let mut a = Session::new(m.clone(), rec.sampler_seed(), &pool);
-    a.set_conditioning(&rec.conditioning(), &pool);
-    a.set_sampling(rec.sampling());
+    a.set_conditioning(&rec.conditioning(), &pool).unwrap();
+    a.set_sampling(rec.sampling()).unwrap();
     // 45 frames: past the 41-slot ring wrap, so restored ring positions matter.
     for _ in 0..45 {
         a.step(&pool, None);

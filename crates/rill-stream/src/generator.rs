@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rill_codec::{Codec, CodecState};
-use rill_mrt2::conditioning::{CfgScales, Conditioning};
+use rill_mrt2::conditioning::{check_style, CfgScales, Conditioning};
 use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{LmState, ModelError, Mrt2, LEVELS};
 
@@ -97,21 +97,28 @@ impl Generator {
     }
 
     /// Applies a control; it takes effect from the next [`Generator::step`].
-    /// Only restoring a snapshot of another model can fail.
+    /// An out-of-range value (pitch, style code, temperature, top-k, non-finite
+    /// CFG) or a snapshot of another model is an error and changes nothing.
     pub fn apply(&mut self, c: Control) -> Result<(), ModelError> {
         let session = self.pipeline.session_mut();
         let mut p = session.sampling();
+        let mut cfg = self.cfg;
         match c {
-            Control::Style(s) => self.style = s,
-            Control::NoteOn(n) => self.notes.note_on(n),
-            Control::NoteOff(n) => self.notes.note_off(n),
-            Control::HeldNotes(h) => self.notes.set_held(&h),
+            Control::Style(s) => {
+                if let Some(codes) = &s {
+                    check_style(codes)?;
+                }
+                self.style = s
+            }
+            Control::NoteOn(n) => self.notes.note_on(n)?,
+            Control::NoteOff(n) => self.notes.note_off(n)?,
+            Control::HeldNotes(h) => self.notes.set_held(&h)?,
             Control::Drums(d) => self.drums = d,
             Control::Temperature(t) => p.temperature = t,
             Control::TopK(k) => p.top_k = k,
-            Control::CfgMusiccoca(v) => self.cfg.musiccoca = v,
-            Control::CfgNotes(v) => self.cfg.notes = v,
-            Control::CfgDrums(v) => self.cfg.drums = v,
+            Control::CfgMusiccoca(v) => cfg.musiccoca = v,
+            Control::CfgNotes(v) => cfg.notes = v,
+            Control::CfgDrums(v) => cfg.drums = v,
             Control::Seed(s) => session.set_key(sampler::key(s)),
             Control::Reset(s) => {
                 session.reset(s);
@@ -119,7 +126,9 @@ impl Generator {
             }
             Control::Restore(snap) => return self.restore(&snap),
         }
-        self.pipeline.session_mut().set_sampling(p);
+        cfg.validate()?;
+        self.pipeline.session_mut().set_sampling(p)?;
+        self.cfg = cfg;
         Ok(())
     }
 
@@ -133,7 +142,8 @@ impl Generator {
         self.cond.notes = self.notes.values();
         self.pipeline
             .session_mut()
-            .set_conditioning(&self.cond, pools.lm());
+            .set_conditioning(&self.cond, pools.lm())
+            .expect("controls are validated when applied");
         let r = self.pipeline.step(None, pools);
         if r.decoded {
             pcm.copy_from_slice(self.pipeline.pcm());
@@ -164,12 +174,17 @@ impl Generator {
     }
 
     pub fn restore(&mut self, s: &Snapshot) -> Result<(), ModelError> {
+        s.sampling.validate()?;
+        s.cfg.validate()?;
+        if let Some(codes) = &s.style {
+            check_style(codes)?;
+        }
         self.pipeline.session_mut().restore_state(s.lm.clone())?;
         self.pipeline.restore_codec(&s.codec, s.pending);
         self.style = s.style;
         self.drums = s.drums;
         self.cfg = s.cfg;
-        self.pipeline.session_mut().set_sampling(s.sampling);
+        self.pipeline.session_mut().set_sampling(s.sampling)?;
         self.notes = s.notes.clone();
         Ok(())
     }

@@ -11,7 +11,8 @@
 //! `unmask_width` semitones of an active note, where they are explicitly off; a
 //! width ≥ 127 makes every idle pitch explicitly off.
 
-use rill_mrt2::conditioning::{NoteValue, PITCHES};
+use rill_mrt2::conditioning::{check_pitch, NoteValue, PITCHES};
+use rill_mrt2::InvalidValue;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -42,46 +43,58 @@ impl Default for NoteTracker {
 }
 
 impl NoteTracker {
-    pub fn note_on(&mut self, pitch: u8) {
-        if let Some(s) = self.state.get_mut(pitch as usize) {
-            *s = State::Onset;
-        }
+    /// Starts `pitch` (0..=127) with an onset.
+    pub fn note_on(&mut self, pitch: u8) -> Result<(), InvalidValue> {
+        check_pitch(pitch)?;
+        self.on(pitch as usize);
+        Ok(())
     }
 
-    pub fn note_off(&mut self, pitch: u8) {
-        if let Some(s) = self.state.get_mut(pitch as usize) {
-            *s = match *s {
-                State::Onset => State::OnsetReleased,
-                State::Sustain => State::Idle,
-                other => other,
-            };
-        }
+    /// Releases `pitch` (0..=127).
+    pub fn note_off(&mut self, pitch: u8) -> Result<(), InvalidValue> {
+        check_pitch(pitch)?;
+        self.off(pitch as usize);
+        Ok(())
+    }
+
+    fn on(&mut self, p: usize) {
+        self.state[p] = State::Onset;
+    }
+
+    fn off(&mut self, p: usize) {
+        let s = &mut self.state[p];
+        *s = match *s {
+            State::Onset => State::OnsetReleased,
+            State::Sustain => State::Idle,
+            other => other,
+        };
     }
 
     /// Releases every note.
     pub fn all_off(&mut self) {
-        for p in 0..PITCHES as u8 {
-            self.note_off(p);
+        for p in 0..PITCHES {
+            self.off(p);
         }
     }
 
     /// Makes exactly `held` the set of sounding pitches: new ones start with an
     /// onset, missing ones are released (what a client sending its held set means).
-    pub fn set_held(&mut self, held: &[u8]) {
+    /// An out-of-range pitch is an error and changes nothing.
+    pub fn set_held(&mut self, held: &[u8]) -> Result<(), InvalidValue> {
         let mut want = [false; PITCHES];
         for &p in held {
-            if let Some(w) = want.get_mut(p as usize) {
-                *w = true;
-            }
+            check_pitch(p)?;
+            want[p as usize] = true;
         }
-        for p in 0..PITCHES {
+        for (p, &want) in want.iter().enumerate() {
             let active = matches!(self.state[p], State::Onset | State::Sustain);
-            if want[p] && !active {
-                self.note_on(p as u8);
-            } else if !want[p] && active {
-                self.note_off(p as u8);
+            if want && !active {
+                self.on(p);
+            } else if !want && active {
+                self.off(p);
             }
         }
+        Ok(())
     }
 
     /// Pitches currently sounding (held, or released during their onset frame).
@@ -142,16 +155,16 @@ mod tests {
             onset_mode: 1,
             ..Default::default()
         };
-        t.note_on(60);
+        t.note_on(60).unwrap();
         assert_eq!(t.values()[60], NoteValue::Onset);
         assert_eq!(t.values()[61], NoteValue::Masked);
         t.advance();
         assert_eq!(t.values()[60], NoteValue::Sustain);
-        t.note_off(60);
+        t.note_off(60).unwrap();
         assert_eq!(t.values()[60], NoteValue::Masked);
         // Released during its onset frame: heard once as an onset.
-        t.note_on(64);
-        t.note_off(64);
+        t.note_on(64).unwrap();
+        t.note_off(64).unwrap();
         assert_eq!(t.values()[64], NoteValue::Onset);
         t.advance();
         assert_eq!(t.values()[64], NoteValue::Masked);
@@ -163,7 +176,7 @@ mod tests {
             unmask_width: 2,
             ..Default::default()
         };
-        t.set_held(&[60]);
+        t.set_held(&[60]).unwrap();
         let v = t.values();
         assert_eq!(v[60], NoteValue::On);
         assert_eq!(v[58], NoteValue::Off);
@@ -171,7 +184,7 @@ mod tests {
         assert_eq!(v[57], NoteValue::Masked);
         t.unmask_width = 127;
         assert_eq!(t.values()[0], NoteValue::Off);
-        t.set_held(&[]);
+        t.set_held(&[]).unwrap();
         t.advance();
         assert_eq!(t.active().count(), 0);
     }

@@ -19,6 +19,7 @@ fn conditioning() -> Conditioning {
         ..Default::default()
     }
     .with_held_notes(&[60, 64, 67])
+    .unwrap()
 }
 
 /// Runs `FRAMES` frames and returns (tokens per LM step, decoded frames in order).
@@ -30,7 +31,8 @@ fn run(
 ) -> (Vec<[u32; LEVELS]>, Vec<Vec<i16>>) {
     let mut p = FramePipeline::new(lm.clone(), Some(codec.clone()), 7, pools);
     p.session_mut()
-        .set_conditioning(&conditioning(), pools.lm());
+        .set_conditioning(&conditioning(), pools.lm())
+        .unwrap();
     let (mut tokens, mut audio) = (Vec::new(), Vec::new());
     let mut decoded_tokens = Vec::new();
     for n in 0..FRAMES {

@@ -243,3 +243,44 @@ fn a_panic_inside_a_pool_task_fails_one_stream_and_the_pools_recover() {
     let mut c = e.open(StreamConfig::default()).unwrap();
     assert_eq!(read_until_failed(&mut c, 5), 5);
 }
+
+#[test]
+fn out_of_range_controls_are_rejected_and_change_nothing() {
+    let (lm, codec) = weights();
+    let pool = rill_stream::StagePools::new(rill_stream::Stages::Sequential, 1, None);
+    let mut g = Generator::new(lm, codec, 42, &pool);
+    g.apply(Control::HeldNotes(vec![60, 64])).unwrap();
+    let sampling = g.session().sampling();
+    let notes = g.notes().clone();
+    let mut bad_style = STYLE;
+    bad_style[11] = 1024;
+    for c in [
+        Control::NoteOn(128),
+        Control::NoteOff(200),
+        Control::HeldNotes(vec![60, 128]),
+        Control::Style(Some(bad_style)),
+        Control::Temperature(f32::NAN),
+        Control::Temperature(f32::INFINITY),
+        Control::Temperature(-0.5),
+        Control::TopK(0),
+        Control::TopK(12_295),
+        Control::CfgMusiccoca(f64::NAN),
+        Control::CfgNotes(f64::INFINITY),
+        Control::CfgDrums(f64::NEG_INFINITY),
+    ] {
+        let what = format!("{c:?}");
+        let e = g.apply(c).expect_err(&what);
+        assert!(e.to_string().contains("must be"), "{what}: {e}");
+    }
+    assert_eq!(g.session().sampling(), sampling);
+    assert_eq!(g.notes(), &notes);
+    // Valid values at the edges are accepted.
+    for c in [
+        Control::NoteOn(127),
+        Control::Temperature(0.0),
+        Control::TopK(12_294),
+        Control::CfgMusiccoca(-1.0),
+    ] {
+        g.apply(c).unwrap();
+    }
+}
