@@ -478,7 +478,7 @@ fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
         slots.retain(|s| !s.closed.load(Ordering::Acquire));
         // Controls take effect at the next frame boundary; applying them as soon as
         // they arrive is the same thing, and answers snapshot requests promptly.
-        slots.retain_mut(|s| guarded(s, |s| drain_messages(s)).is_some());
+        slots.retain_mut(|s| guarded(s, drain_messages).is_some());
         // Earliest deadline first: the stream with the least audio buffered.
         let next = slots
             .iter()
