@@ -9,7 +9,7 @@ use futures_util::{SinkExt, StreamExt};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
 use rill_mrt2::{Mrt2, Precision};
-use rill_server::AppState;
+use rill_server::{AppState, ServerOptions};
 use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -31,6 +31,11 @@ fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
 
 /// Starts a server with room for `max` streams; returns its address.
 async fn server(max: usize) -> String {
+    server_with(max, ServerOptions::default()).await
+}
+
+/// Starts a server with room for `max` streams and the given limits.
+async fn server_with(max: usize, options: ServerOptions) -> String {
     let (lm, codec) = weights();
     let engine = Engine::start(
         lm,
@@ -43,10 +48,11 @@ async fn server(max: usize) -> String {
             calibration_frames: 0,
         },
     );
-    let state = Arc::new(AppState {
+    let state = Arc::new(AppState::new(
         engine,
-        info: serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
-    });
+        serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
+        options,
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rill_server::run(listener, state));
