@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use rill_server::AppState;
+use rill_server::limits::{Origin, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT};
+use rill_server::{AppState, ServerOptions};
 
 use crate::args::ModelArgs;
 use crate::live;
@@ -19,10 +20,23 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
 
-    /// Most simultaneous listeners (default: as many as the CPU sustains in real
+    /// Most simultaneous streams (default: as many as the CPU sustains in real
     /// time, measured at start-up; never more than that).
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<usize>,
+
+    /// Most WebSocket connections open at once, playing or idle (1..=65536);
+    /// one more gets HTTP 503. Streams are capped separately (--max-sessions).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECTIONS_LIMIT as u64))]
+    pub max_connections: u64,
+
+    /// Also admit WebSockets from pages of ORIGIN (scheme://host[:port], e.g.
+    /// http://localhost:3000; repeatable). Pages this server serves are always
+    /// admitted, other origins get HTTP 403; clients that send no Origin header
+    /// (not browsers) are admitted.
+    #[arg(long, value_name = "ORIGIN", value_parser = Origin::parse)]
+    pub allow_origin: Vec<Origin>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -36,17 +50,78 @@ pub fn run(args: ServeArgs) -> Result<()> {
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
     let loaded = live::start_engine(&args.model, args.max_sessions)?;
-    let state = Arc::new(AppState {
-        engine: loaded.engine,
-        info: loaded.info,
-    });
+    let options = ServerOptions {
+        max_connections: args.max_connections as usize,
+        allowed_origins: args.allow_origin,
+    };
+    let origins: Vec<String> = options
+        .allowed_origins
+        .iter()
+        .map(Origin::to_string)
+        .collect();
+    let limits = format!(
+        "up to {} WebSocket connections, pages from this server{}",
+        options.max_connections,
+        if origins.is_empty() {
+            String::new()
+        } else {
+            format!(" and {}", origins.join(", "))
+        }
+    );
+    let state = Arc::new(AppState::new(loaded.engine, loaded.info, options));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops)");
+        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits})");
         rill_server::run(listener, state).await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, String> {
+        let argv = std::iter::once("serve").chain(args.iter().copied());
+        Cli::try_parse_from(argv)
+            .map(|c| c.serve)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn limit_flags() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.max_connections, DEFAULT_MAX_CONNECTIONS as u64);
+        assert!(a.allow_origin.is_empty());
+        let a = parse(&[
+            "--max-connections",
+            "3",
+            "--allow-origin",
+            "http://localhost:3000",
+            "--allow-origin",
+            "https://music.example",
+        ])
+        .unwrap();
+        assert_eq!(a.max_connections, 3);
+        assert_eq!(a.allow_origin.len(), 2);
+        for (bad, says) in [
+            (["--max-connections", "0"], "1..=65536"),
+            (["--max-connections", "65537"], "1..=65536"),
+            (["--allow-origin", "localhost:3000"], "scheme://host[:port]"),
+            (["--allow-origin", "http://a.example/page"], "no path"),
+        ] {
+            let e = parse(&bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
 }

@@ -5,15 +5,22 @@
 //! runtime; each socket task only moves finished frames out at real-time pace
 //! (one per 40 ms) and controls in. A closed socket drops its stream, which frees
 //! the engine slot for the next listener.
+//!
+//! Before a socket opens, [`limits`] refuses foreign page origins (HTTP 403) and
+//! connections beyond `--max-connections` (HTTP 503); once open, a message over
+//! [`limits::MAX_MESSAGE_BYTES`] closes that socket with one error.
 
+pub mod limits;
 pub mod protocol;
 
+use std::error::Error as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -21,6 +28,7 @@ use futures_util::{SinkExt, StreamExt};
 use rill_stream::{Control, Engine, StreamConfig, StreamError, StreamHandle, FRAME_PCM};
 use tokio::time::{interval, MissedTickBehavior};
 
+use limits::{ConnectionLimit, ConnectionPermit, Origin, OriginRefusal, MAX_MESSAGE_BYTES};
 use protocol::ClientMsg;
 
 /// The single-page instrument.
@@ -30,11 +38,47 @@ pub const INDEX_HTML: &str = include_str!("../web/index.html");
 /// with underruns while its queue fills).
 const PREBUFFER_MS: f32 = 120.0;
 
+/// How long a socket closed for an oversized message stays open: the unread
+/// rest of that message would make the kernel reset the connection at once,
+/// which can discard the error and close frame before the client reads them.
+const CLOSE_LINGER: Duration = Duration::from_millis(500);
+
+/// The admission limits of `rill serve` (see [`limits`]).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Most WebSocket connections open at once, streaming or not.
+    pub max_connections: usize,
+    /// Page origins admitted besides the server's own.
+    pub allowed_origins: Vec<Origin>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_connections: limits::DEFAULT_MAX_CONNECTIONS,
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
 /// Shared server state.
 pub struct AppState {
     pub engine: Engine,
     /// Static facts shown by `/api/info` (model, precision, …).
     pub info: serde_json::Value,
+    allowed_origins: Vec<Origin>,
+    connections: ConnectionLimit,
+}
+
+impl AppState {
+    pub fn new(engine: Engine, info: serde_json::Value, options: ServerOptions) -> AppState {
+        AppState {
+            engine,
+            info,
+            allowed_origins: options.allowed_origins,
+            connections: ConnectionLimit::new(options.max_connections),
+        }
+    }
 }
 
 /// The HTTP routes.
@@ -69,17 +113,58 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
             "measured_rtf".into(),
             (st.engine.measured_rtf() as f64).into(),
         );
+        o.insert("connections".into(), st.connections.open().into());
+        o.insert("max_connections".into(), st.connections.max().into());
+        o.insert("max_message_bytes".into(), MAX_MESSAGE_BYTES.into());
     }
     Json(v)
 }
 
-async fn ws(ws: WebSocketUpgrade, State(st): State<Arc<AppState>>) -> Response {
-    ws.on_upgrade(move |socket| listener(socket, st))
+/// The upgrade: origin first (a foreign page learns nothing else), then a
+/// connection slot, held by the socket task until it ends.
+async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppState>>) -> Response {
+    if let Err(refusal) = limits::check_origin(&headers, &st.allowed_origins) {
+        let why = match refusal {
+            OriginRefusal::Malformed => {
+                "the Origin header is not a single scheme://host[:port]".to_string()
+            }
+            OriginRefusal::Foreign(o) => format!("pages from {o} may not connect"),
+        };
+        let body = format!(
+            "forbidden: {why}; open the instrument from this server, or start rill serve with --allow-origin ORIGIN\n"
+        );
+        return (StatusCode::FORBIDDEN, body).into_response();
+    }
+    let Some(permit) = st.connections.try_acquire() else {
+        let body = format!(
+            "too many connections: this server accepts {} WebSocket connections at once (rill serve --max-connections); try again when one closes\n",
+            st.connections.max()
+        );
+        return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+    };
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| listener(socket, st, permit))
         .into_response()
 }
 
-/// One listener: controls in, paced frames and status out.
-async fn listener(socket: WebSocket, st: Arc<AppState>) {
+/// The reply to a message over [`MAX_MESSAGE_BYTES`], if `e` is that.
+fn too_large(e: &axum::Error) -> Option<String> {
+    use tungstenite::error::{CapacityError, Error};
+    match e.source()?.downcast_ref::<Error>()? {
+        Error::Capacity(CapacityError::MessageTooLong { size, max_size }) => Some(protocol::error(
+            "too_large",
+            &format!(
+                "a message of {size} bytes is over the limit of {max_size}; send one control message at a time (they are small JSON objects). Closing this connection."
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// One listener: controls in, paced frames and status out. `_permit` is its
+/// connection slot, freed when this returns.
+async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: ConnectionPermit) {
     let (mut tx, mut rx) = socket.split();
     let mut stream: Option<StreamHandle> = None;
     let mut playing = false;
@@ -93,7 +178,20 @@ async fn listener(socket: WebSocket, st: Arc<AppState>) {
     loop {
         let reply: Option<String> = tokio::select! {
             msg = rx.next() => match msg {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                Some(Err(e)) => {
+                    // The reader cannot go on past an oversized message (it
+                    // would buffer it); say why and close.
+                    if let Some(text) = too_large(&e) {
+                        let close = CloseFrame { code: close_code::SIZE, reason: "message too big".into() };
+                        if tx.send(Message::Text(text.into())).await.is_ok()
+                            && tx.send(Message::Close(Some(close))).await.is_ok()
+                        {
+                            tokio::time::sleep(CLOSE_LINGER).await;
+                        }
+                    }
+                    break;
+                }
+                None | Some(Ok(Message::Close(_))) => break,
                 Some(Ok(Message::Text(t))) => handle(&st, &mut stream, &mut playing, &mut seed, &mut sent, t.as_str()),
                 Some(Ok(Message::Binary(_))) => Some(protocol::error("bad_request", "binary messages are not accepted; send JSON text")),
                 Some(Ok(_)) => None, // ping/pong are answered by the library

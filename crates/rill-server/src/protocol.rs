@@ -1,11 +1,12 @@
 //! The WebSocket protocol (documented in the README).
 //!
-//! Client → server, JSON text: `{"type":"start", ...controls}`,
+//! Client → server, JSON text of at most 64 KiB: `{"type":"start", ...controls}`,
 //! `{"type":"control", ...controls}`, `{"type":"stop"}`, plus `{"type":"reset"}`.
-//! Controls use the names of `rill generate`: `style_codes` (12 codes 0..1023 or
-//! null = masked), `notes` (the MIDI pitches currently held), `drums` ("on", "off"
-//! or null = masked), `temperature`, `top_k`, `cfg_musiccoca`, `cfg_notes`,
-//! `cfg_drums`, `seed`.
+//! Controls use the names of `rill generate`: `style_codes` (12 codes 0..=1023 or
+//! null = masked), `notes` (the MIDI pitches currently held, at most 128 entries
+//! of 0..=127), `drums` ("on", "off" or null = masked), `temperature` (0..=10),
+//! `top_k` (1..=12294), `cfg_musiccoca`, `cfg_notes`, `cfg_drums` (−1..=7),
+//! `seed` (a u64).
 //!
 //! Server → client: one binary message per 40 ms frame (1920 stereo samples,
 //! interleaved little-endian int16 = 7680 bytes), and JSON text
@@ -13,12 +14,37 @@
 //! `{"type":"started","seed":…}` (the stream opened), and
 //! `{"type":"error","code":…,"message":…}` with code `busy` (refused: all streams
 //! the CPU sustains are in use; also carries `active` and `capacity`),
-//! `bad_request` (malformed input, nothing applied), `overloaded` (the control
-//! queue is full) or `internal`.
+//! `bad_request` (malformed or out-of-range input, nothing applied), `overloaded`
+//! (the control queue is full), `too_large` (a message over 64 KiB; the server
+//! then closes the socket with close code 1009) or `internal`.
+
+use std::ops::RangeInclusive;
 
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
 use serde_json::{Map, Value};
+
+use crate::limits::MAX_MESSAGE_BYTES;
+
+/// Temperatures accepted (0 = greedy). The model takes any finite value ≥ 0, but
+/// past 10 the noise drowns the logits entirely; the instrument's slider ends at 2.
+pub const TEMPERATURE: RangeInclusive<f64> = 0.0..=10.0;
+
+/// CFG scales accepted: upstream's `discretize_cfg` clamps into −1..7, so a
+/// value outside would silently act as the nearest end.
+pub const CFG_SCALE: RangeInclusive<f64> = -1.0..=7.0;
+
+/// `top_k` accepted (values ≥ 1024 keep every token of a level).
+pub const TOP_K: RangeInclusive<u64> = 1..=VOCAB as u64;
+
+/// Most entries in `notes`: every MIDI pitch once.
+pub const MAX_NOTES: usize = 128;
+
+/// MIDI pitches.
+pub const PITCH: RangeInclusive<i64> = 0..=127;
+
+/// MusicCoCa codes.
+pub const STYLE_CODE: RangeInclusive<i64> = 0..=1023;
 
 /// A parsed client message.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,8 +70,15 @@ const CONTROL_KEYS: [&str; 9] = [
     "seed",
 ];
 
-/// Parses one text message; every error message says what to send instead.
+/// Parses one text message; every error message names the field and says what
+/// to send instead. Nothing is clamped: a value out of range is an error.
 pub fn parse(text: &str) -> Result<ClientMsg, String> {
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(format!(
+            "a message of {} bytes is over the limit of {MAX_MESSAGE_BYTES}",
+            text.len()
+        ));
+    }
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let obj = v.as_object().ok_or("a message must be a JSON object")?;
     let kind = obj
@@ -55,7 +88,8 @@ pub fn parse(text: &str) -> Result<ClientMsg, String> {
     for k in obj.keys() {
         if k != "type" && !CONTROL_KEYS.contains(&k.as_str()) {
             return Err(format!(
-                "unknown field {k:?}; controls are {}",
+                "unknown field {}; controls are {}",
+                shown(&Value::String(k.clone())),
                 CONTROL_KEYS.join(", ")
             ));
         }
@@ -64,7 +98,7 @@ pub fn parse(text: &str) -> Result<ClientMsg, String> {
         "start" => {
             let seed = match obj.get("seed") {
                 None | Some(Value::Null) => None,
-                Some(s) => Some(s.as_u64().ok_or("seed must be a non-negative integer")?),
+                Some(s) => Some(seed(s)?),
             };
             let controls = controls(obj, false)?;
             Ok(ClientMsg::Start { seed, controls })
@@ -73,24 +107,63 @@ pub fn parse(text: &str) -> Result<ClientMsg, String> {
         "stop" => Ok(ClientMsg::Stop),
         "reset" => Ok(ClientMsg::Reset),
         other => Err(format!(
-            "unknown type {other:?} (start, control, stop or reset)"
+            "unknown type {} (start, control, stop or reset)",
+            shown(&Value::String(other.into()))
         )),
     }
 }
 
-fn number(obj: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
-    match obj.get(key) {
-        None => Ok(None),
-        Some(v) => {
-            let x = v
-                .as_f64()
-                .ok_or_else(|| format!("{key} must be a number"))?;
-            if !x.is_finite() {
-                return Err(format!("{key} must be finite"));
-            }
-            Ok(Some(x))
-        }
+/// A client's value for an error message, cut short (it may be 64 KiB).
+fn shown(v: &Value) -> String {
+    const MAX: usize = 40;
+    let s = v.to_string();
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
     }
+}
+
+fn seed(v: &Value) -> Result<u64, String> {
+    v.as_u64().ok_or_else(|| {
+        format!(
+            "seed must be an integer in 0..={}, got {}",
+            u64::MAX,
+            shown(v)
+        )
+    })
+}
+
+/// A number within `range`, if `key` is present.
+fn number(
+    obj: &Map<String, Value>,
+    key: &str,
+    range: RangeInclusive<f64>,
+    hint: &str,
+) -> Result<Option<f64>, String> {
+    let Some(v) = obj.get(key) else {
+        return Ok(None);
+    };
+    match v.as_f64() {
+        Some(x) if range.contains(&x) => Ok(Some(x)),
+        _ => Err(format!(
+            "{key} must be a number in {}..={}{hint}, got {}",
+            range.start(),
+            range.end(),
+            shown(v)
+        )),
+    }
+}
+
+/// An integer within `range`, named `what` in the error.
+fn integer(v: &Value, range: &RangeInclusive<i64>, what: &str) -> Result<i64, String> {
+    v.as_i64().filter(|x| range.contains(x)).ok_or_else(|| {
+        format!(
+            "{what} must be an integer in {}..={}, got {}",
+            range.start(),
+            range.end(),
+            shown(v)
+        )
+    })
 }
 
 /// All controls present in the message, validated as a whole (nothing is applied
@@ -103,35 +176,41 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
             Value::Array(a) => {
                 if a.len() != 12 {
                     return Err(format!(
-                        "style_codes needs exactly 12 codes, got {}",
+                        "style_codes needs exactly 12 codes (or null = masked), got {}",
                         a.len()
                     ));
                 }
                 let mut s = [0u16; 12];
                 for (i, x) in a.iter().enumerate() {
-                    let c = x
-                        .as_i64()
-                        .filter(|c| (0..=1023).contains(c))
-                        .ok_or_else(|| format!("style_codes[{i}] must be an integer 0..1023"))?;
-                    s[i] = c as u16;
+                    s[i] = integer(x, &STYLE_CODE, &format!("style_codes[{i}]"))? as u16;
                 }
                 Some(s)
             }
-            _ => return Err("style_codes must be an array of 12 integers or null".into()),
+            _ => {
+                return Err(format!(
+                    "style_codes must be an array of 12 integers or null, got {}",
+                    shown(v)
+                ))
+            }
         };
         out.push(Control::Style(style));
     }
     if let Some(v) = obj.get("notes") {
-        let a = v
-            .as_array()
-            .ok_or("notes must be an array of MIDI pitches")?;
+        let a = v.as_array().ok_or_else(|| {
+            format!(
+                "notes must be an array of MIDI pitches 0..=127, got {}",
+                shown(v)
+            )
+        })?;
+        if a.len() > MAX_NOTES {
+            return Err(format!(
+                "notes holds at most {MAX_NOTES} pitches (each of 0..=127 once), got {} entries",
+                a.len()
+            ));
+        }
         let mut held = Vec::with_capacity(a.len());
-        for x in a {
-            let p = x
-                .as_i64()
-                .filter(|p| (0..=127).contains(p))
-                .ok_or("notes must be MIDI pitches 0..127")?;
-            held.push(p as u8);
+        for (i, x) in a.iter().enumerate() {
+            held.push(integer(x, &PITCH, &format!("notes[{i}] (a MIDI pitch)"))? as u8);
         }
         out.push(Control::HeldNotes(held));
     }
@@ -141,37 +220,42 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
             Value::Bool(b) => Some(*b),
             Value::String(s) if s == "on" => Some(true),
             Value::String(s) if s == "off" => Some(false),
-            _ => return Err("drums must be \"on\", \"off\" or null".into()),
+            _ => {
+                return Err(format!(
+                    "drums must be \"on\", \"off\" or null, got {}",
+                    shown(v)
+                ))
+            }
         };
         out.push(Control::Drums(d));
     }
-    if let Some(t) = number(obj, "temperature")? {
-        if t < 0.0 {
-            return Err("temperature must be ≥ 0".into());
-        }
+    if let Some(t) = number(obj, "temperature", TEMPERATURE, " (0 = greedy)")? {
         out.push(Control::Temperature(t as f32));
     }
     if let Some(v) = obj.get("top_k") {
-        let k = v
-            .as_u64()
-            .filter(|k| (1..=VOCAB as u64).contains(k))
-            .ok_or_else(|| format!("top_k must be an integer 1..{VOCAB}"))?;
+        let k = v.as_u64().filter(|k| TOP_K.contains(k)).ok_or_else(|| {
+            format!(
+                "top_k must be an integer in {}..={} (≥ 1024 keeps every token), got {}",
+                TOP_K.start(),
+                TOP_K.end(),
+                shown(v)
+            )
+        })?;
         out.push(Control::TopK(k as usize));
     }
-    if let Some(x) = number(obj, "cfg_musiccoca")? {
+    let cfg = |key| number(obj, key, CFG_SCALE, "");
+    if let Some(x) = cfg("cfg_musiccoca")? {
         out.push(Control::CfgMusiccoca(x));
     }
-    if let Some(x) = number(obj, "cfg_notes")? {
+    if let Some(x) = cfg("cfg_notes")? {
         out.push(Control::CfgNotes(x));
     }
-    if let Some(x) = number(obj, "cfg_drums")? {
+    if let Some(x) = cfg("cfg_drums")? {
         out.push(Control::CfgDrums(x));
     }
     if seed_is_control {
         if let Some(v) = obj.get("seed") {
-            out.push(Control::Seed(
-                v.as_u64().ok_or("seed must be a non-negative integer")?,
-            ));
+            out.push(Control::Seed(seed(v)?));
         }
     }
     Ok(out)
@@ -243,5 +327,96 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    fn error_of(msg: serde_json::Value) -> String {
+        parse(&msg.to_string()).expect_err(&msg.to_string())
+    }
+
+    #[test]
+    fn notes_are_bounded() {
+        let all: Vec<u8> = (0..=127).collect();
+        assert_eq!(
+            parse(&serde_json::json!({"type": "control", "notes": all}).to_string()).unwrap(),
+            ClientMsg::Control(vec![Control::HeldNotes(all.clone())])
+        );
+        let mut too_many: Vec<u8> = all.clone();
+        too_many.push(60);
+        let e = error_of(serde_json::json!({"type": "control", "notes": too_many}));
+        assert!(e.contains("at most 128") && e.contains("129"), "{e}");
+        for (bad, shown) in [
+            (serde_json::json!(200), "200"),
+            (serde_json::json!(-1), "-1"),
+            (serde_json::json!(1.5), "1.5"),
+            (serde_json::json!(60.0), "60.0"),
+            (serde_json::json!("60"), "\"60\""),
+            (serde_json::json!(null), "null"),
+        ] {
+            let e = error_of(serde_json::json!({"type": "control", "notes": [60, bad]}));
+            assert!(
+                e.contains("notes[1]") && e.contains("0..=127") && e.ends_with(shown),
+                "{e}"
+            );
+        }
+        assert!(error_of(serde_json::json!({"type": "control", "notes": 60})).contains("array"));
+    }
+
+    #[test]
+    fn numbers_are_finite_and_in_range() {
+        for (key, bad) in [
+            ("temperature", serde_json::json!(1e300)),
+            ("temperature", serde_json::json!(-0.5)),
+            ("temperature", serde_json::json!(10.5)),
+            ("temperature", serde_json::json!("NaN")),
+            ("temperature", serde_json::json!(null)),
+            ("cfg_musiccoca", serde_json::json!(1e300)),
+            ("cfg_notes", serde_json::json!(-1.5)),
+            ("cfg_drums", serde_json::json!(7.01)),
+            ("cfg_drums", serde_json::json!(true)),
+            ("top_k", serde_json::json!(0)),
+            ("top_k", serde_json::json!(12295)),
+            ("top_k", serde_json::json!(40.5)),
+            ("top_k", serde_json::json!(-3)),
+            ("seed", serde_json::json!(-1)),
+            ("seed", serde_json::json!(1.5)),
+            ("seed", serde_json::json!(1e20)),
+        ] {
+            let e = error_of(serde_json::json!({"type": "control", key: bad}));
+            assert!(e.starts_with(key) && e.contains("..="), "{key}: {e}");
+        }
+        // JSON has no NaN or infinity; they are not JSON at all.
+        for text in [
+            r#"{"type":"control","temperature":NaN}"#,
+            r#"{"type":"control","temperature":Infinity}"#,
+            r#"{"type":"control","temperature":1e400}"#,
+        ] {
+            assert!(parse(text).is_err(), "{text}");
+        }
+        let e = error_of(serde_json::json!({"type": "start", "seed": "x"}));
+        assert!(
+            e.contains("seed") && e.contains("18446744073709551615"),
+            "{e}"
+        );
+        assert_eq!(
+            parse(r#"{"type":"control","temperature":0,"cfg_notes":-1,"cfg_drums":7,"top_k":12294,"seed":18446744073709551615}"#)
+                .unwrap(),
+            ClientMsg::Control(vec![
+                Control::Temperature(0.0),
+                Control::TopK(12294),
+                Control::CfgNotes(-1.0),
+                Control::CfgDrums(7.0),
+                Control::Seed(u64::MAX),
+            ])
+        );
+    }
+
+    #[test]
+    fn long_values_are_cut_short_in_errors() {
+        let long = "x".repeat(10_000);
+        let e = error_of(serde_json::json!({"type": "control", "drums": long}));
+        assert!(e.len() < 200, "{e}");
+        assert!(parse(&" ".repeat(MAX_MESSAGE_BYTES + 1))
+            .unwrap_err()
+            .contains("limit"));
     }
 }

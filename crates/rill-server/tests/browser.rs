@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
 use rill_mrt2::{Mrt2, Precision};
-use rill_server::AppState;
+use rill_server::{AppState, ServerOptions};
 use rill_stream::{Engine, EngineConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -89,10 +89,12 @@ fn start_server() -> SocketAddr {
             calibration_frames: 0,
         },
     );
-    let state = Arc::new(AppState {
+    // Default limits: the page must pass the same-origin check as served.
+    let state = Arc::new(AppState::new(
         engine,
-        info: serde_json::json!({"model": "mrt2_small (random weights)", "precision": "int8"}),
-    });
+        serde_json::json!({"model": "mrt2_small (random weights)", "precision": "int8"}),
+        ServerOptions::default(),
+    ));
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
     std_listener.set_nonblocking(true).unwrap();
     let addr = std_listener.local_addr().unwrap();

@@ -1,6 +1,8 @@
 //! `rill serve` over a real WebSocket: frame format, status, control round trip,
 //! malformed input, busy rejection while admitted streams keep playing, a closed
 //! socket freeing its slot, and the key-press-to-audible-change latency.
+//! Then the limits: oversized messages, out-of-range controls, garbage from one
+//! client while another streams, the Origin check and the connection cap.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -9,7 +11,7 @@ use futures_util::{SinkExt, StreamExt};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_codec::Codec;
 use rill_mrt2::{Mrt2, Precision};
-use rill_server::AppState;
+use rill_server::{AppState, ServerOptions};
 use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -31,6 +33,11 @@ fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
 
 /// Starts a server with room for `max` streams; returns its address.
 async fn server(max: usize) -> String {
+    server_with(max, ServerOptions::default()).await
+}
+
+/// Starts a server with room for `max` streams and the given limits.
+async fn server_with(max: usize, options: ServerOptions) -> String {
     let (lm, codec) = weights();
     let engine = Engine::start(
         lm,
@@ -43,10 +50,11 @@ async fn server(max: usize) -> String {
             calibration_frames: 0,
         },
     );
-    let state = Arc::new(AppState {
+    let state = Arc::new(AppState::new(
         engine,
-        info: serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
-    });
+        serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
+        options,
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rill_server::run(listener, state));
@@ -96,6 +104,17 @@ async fn next_json(ws: &mut Ws) -> serde_json::Value {
     }
 }
 
+/// The next error message, skipping status reports (they arrive every 250 ms
+/// while a stream plays, so they can come before the reply to a bad message).
+async fn next_error(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        let j = next_json(ws).await;
+        if j["type"] == "error" {
+            return j;
+        }
+    }
+}
+
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,14 +154,14 @@ async fn frames_status_controls_and_errors() {
         serde_json::json!({"type": "jump"}),
     ] {
         send(&mut ws, bad).await;
-        assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+        assert_eq!(next_error(&mut ws).await["code"], "bad_request");
     }
     ws.send(Message::Text("{not json".into())).await.unwrap();
-    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    assert_eq!(next_error(&mut ws).await["code"], "bad_request");
     ws.send(Message::Binary(vec![1, 2, 3].into()))
         .await
         .unwrap();
-    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    assert_eq!(next_error(&mut ws).await["code"], "bad_request");
     assert_eq!(
         next_frame(&mut ws).await.len(),
         7680,
@@ -249,6 +268,258 @@ async fn key_press_latency_in_frames() {
     );
     // Bounded by the server's 5-frame buffer plus the frame in flight.
     assert!(latency <= 6, "latency {latency} frames");
+}
+
+/// The next frame of a stream that must not see any error.
+async fn clean_frame(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        match next(ws, 60).await {
+            Ok(b) => return b,
+            Err(j) if j["type"] == "error" => panic!("the admitted stream got {j}"),
+            Err(_) => continue,
+        }
+    }
+}
+
+/// Reads until the server closes; returns the error code it sent and the close code.
+async fn closed_with(ws: &mut Ws) -> (String, u16) {
+    let mut code = String::new();
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(60), ws.next())
+            .await
+            .expect("timed out waiting for the close");
+        match m {
+            Some(Ok(Message::Text(t))) => {
+                let j: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                if j["type"] == "error" {
+                    code = j["code"].as_str().unwrap().to_string();
+                    assert!(j["message"].as_str().unwrap().contains("65536"), "{j}");
+                }
+            }
+            Some(Ok(Message::Close(Some(f)))) => return (code, u16::from(f.code)),
+            Some(Ok(_)) => continue,
+            other => panic!("socket ended without a close frame: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_messages_close_only_that_socket() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    let addr = server(1).await;
+    let mut a = connect(&addr).await;
+    send(&mut a, serde_json::json!({"type": "start"})).await;
+    clean_frame(&mut a).await;
+
+    // One 100 KiB text message (a single frame over the limit).
+    let mut b = connect(&addr).await;
+    let big = format!(
+        r#"{{"type":"control","notes":[{}60]}}"#,
+        "60,".repeat(100 * 1024 / 3)
+    );
+    b.send(Message::Text(big.into())).await.unwrap();
+    assert_eq!(closed_with(&mut b).await, ("too_large".into(), 1009));
+
+    // 80 KiB in two fragments, each under the limit: the message still counts.
+    let mut c = connect(&addr).await;
+    let part = vec![b' '; 40 * 1024];
+    c.send(Message::Frame(Frame::message(
+        part.clone(),
+        OpCode::Data(Data::Text),
+        false,
+    )))
+    .await
+    .unwrap();
+    c.send(Message::Frame(Frame::message(
+        part,
+        OpCode::Data(Data::Continue),
+        true,
+    )))
+    .await
+    .unwrap();
+    assert_eq!(closed_with(&mut c).await, ("too_large".into(), 1009));
+
+    for _ in 0..5 {
+        assert_eq!(clean_frame(&mut a).await.len(), 7680);
+    }
+    // Just under the limit is an ordinary (bad) request on an open socket.
+    let mut d = connect(&addr).await;
+    let padded = format!(r#"{{"type":"control"{}}}"#, " ".repeat(65536 - 20));
+    assert!(padded.len() <= 65536);
+    d.send(Message::Text(padded.into())).await.unwrap();
+    d.send(Message::Text(r#"{"type":"control"}"#.into()))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut d).await["code"], "bad_request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_range_controls_are_refused_while_another_stream_plays() {
+    let addr = server(1).await;
+    let mut a = connect(&addr).await;
+    send(
+        &mut a,
+        serde_json::json!({"type": "start", "style_codes": STYLE}),
+    )
+    .await;
+    clean_frame(&mut a).await;
+    // b has no stream: its bad messages are rejected before anything else.
+    let mut b = connect(&addr).await;
+    let too_many: Vec<u32> = (0..129).map(|i| i % 128).collect();
+    let garbage = [
+        (
+            serde_json::json!({"type": "control", "notes": too_many}),
+            "notes",
+        ),
+        (
+            serde_json::json!({"type": "control", "notes": [60, 200]}),
+            "notes[1]",
+        ),
+        (
+            serde_json::json!({"type": "control", "notes": [-1]}),
+            "notes[0]",
+        ),
+        (
+            serde_json::json!({"type": "control", "notes": [1.5]}),
+            "notes[0]",
+        ),
+        (
+            serde_json::json!({"type": "control", "temperature": 1e300}),
+            "temperature",
+        ),
+        (
+            serde_json::json!({"type": "control", "temperature": -0.5}),
+            "temperature",
+        ),
+        (
+            serde_json::json!({"type": "control", "temperature": "NaN"}),
+            "temperature",
+        ),
+        (
+            serde_json::json!({"type": "control", "cfg_notes": 1e300}),
+            "cfg_notes",
+        ),
+        (serde_json::json!({"type": "control", "top_k": 0}), "top_k"),
+        (serde_json::json!({"type": "control", "seed": -1}), "seed"),
+        (serde_json::json!({"type": "start", "seed": 1.5}), "seed"),
+    ];
+    for (bad, field) in garbage {
+        send(&mut b, bad.clone()).await;
+        let j = next_error(&mut b).await;
+        let message = j["message"].as_str().unwrap();
+        assert_eq!(j["code"], "bad_request", "{bad}: {j}");
+        assert!(
+            message.starts_with(field) && message.contains("..="),
+            "{bad}: the error names the field and the range: {message}"
+        );
+        assert_eq!(clean_frame(&mut a).await.len(), 7680);
+    }
+    for text in [
+        r#"{"type":"control","temperature":NaN}"#,
+        r#"{"type":"control","temperature":1e400}"#,
+        "\u{0}\u{1}",
+    ] {
+        b.send(Message::Text(text.into())).await.unwrap();
+        let j = next_error(&mut b).await;
+        assert_eq!(j["code"], "bad_request", "{text}: {j}");
+        assert_eq!(clean_frame(&mut a).await.len(), 7680);
+    }
+    // b's socket is still open and answers.
+    send(&mut b, serde_json::json!({"type": "stop"})).await;
+    send(&mut b, serde_json::json!({"type": "jump"})).await;
+    assert_eq!(next_json(&mut b).await["code"], "bad_request");
+}
+
+/// A WebSocket handshake with an `Origin` header; the HTTP status on refusal.
+async fn connect_from(addr: &str, origin: &str) -> Result<Ws, u16> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Error;
+    let mut req = format!("ws://{addr}/ws").into_client_request().unwrap();
+    req.headers_mut().insert("origin", origin.parse().unwrap());
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(Error::Http(resp)) => Err(resp.status().as_u16()),
+        Err(e) => panic!("handshake failed without an HTTP status: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_origins_are_forbidden() {
+    let options = ServerOptions {
+        allowed_origins: vec![rill_server::limits::Origin::parse("http://localhost:3000").unwrap()],
+        ..Default::default()
+    };
+    let addr = server_with(1, options).await;
+    let port = addr.rsplit_once(':').unwrap().1;
+    for foreign in [
+        "http://evil.example".to_string(),
+        format!("http://localhost:{port}"), // not literally the Host the client used
+        format!("https://127.0.0.1:{port}"),
+        "http://localhost:3001".into(),
+        "null".into(),
+    ] {
+        assert_eq!(
+            connect_from(&addr, &foreign).await.err(),
+            Some(403),
+            "{foreign}"
+        );
+    }
+    for allowed in [format!("http://{addr}"), "http://localhost:3000".into()] {
+        let mut ws = connect_from(&addr, &allowed)
+            .await
+            .unwrap_or_else(|s| panic!("{allowed}: HTTP {s}"));
+        send(&mut ws, serde_json::json!({"type": "jump"})).await;
+        assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+    }
+    // No Origin header: not a browser, admitted.
+    let mut ws = connect(&addr).await;
+    send(&mut ws, serde_json::json!({"type": "jump"})).await;
+    assert_eq!(next_json(&mut ws).await["code"], "bad_request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_and_released_on_close() {
+    let options = ServerOptions {
+        max_connections: 2,
+        ..Default::default()
+    };
+    let addr = server_with(1, options).await;
+    let mut a = connect(&addr).await;
+    let mut b = connect(&addr).await;
+    let refused = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await;
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status().as_u16(), 503);
+        }
+        other => panic!("a third connection was not refused with 503: {other:?}"),
+    }
+    let info: serde_json::Value =
+        serde_json::from_str(&reqwest_lite(&addr, "/api/info").await).unwrap();
+    assert_eq!(
+        (
+            info["connections"].as_u64(),
+            info["max_connections"].as_u64()
+        ),
+        (Some(2), Some(2)),
+        "{info}"
+    );
+    // The open ones still work; a closed one frees its slot.
+    send(&mut b, serde_json::json!({"type": "jump"})).await;
+    assert_eq!(next_json(&mut b).await["code"], "bad_request");
+    a.close(None).await.unwrap();
+    drop(a);
+    let mut admitted = None;
+    for _ in 0..50 {
+        if let Ok((ws, _)) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await {
+            admitted = Some(ws);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut c = admitted.expect("the closed connection's slot was not released");
+    send(&mut c, serde_json::json!({"type": "start"})).await;
+    assert_eq!(next_frame(&mut c).await.len(), 7680);
 }
 
 /// Minimal HTTP GET (keeps the test free of an HTTP client dependency).
