@@ -198,6 +198,16 @@ async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: ConnectionPermi
             },
             _ = frame_tick.tick(), if stream.is_some() => {
                 let Some(h) = stream.as_mut() else { continue };
+                if h.failed() {
+                    // The engine dropped this stream after a panic (a bug, logged
+                    // on stderr); the other listeners keep playing.
+                    let text = protocol::error("internal", "the engine hit an internal error on this stream and stopped it; reconnect to start a new one");
+                    let close = CloseFrame { code: close_code::ERROR, reason: "internal error".into() };
+                    if tx.send(Message::Text(text.into())).await.is_ok() {
+                        let _ = tx.send(Message::Close(Some(close))).await;
+                    }
+                    break;
+                }
                 if !playing && h.buffered_ms() >= PREBUFFER_MS.min(h.capacity_ms()) {
                     playing = true;
                 }

@@ -16,7 +16,8 @@
 //! the CPU sustains are in use; also carries `active` and `capacity`),
 //! `bad_request` (malformed or out-of-range input, nothing applied), `overloaded`
 //! (the control queue is full), `too_large` (a message over 64 KiB; the server
-//! then closes the socket with close code 1009) or `internal`.
+//! then closes the socket with close code 1009) or `internal` (the engine stopped
+//! this stream after a panic; close code 1011; other streams play on).
 
 use std::ops::RangeInclusive;
 

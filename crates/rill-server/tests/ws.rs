@@ -4,117 +4,9 @@
 //! Then the limits: oversized messages, out-of-range controls, garbage from one
 //! client while another streams, the Origin check and the connection cap.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+mod common;
 
-use futures_util::{SinkExt, StreamExt};
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_codec::Codec;
-use rill_mrt2::{Mrt2, Precision};
-use rill_server::{AppState, ServerOptions};
-use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
-    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
-    W.get_or_init(|| {
-        let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
-        (
-            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
-            Arc::new(Codec::load(&ck).unwrap()),
-        )
-    })
-    .clone()
-}
-
-/// Starts a server with room for `max` streams; returns its address.
-async fn server(max: usize) -> String {
-    server_with(max, ServerOptions::default()).await
-}
-
-/// Starts a server with room for `max` streams and the given limits.
-async fn server_with(max: usize, options: ServerOptions) -> String {
-    let (lm, codec) = weights();
-    let engine = Engine::start(
-        lm,
-        codec,
-        EngineConfig {
-            threads: 2,
-            stages: rill_stream::Stages::TwoStage,
-            lm_threads: None,
-            max_sessions: Some(max),
-            calibration_frames: 0,
-        },
-    );
-    let state = Arc::new(AppState::new(
-        engine,
-        serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
-        options,
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(rill_server::run(listener, state));
-    format!("{addr}")
-}
-
-async fn connect(addr: &str) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .unwrap()
-        .0
-}
-
-async fn send(ws: &mut Ws, v: serde_json::Value) {
-    ws.send(Message::Text(v.to_string().into())).await.unwrap();
-}
-
-/// Next message within `secs`: Ok(binary frame) or Err(parsed JSON text).
-async fn next(ws: &mut Ws, secs: u64) -> Result<Vec<u8>, serde_json::Value> {
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(secs), ws.next())
-            .await
-            .expect("timed out waiting for the server")
-            .expect("socket closed")
-            .unwrap();
-        match m {
-            Message::Binary(b) => return Ok(b.to_vec()),
-            Message::Text(t) => return Err(serde_json::from_str(t.as_str()).unwrap()),
-            _ => continue,
-        }
-    }
-}
-
-async fn next_frame(ws: &mut Ws) -> Vec<u8> {
-    loop {
-        if let Ok(b) = next(ws, 60).await {
-            return b;
-        }
-    }
-}
-
-async fn next_json(ws: &mut Ws) -> serde_json::Value {
-    loop {
-        if let Err(j) = next(ws, 60).await {
-            return j;
-        }
-    }
-}
-
-/// The next error message, skipping status reports (they arrive every 250 ms
-/// while a stream plays, so they can come before the reply to a bad message).
-async fn next_error(ws: &mut Ws) -> serde_json::Value {
-    loop {
-        let j = next_json(ws).await;
-        if j["type"] == "error" {
-            return j;
-        }
-    }
-}
-
+use common::*;
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,17 +160,6 @@ async fn key_press_latency_in_frames() {
     );
     // Bounded by the server's 5-frame buffer plus the frame in flight.
     assert!(latency <= 6, "latency {latency} frames");
-}
-
-/// The next frame of a stream that must not see any error.
-async fn clean_frame(ws: &mut Ws) -> Vec<u8> {
-    loop {
-        match next(ws, 60).await {
-            Ok(b) => return b,
-            Err(j) if j["type"] == "error" => panic!("the admitted stream got {j}"),
-            Err(_) => continue,
-        }
-    }
 }
 
 /// Reads until the server closes; returns the error code it sent and the close code.

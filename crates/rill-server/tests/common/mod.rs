@@ -1,0 +1,130 @@
+//! Helpers of the WebSocket tests: an in-process `rill serve` on random
+//! weights, and a client that reads frames, JSON replies and close frames.
+#![allow(dead_code)] // each test file uses a subset
+
+pub use std::sync::{Arc, OnceLock};
+pub use std::time::Duration;
+
+pub use futures_util::{SinkExt, StreamExt};
+pub use rill_checkpoint::{Checkpoint, ModelKind};
+pub use rill_codec::Codec;
+pub use rill_mrt2::{Mrt2, Precision};
+pub use rill_server::{AppState, ServerOptions};
+pub use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
+pub use tokio::net::TcpStream;
+pub use tokio_tungstenite::tungstenite::Message;
+pub use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+pub fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
+    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
+    W.get_or_init(|| {
+        let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+        (
+            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
+            Arc::new(Codec::load(&ck).unwrap()),
+        )
+    })
+    .clone()
+}
+
+/// Starts a server with room for `max` streams; returns its address.
+pub async fn server(max: usize) -> String {
+    server_with(max, ServerOptions::default()).await
+}
+
+/// Starts a server with room for `max` streams and the given limits.
+pub async fn server_with(max: usize, options: ServerOptions) -> String {
+    server_state(max, options).await.0
+}
+
+/// As [`server_with`], also returning the server's state (its engine).
+pub async fn server_state(max: usize, options: ServerOptions) -> (String, Arc<AppState>) {
+    let (lm, codec) = weights();
+    let engine = Engine::start(
+        lm,
+        codec,
+        EngineConfig {
+            threads: 2,
+            stages: rill_stream::Stages::TwoStage,
+            lm_threads: None,
+            max_sessions: Some(max),
+            calibration_frames: 0,
+        },
+    );
+    let state = Arc::new(AppState::new(
+        engine,
+        serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
+        options,
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rill_server::run(listener, state.clone()));
+    (format!("{addr}"), state)
+}
+
+pub async fn connect(addr: &str) -> Ws {
+    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .unwrap()
+        .0
+}
+
+pub async fn send(ws: &mut Ws, v: serde_json::Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+/// Next message within `secs`: Ok(binary frame) or Err(parsed JSON text).
+pub async fn next(ws: &mut Ws, secs: u64) -> Result<Vec<u8>, serde_json::Value> {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(secs), ws.next())
+            .await
+            .expect("timed out waiting for the server")
+            .expect("socket closed")
+            .unwrap();
+        match m {
+            Message::Binary(b) => return Ok(b.to_vec()),
+            Message::Text(t) => return Err(serde_json::from_str(t.as_str()).unwrap()),
+            _ => continue,
+        }
+    }
+}
+
+pub async fn next_frame(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        if let Ok(b) = next(ws, 60).await {
+            return b;
+        }
+    }
+}
+
+pub async fn next_json(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        if let Err(j) = next(ws, 60).await {
+            return j;
+        }
+    }
+}
+
+/// The next error message, skipping status reports (they arrive every 250 ms
+/// while a stream plays, so they can come before the reply to a bad message).
+pub async fn next_error(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        let j = next_json(ws).await;
+        if j["type"] == "error" {
+            return j;
+        }
+    }
+}
+
+/// The next frame of a stream that must not see any error.
+pub async fn clean_frame(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        match next(ws, 60).await {
+            Ok(b) => return b,
+            Err(j) if j["type"] == "error" => panic!("the admitted stream got {j}"),
+            Err(_) => continue,
+        }
+    }
+}
