@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use rill_stream::{Control, Generator, FRAME_PCM};
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ pub use rill_checkpoint::{Checkpoint, ModelKind};
 pub use rill_codec::Codec;
 pub use rill_mrt2::{Mrt2, Precision};
 pub use rill_server::{AppState, ServerOptions};
-pub use rill_stream::{Control, Engine, EngineConfig, Generator, FRAME_PCM};
+pub use rill_stream::{Engine, EngineConfig};
 pub use tokio::net::TcpStream;
 pub use tokio_tungstenite::tungstenite::Message;
 pub use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
