@@ -53,7 +53,7 @@ pub struct BenchArgs {
 
 /// Peak resident set size of this process (Linux); None elsewhere.
 fn peak_rss_bytes() -> Option<u64> {
-    crate::stats::proc_memory_bytes("VmHWM")
+    rill_stream::process::peak_resident_bytes()
 }
 
 fn pool_for(args: &ModelArgs) -> Result<Pool> {

@@ -8,6 +8,7 @@ mod generate;
 mod live;
 mod model_source;
 mod output;
+mod overload;
 mod play;
 mod progress;
 mod quantize;
@@ -50,6 +51,9 @@ enum Command {
     /// Stream through the live engine for a long time (default 1 h) and print, per
     /// minute, output level, peak, non-finite/clipped samples, memory and underruns.
     Soak(soak::SoakArgs),
+    /// Load a `rill serve` on this machine with 10× more listeners than it admits
+    /// and a connect/disconnect flood; check admitted streams and memory.
+    Overload(overload::OverloadArgs),
     /// Write a pre-quantised checkpoint that loads without re-quantising.
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
@@ -71,6 +75,7 @@ fn main() {
         Command::Play(a) => play::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Soak(a) => soak::run(a),
+        Command::Overload(a) => overload::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

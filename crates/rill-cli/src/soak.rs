@@ -79,7 +79,7 @@ fn dbfs(x: f64) -> f64 {
 
 /// Current resident memory (Linux), for leaks: the peak would hide a slow rise.
 fn rss_bytes() -> Option<u64> {
-    crate::stats::proc_memory_bytes("VmRSS")
+    rill_stream::process::resident_bytes()
 }
 
 pub fn run(args: SoakArgs) -> Result<()> {

@@ -56,14 +56,3 @@ impl Timings {
         }
     }
 }
-
-/// A memory figure of this process from /proc/self/status (Linux), in bytes:
-/// `VmHWM` is the peak resident set, `VmRSS` the current one. None elsewhere.
-pub fn proc_memory_bytes(field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s
-        .lines()
-        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}

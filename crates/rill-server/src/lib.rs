@@ -116,6 +116,11 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
         o.insert("connections".into(), st.connections.open().into());
         o.insert("max_connections".into(), st.connections.max().into());
         o.insert("max_message_bytes".into(), MAX_MESSAGE_BYTES.into());
+        // For overload and soak runs: memory must return to its baseline.
+        o.insert(
+            "rss_bytes".into(),
+            rill_stream::process::resident_bytes().into(),
+        );
     }
     Json(v)
 }

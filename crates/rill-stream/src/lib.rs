@@ -13,6 +13,7 @@ pub mod engine;
 pub mod generator;
 pub mod notes;
 pub mod pipeline;
+pub mod process;
 
 pub use engine::{
     Engine, EngineConfig, StreamConfig, StreamController, StreamError, StreamHandle, StreamStats,
