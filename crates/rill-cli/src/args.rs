@@ -62,8 +62,7 @@ pub const MAX_SECONDS: f64 = 86_400.0;
 /// [`MAX_SECONDS`] in 40 ms frames.
 pub const MAX_FRAMES: u64 = 25 * 86_400;
 
-/// Most worker threads accepted (more would only oversubscribe any real CPU).
-pub const MAX_THREADS: usize = 256;
+pub use rill_kernels::pool::MAX_THREADS;
 
 impl ModelArgs {
     /// Total worker threads: --threads, else $RILL_THREADS, else the core count.

@@ -55,6 +55,25 @@ struct Shared {
 unsafe impl Sync for Shared {}
 unsafe impl Send for Shared {}
 
+/// Most threads [`Pool::from_env`] accepts (more would only oversubscribe any real CPU).
+pub const MAX_THREADS: usize = 256;
+
+/// `RILL_THREADS` holds something other than a thread count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadsError(pub String);
+
+impl std::fmt::Display for ThreadsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "RILL_THREADS={:?} is not a thread count (1..={MAX_THREADS})",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ThreadsError {}
+
 /// A fixed set of helper threads plus the calling thread.
 pub struct Pool {
     shared: Arc<Shared>,
@@ -119,14 +138,20 @@ impl Pool {
         p
     }
 
-    /// A pool sized from `RILL_THREADS`, else the number of cores.
-    pub fn from_env() -> Pool {
-        let n = std::env::var("RILL_THREADS")
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
-        Pool::new(n)
+    /// A pool sized from `RILL_THREADS` (1..=[`MAX_THREADS`]), else the number
+    /// of cores. A value that is set but not a thread count is an error, never
+    /// silently replaced.
+    pub fn from_env() -> Result<Pool, ThreadsError> {
+        let n = match std::env::var("RILL_THREADS") {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_THREADS).contains(n))
+                .ok_or(ThreadsError(v))?,
+            _ => thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        Ok(Pool::new(n))
     }
 
     /// Total threads including the caller.

@@ -9,9 +9,9 @@
 //!
 //! let ckpt = Checkpoint::open("mrt2_small.safetensors")?;
 //! let model = Arc::new(Mrt2::load(&ckpt, Precision::F32)?);
-//! let pool = Pool::from_env();
+//! let pool = Pool::from_env()?;
 //! let mut session = Session::new(model, 42, &pool);
-//! session.set_conditioning(&Conditioning::default().with_held_notes(&[60, 64, 67]), &pool);
+//! session.set_conditioning(&Conditioning::default().with_held_notes(&[60, 64, 67])?, &pool)?;
 //! let tokens = session.step(&pool, None); // 12 RVQ token ids for 40 ms of audio
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
