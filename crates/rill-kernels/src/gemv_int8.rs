@@ -501,6 +501,7 @@ pub(crate) mod tests {
 
     #[test]
     fn integer_sums_are_exact_on_every_tier() {
+        let tiers = crate::isa::tiers_under_test("gemv_int8::integer_sums_are_exact_on_every_tier");
         // Unit scales, zero biases and sx = 1 make the output the plain integer sum;
         // small activations keep every partial sum below 2^24, so the f32 result is
         // the exact integer on every tier whatever its accumulation order.
@@ -513,7 +514,7 @@ pub(crate) mod tests {
             let x = OwnedAct::random(&mut rng, cols, 60, 1.0);
             let d = group_dots(&a, rows, cols, x.xq());
             let groups = cols / GROUP;
-            for isa in Isa::available() {
+            for &isa in &tiers {
                 for per in 1..=4 {
                     let y = run(&m, isa, &x.act(), per);
                     for r in 0..rows {
@@ -529,6 +530,8 @@ pub(crate) mod tests {
 
     #[test]
     fn every_tier_matches_row_major_reference() {
+        let tiers =
+            crate::isa::tiers_under_test("gemv_int8::every_tier_matches_row_major_reference");
         // The portable kernel keeps the reference's f32 order, so it must agree
         // with it bit for bit. Every tier is also compared with the exact value:
         // measured worst |y − exact| / (sx·Σ_g |scale·d| + |bias·Σxq|) over these
@@ -561,7 +564,7 @@ pub(crate) mod tests {
                 let sx = act.scale as f64;
                 *w = (act.scale * (acc + bias), sx * exact, sx * mag);
             }
-            for isa in Isa::available() {
+            for &isa in &tiers {
                 for per in 1..=4 {
                     let y = run(&m, isa, &act, per);
                     for (r, &(w, exact, mag)) in want.iter().enumerate() {
@@ -589,6 +592,7 @@ pub(crate) mod tests {
 
     #[test]
     fn extreme_values_do_not_overflow() {
+        let tiers = crate::isa::tiers_under_test("gemv_int8::extreme_values_do_not_overflow");
         // q = 255 and xq = ±32767 everywhere: the largest per-group sums.
         let (rows, cols) = (32, 4096);
         let g = rows * cols / GROUP;
@@ -603,7 +607,7 @@ pub(crate) mod tests {
         for sign in [1i16, -1] {
             let x = OwnedAct::new(vec![sign * 32767; cols], 1.0);
             let want = sign as f64 * 255.0 * 32767.0 * cols as f64;
-            for isa in Isa::available() {
+            for &isa in &tiers {
                 for v in run(&m, isa, &x.act(), 4) {
                     assert!((v as f64 - want).abs() <= 1e-6 * want.abs(), "{isa:?}: {v}");
                 }

@@ -547,6 +547,7 @@ mod tests {
 
     #[test]
     fn integer_sums_are_exact_on_every_tier() {
+        let tiers = crate::isa::tiers_under_test("gemv_lut4::integer_sums_are_exact_on_every_tier");
         // Power-of-two scales and sx = 1 make `y / scale` the integer sum itself,
         // and small activations keep it below 2^24 (exact in f32). AVX-512 converts
         // `Σ level·hi` and `Σ level·(xq & 0xff)` to f32 separately; the second is
@@ -565,7 +566,7 @@ mod tests {
                     OwnedAct::new(xq, 1.0)
                 };
                 let d = case.dots(x.xq());
-                for isa in Isa::available() {
+                for &isa in &tiers {
                     if isa.vnni() && signed && 127 * 255 * cols >= 1 << 24 {
                         continue;
                     }
@@ -584,6 +585,8 @@ mod tests {
 
     #[test]
     fn every_tier_matches_row_major_reference() {
+        let tiers =
+            crate::isa::tiers_under_test("gemv_lut4::every_tier_matches_row_major_reference");
         // Portable and AVX2 compute `(scale·sx)·(d as f32)` from the same exact
         // integer d: bit-identical to the reference (with power-of-two scales,
         // which `from_palette` keeps exactly). AVX-512 converts two partial sums
@@ -601,7 +604,7 @@ mod tests {
                 let x = OwnedAct::random(&mut rng, cols, 32767, 3.0 / 32767.0);
                 let act = x.act();
                 let d = case.dots(x.xq());
-                for isa in Isa::available() {
+                for &isa in &tiers {
                     for per in 1..=4 {
                         let y = run(&m, isa, &act, per);
                         for r in 0..rows {
@@ -644,6 +647,7 @@ mod tests {
 
     #[test]
     fn extreme_values_do_not_overflow() {
+        let tiers = crate::isa::tiers_under_test("gemv_lut4::extreme_values_do_not_overflow");
         // |level| = 127 and |xq| = 32767 everywhere at 4096 columns: |Σ| ≈ 1.7e10,
         // far beyond i32, which the chunked kernels must not wrap.
         let (rows, cols) = (32, 4096);
@@ -664,7 +668,7 @@ mod tests {
         for sign in [1i16, -1] {
             let x = OwnedAct::new(vec![sign * 32767; cols], 1.0);
             let d = case.dots(x.xq());
-            for isa in Isa::available() {
+            for &isa in &tiers {
                 let y = run(&m, isa, &x.act(), 2);
                 for r in 0..rows {
                     let want = d[r] as f64;

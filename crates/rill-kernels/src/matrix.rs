@@ -629,6 +629,7 @@ mod tests {
 
     #[test]
     fn every_isa_matches_f64_reference() {
+        let tiers = crate::isa::tiers_under_test("matrix::every_isa_matches_f64_reference");
         let pool = Pool::new(2);
         let mut seed = 7u64;
         let shapes = [
@@ -662,7 +663,7 @@ mod tests {
                 } else {
                     0.0
                 };
-                for isa in Isa::available() {
+                for &isa in &tiers {
                     let mut y = vec![0f32; rows];
                     m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
                     for (a, b) in y.iter().zip(&want) {
@@ -679,6 +680,7 @@ mod tests {
 
     #[test]
     fn int8_paths_agree_closely() {
+        let tiers = crate::isa::tiers_under_test("matrix::int8_paths_agree_closely");
         // Integer sums are exact on every path; only f32 group accumulation order differs.
         let pool = Pool::single();
         let mut seed = 3u64;
@@ -688,7 +690,7 @@ mod tests {
         let m = Matrix::from_f32(rows, cols, w, WeightFormat::Int8);
         let mut base = vec![0f32; rows];
         m.gemv_rows_isa(Isa::PORTABLE, &x, &mut base, 0..rows, &pool);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let mut y = vec![0f32; rows];
             m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
             for (a, b) in y.iter().zip(&base) {
@@ -702,6 +704,7 @@ mod tests {
 
     #[test]
     fn unaligned_row_ranges_stacking_and_parts() {
+        let tiers = crate::isa::tiers_under_test("matrix::unaligned_row_ranges_stacking_and_parts");
         let pool = Pool::new(2);
         let mut seed = 11u64;
         let (rows, cols) = (300, 128);
@@ -711,7 +714,7 @@ mod tests {
             let m = Matrix::from_f32(rows, cols, w.clone(), format);
             let mut full = vec![0f32; rows];
             m.gemv(&x, &mut full, &pool);
-            for isa in Isa::available() {
+            for &isa in &tiers {
                 // A window like one RVQ level of `to_logits` (not block aligned).
                 let mut part = vec![0f32; 170];
                 m.gemv_rows_isa(isa, &x, &mut part, 6..176, &pool);

@@ -155,6 +155,7 @@ fn stream(
 
 #[test]
 fn conv2d_matches_naive() {
+    let tiers = rill_kernels::isa::tiers_under_test("conv::conv2d_matches_naive");
     let pool = Pool::new(2);
     let t = 6;
     let chunks = [1, 2, 3];
@@ -171,7 +172,7 @@ fn conv2d_matches_naive() {
         let conv = Conv2d::new(&k, &b, [kt, kf, cin, cout], f);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 3);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let y = stream(
                 isa,
                 conv.input_shape(groups, 3),
@@ -194,6 +195,7 @@ fn conv2d_matches_naive() {
 
 #[test]
 fn conv2d_transpose_matches_naive_scatter() {
+    let tiers = rill_kernels::isa::tiers_under_test("conv::conv2d_transpose_matches_naive_scatter");
     let pool = Pool::new(2);
     let t = 5;
     let chunks = [1, 1, 3];
@@ -210,7 +212,7 @@ fn conv2d_transpose_matches_naive_scatter() {
         let ct = Conv2dTranspose::new(&k, &b, [kt, kf, cin, cout], [st, sf], f);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 13);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let y = stream(
                 isa,
                 ct.input_shape(groups, 3),

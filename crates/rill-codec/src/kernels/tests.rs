@@ -30,6 +30,7 @@ fn dense(m: usize, k: usize, n: usize, ldo: usize) -> (Packed, Vec<f32>, RowMap,
 
 #[test]
 fn epilogues_match_reference() {
+    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::epilogues_match_reference");
     let pool = Pool::new(2);
     for &(m, k, n) in &[
         (13, 40, 64),
@@ -40,7 +41,7 @@ fn epilogues_match_reference() {
     ] {
         let ldo = n + 3;
         let (p, x, rows, want) = dense(m, k, n, ldo);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
                 let mut out = vec![0.25f32; m * ldo];
                 let job = Job {
@@ -82,10 +83,13 @@ fn epilogues_match_reference() {
 
 #[test]
 fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
+    let tiers = rill_kernels::isa::tiers_under_test(
+        "codec_kernels::results_do_not_depend_on_threads_and_simd_tiers_agree",
+    );
     let (m, k, n) = (97, 96, 192);
     let (p, x, rows, _) = dense(m, k, n, n);
     let mut by_tier = Vec::new();
-    for isa in Isa::available() {
+    for &isa in &tiers {
         let mut first: Option<Vec<f32>> = None;
         for threads in [1, 2, 3] {
             let pool = Pool::new(threads);
@@ -118,11 +122,13 @@ fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
 /// bit (same lanes, same reduction), and every tier is close to the f64 reference.
 #[test]
 fn narrow_kernels_agree_across_tiers() {
+    let tiers =
+        rill_kernels::isa::tiers_under_test("codec_kernels::narrow_kernels_agree_across_tiers");
     let pool = Pool::new(2);
     for &(m, k, n) in &[(13, 64, 2), (9, 77, 5), (4, 7, 1), (30, 448, 2)] {
         let (p, x, rows, want) = dense(m, k, n, n);
         let mut simd: Option<Vec<f32>> = None;
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let mut out = vec![0f32; m * n];
             let job = Job {
                 w: &p,
@@ -149,9 +155,10 @@ fn narrow_kernels_agree_across_tiers() {
 
 #[test]
 fn elu_copy_matches_definition() {
+    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::elu_copy_matches_definition");
     let mut x: Vec<f32> = rand_vec(1000, 9).iter().map(|v| v * 30.0).collect();
     x.extend_from_slice(&[0.0, -0.0, -87.5, -200.0, 1e-30, -1e-30, 88.0, -1e-7]);
-    for isa in Isa::available() {
+    for &isa in &tiers {
         let mut y = vec![0f32; x.len()];
         elu_copy(isa, &x, &mut y);
         for (a, b) in x.iter().zip(&y) {
@@ -209,11 +216,12 @@ fn f16_conversion_round_trips_and_rounds_to_nearest_even() {
 /// rounded weights compute on the other tiers.
 #[test]
 fn f16_panels_match_rounded_f32() {
+    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::f16_panels_match_rounded_f32");
     let pool = Pool::new(2);
     for &(m, k, n) in &[(13, 40, 64), (50, 17, 80), (1, 64, 128), (7, 32, 16)] {
         let (p, x, rows, _) = dense(m, k, n, n);
         let mut want = None;
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let mut q = p.clone();
             q.round_to_f16(isa);
             assert_eq!(q.narrow.is_some(), isa.tier() >= Tier::Avx2);
@@ -240,6 +248,8 @@ fn f16_panels_match_rounded_f32() {
 /// error is that of 16-bit per-column steps.
 #[test]
 fn i16_panels_match_dequantised_f32() {
+    let tiers =
+        rill_kernels::isa::tiers_under_test("codec_kernels::i16_panels_match_dequantised_f32");
     let pool = Pool::new(2);
     for &(m, k, n) in &[
         (13, 40, 64),
@@ -262,7 +272,7 @@ fn i16_panels_match_dequantised_f32() {
         };
         let exact = run(&p, Isa::PORTABLE);
         let mut want = None;
-        for isa in Isa::available() {
+        for &isa in &tiers {
             let mut q = p.clone();
             q.quantize_i16(isa);
             let wide = p.layout == Layout::Panels && isa.tier() >= Tier::Avx2;

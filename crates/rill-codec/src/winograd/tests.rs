@@ -47,6 +47,7 @@ fn stream(
 
 #[test]
 fn winograd_matches_direct_conv() {
+    let tiers = rill_kernels::isa::tiers_under_test("winograd::winograd_matches_direct_conv");
     let pool = Pool::new(2);
     let t = 12;
     let chunks = [4, 8];
@@ -62,7 +63,7 @@ fn winograd_matches_direct_conv() {
         let direct = Conv2d::new(&k, &b, [3, 3, cin, cout], f);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 23);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
                 let want = stream(
                     direct.input_shape(groups, 8),
@@ -106,12 +107,15 @@ fn winograd_matches_direct_conv() {
 
 #[test]
 fn winograd_chunking_and_threads_do_not_change_bits() {
+    let tiers = rill_kernels::isa::tiers_under_test(
+        "winograd::winograd_chunking_and_threads_do_not_change_bits",
+    );
     let (cin, cout, f, t) = (32, 32, 9, 8);
     let k = rand_vec(9 * cin * cout, 31);
     let b = rand_vec(cout, 32);
     let x = rand_vec(2 * t * f * cin, 33);
     let direct = Conv2d::new(&k, &b, [3, 3, cin, cout], f);
-    for isa in Isa::available() {
+    for &isa in &tiers {
         let w = WinoConv3x3::new(&k, &b, cin, cout, f, [4, 4]);
         let run = |threads: usize, chunks: &[usize]| {
             let pool = Pool::new(threads);
@@ -135,6 +139,7 @@ fn winograd_chunking_and_threads_do_not_change_bits() {
 /// Transform bodies: every tier computes the same bits.
 #[test]
 fn winograd_tiers_agree() {
+    let tiers = rill_kernels::isa::tiers_under_test("winograd::winograd_tiers_agree");
     let (cin, cout, f, t) = (32, 48, 11, 4);
     let k = rand_vec(9 * cin * cout, 41);
     let b = rand_vec(cout, 42);
@@ -143,7 +148,7 @@ fn winograd_tiers_agree() {
     let pool = Pool::new(1);
     let w = WinoConv3x3::new(&k, &b, cin, cout, f, [4, 4]);
     let mut outs = Vec::new();
-    for isa in Isa::available().into_iter().filter(|&i| i != Isa::PORTABLE) {
+    for isa in tiers.iter().copied().filter(|&i| i != Isa::PORTABLE) {
         let mut s = w.scratch(2, 4);
         outs.push(stream(
             direct.input_shape(2, 4),
@@ -200,6 +205,7 @@ fn stream_t(
 
 #[test]
 fn winograd_convt_matches_direct() {
+    let tiers = rill_kernels::isa::tiers_under_test("winograd::winograd_convt_matches_direct");
     use crate::conv::Conv2dTranspose;
     let pool = Pool::new(2);
     let t = 12;
@@ -210,7 +216,7 @@ fn winograd_convt_matches_direct() {
         let direct = Conv2dTranspose::new(&k, &b, [3, kf, cin, cout], [1, sf], f);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 53);
-        for isa in Isa::available() {
+        for &isa in &tiers {
             for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
                 let shape = direct.input_shape(groups, 8);
                 let want = stream_t(shape, f * sf, cout, &x, t, &[4, 8], &mut |i, n, o| {
