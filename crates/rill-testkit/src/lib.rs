@@ -16,9 +16,30 @@ pub fn testdata(name: &str) -> PathBuf {
     repo_root().join("testdata/mrt2").join(name)
 }
 
-/// Reads a reference recording.
+/// The path of a reference file under `testdata/mrt2/` that a test needs: a missing
+/// file fails the test (never a silent skip), saying how to get it back.
+pub fn require(name: &str) -> PathBuf {
+    let path = testdata(name);
+    if !path.exists() {
+        panic!(
+            "reference file testdata/mrt2/{name} is missing ({}). It is part of the \
+             repository: restore it with `git checkout -- testdata/mrt2/{name}`, or \
+             re-record it with the oracle as testdata/mrt2/README.md describes.",
+            path.display()
+        );
+    }
+    path
+}
+
+/// Reads a reference recording (which must exist, see [`require`]).
 pub fn fixture(name: &str) -> rill_io::Npz {
-    rill_io::Npz::read(testdata(name)).unwrap_or_else(|e| panic!("{e}"))
+    rill_io::Npz::read(require(name)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parses a JSON file under `testdata/mrt2/` (which must exist, see [`require`]).
+pub fn json(name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(require(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Directory for generated test inputs: `$RILL_TEST_CACHE` or `target/rill-test-cache`.
