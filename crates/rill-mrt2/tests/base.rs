@@ -7,17 +7,15 @@ mod common;
 
 use std::sync::Arc;
 
-use common::Recording;
+use common::{near_ties, Recording};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_mrt2::sampler::LEVEL;
 use rill_mrt2::{FrameTrace, Mrt2, Precision, Session, LEVELS};
-use rill_testkit::cosine;
+use rill_testkit::{cosine, max_abs_diff};
 
 #[test]
 fn base_f32_matches_reference() {
-    let Some(rec) = Recording::load("DB") else {
-        return;
-    };
+    let rec = Recording::load("DB");
     let path = rill_testkit::synthetic_checkpoint(ModelKind::Base, rec.weights_seed());
     let ckpt = Checkpoint::open(&path).unwrap();
     let m = Arc::new(Mrt2::load(&ckpt, Precision::F32).unwrap());
@@ -40,27 +38,53 @@ fn base_f32_matches_reference() {
     let (e, d) = (m.config.dims.enc_dim, m.config.dims.temporal.dim);
     assert_eq!((e, d), (1024, 3072));
     let mut trace = FrameTrace::default();
-    let mut worst = 1f64;
+    let mut worst = [1f64; 4];
+    let mut max_logit = 0f32;
+    // Measured 1 − cosine (worst of the avx512 / avx2 / portable tiers) on the Xeon
+    // (family 6 model 207) guest: encoder 1.4e-13, temporal_in 2.2e-16, temporal_out
+    // 4.2e-12, logits 5.4e-12; max |logit diff| 8.9e-5.
+    let min = [1.0 - 1e-12, 1.0 - 1e-14, 1.0 - 2e-11, 1.0 - 2e-11];
     for n in 0..rec.frames {
         s.step_forced(&rec.tokens[n], &pool, Some(&mut trace))
             .unwrap();
-        assert!(cosine(&trace.encoder_out, &enc[n * e..(n + 1) * e]) >= 0.999_999);
-        assert!(cosine(&trace.temporal_in, &tin[n * d..(n + 1) * d]) >= 0.999_999);
-        let c = cosine(&trace.temporal_out, &tout[n * d..(n + 1) * d]);
-        assert!(c >= 0.999_999, "frame {n}: temporal_out cosine {c}");
+        let c = [
+            cosine(&trace.encoder_out, &enc[n * e..(n + 1) * e]),
+            cosine(&trace.temporal_in, &tin[n * d..(n + 1) * d]),
+            cosine(&trace.temporal_out, &tout[n * d..(n + 1) * d]),
+        ];
+        for i in 0..3 {
+            assert!(
+                c[i] >= min[i],
+                "frame {n}: hidden state {i} cosine 1 − {:.2e}",
+                1.0 - c[i]
+            );
+            worst[i] = worst[i].min(c[i]);
+        }
         for k in 0..LEVELS {
             let r = (n * LEVELS + k) * LEVEL..(n * LEVELS + k + 1) * LEVEL;
-            let c = cosine(&trace.logits[k * LEVEL..(k + 1) * LEVEL], &logits[r]);
-            assert!(c >= 0.999_99, "frame {n} step {k}: logits cosine {c}");
-            worst = worst.min(c);
+            let ours = &trace.logits[k * LEVEL..(k + 1) * LEVEL];
+            let c = cosine(ours, &logits[r.clone()]);
+            assert!(
+                c >= min[3],
+                "frame {n} step {k}: logits cosine 1 − {:.2e}",
+                1.0 - c
+            );
+            worst[3] = worst[3].min(c);
+            max_logit = max_logit.max(max_abs_diff(ours, &logits[r]));
         }
     }
     eprintln!(
-        "DB (mrt2_base) teacher-forced: min logits cosine 1-{:.1e}",
-        1.0 - worst
+        "DB (mrt2_base) teacher-forced: min cosine encoder 1-{:.1e} temporal_in 1-{:.1e} temporal_out 1-{:.1e} logits 1-{:.1e}; max |logit diff| {max_logit:.2e}",
+        1.0 - worst[0],
+        1.0 - worst[1],
+        1.0 - worst[2],
+        1.0 - worst[3]
     );
+    assert!(max_logit <= 1.5e-4, "logits differ by {max_logit:e}");
 
-    // Free-running: the reference's margins are all ≥ 0.037, so every token must match.
+    // Free-running: DB has no near-tie (its smallest margin is 0.037), so every
+    // token must match.
+    assert_eq!(near_ties(&rec), vec![]);
     let mut s = Session::new(m, rec.sampler_seed(), &pool);
     s.set_conditioning(&cond, &pool).unwrap();
     s.set_sampling(p).unwrap();

@@ -8,7 +8,7 @@ use rill_mrt2::{Precision, Session, LEVELS};
 
 #[test]
 fn save_load_continues_bit_identically() {
-    let rec = Recording::load("D2").expect("D2 recording");
+    let rec = Recording::load("D2");
     let pool = pool();
     let m = model(rec.weights_seed(), Precision::F32);
     let mut a = Session::new(m.clone(), rec.sampler_seed(), &pool);
