@@ -1,5 +1,5 @@
 //! Parity with `testdata/mrt2/C2.npz` (weights seed 2, 12 random code frames, made by
-//! the oracle's `record_codec.py`). Skipped with a message while the file is absent;
+//! the oracle's `record_codec.py`; a missing file fails the test).
 //! `RILL_C2_NPZ=/path/to/codec.npz` points the test at another recording of the same kind.
 
 mod common;
@@ -10,16 +10,10 @@ use rill_kernels::Pool;
 
 #[test]
 fn c2_codec_parity() {
+    // A missing recording fails (`require` says how to get it back).
     let path = std::env::var_os("RILL_C2_NPZ")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| rill_testkit::testdata("C2.npz"));
-    if !path.exists() {
-        eprintln!(
-            "SKIPPED c2_codec_parity: {} does not exist (recorded by the oracle's record_codec.py)",
-            path.display()
-        );
-        return;
-    }
+        .unwrap_or_else(|| rill_testkit::require("C2.npz"));
     let z = rill_io::Npz::read(&path).unwrap_or_else(|e| panic!("{e}"));
     let (shape, codes) = z.i64("codes").unwrap();
     assert_eq!(shape[1], LEVELS);
@@ -29,21 +23,14 @@ fn c2_codec_parity() {
     let pool = Pool::new(2);
 
     let (_, emb) = z.f32("step_rvq_embeddings").unwrap();
-    let mut e = vec![0f32; 256];
-    let mut max = 0f32;
-    for (i, ids) in frames.iter().enumerate() {
-        codec.rvq_embedding(ids, &mut e);
-        max = max.max(rill_testkit::max_abs_diff(&e, &emb[i * 256..(i + 1) * 256]));
-    }
-    eprintln!("C2 rvq_embeddings: max |diff| {max:.3e}");
-    assert!(max <= 1e-6, "rvq embeddings differ by {max}");
+    check_rvq("C2", &codec, &frames, &emb);
 
     let mut state = codec.new_state();
     let step = run_steps(&codec, &mut state, &frames, &pool);
     let (_, want_stft) = z.f32("step_decoder_stft").unwrap();
     let (_, mask) = z.bool("step_decoder_stft_mask").unwrap();
     let cos = stft_min_cosine("C2 step decoder_stft", &step.stft, &want_stft, &mask);
-    assert!(cos >= 0.99999, "step decoder_stft cosine {cos}");
+    assert!(cos >= MIN_STFT_COSINE, "step decoder_stft cosine {cos}");
     let (_, want_audio) = z.f32("step_waveform").unwrap();
     let (_, want_i16) = z.i64("step_int16").unwrap();
     assert!(step.audio[..SAMPLES_PER_FRAME * 2]
@@ -59,7 +46,7 @@ fn c2_codec_parity() {
         &want_layer_stft,
         &vec![true; 4 * t - 4],
     );
-    assert!(cos >= 0.99999, "batched decoder_stft cosine {cos}");
+    assert!(cos >= MIN_STFT_COSINE, "batched decoder_stft cosine {cos}");
     let (_, want_wave) = z.f32("layer_waveform").unwrap();
     check_audio(
         "C2 batched layer_waveform",
