@@ -67,6 +67,12 @@ pub enum CheckpointError {
     NoSuchTensor { path: PathBuf, name: String },
     #[error("tensor {name}: {reason}")]
     BadTensor { name: String, reason: String },
+    #[error("synthesised {path} has sha256 {found}, not the oracle's {expected}: the random-weight recipe changed")]
+    SynthMismatch {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
 }
 
 fn format_problems(problems: &[Problem]) -> String {

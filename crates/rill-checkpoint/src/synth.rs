@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use sha2::{Digest, Sha256};
+
 use crate::error::{CheckpointError, Result};
 use crate::layout::{tensor_specs, ModelKind, TensorSpec};
 
@@ -114,19 +116,59 @@ pub fn header_json(kind: ModelKind, seed: u64, specs: &[TensorSpec]) -> Vec<u8> 
     b
 }
 
+/// sha256 of the whole files the oracle's `synth_checkpoint.py` wrote for the
+/// reference recordings (`testdata/mrt2/synth_file_sha256*.json`, README's parity
+/// section): [`write_checkpoint`] checks its output against them.
+pub const ORACLE_FILE_SHA256: [(ModelKind, u64, &str); 4] = [
+    (
+        ModelKind::Small,
+        0,
+        "4248ea629330af20bed5e467ddebbd14797638b913c56f788149bd335779ab3d",
+    ),
+    (
+        ModelKind::Small,
+        1,
+        "7d7f51ee84de7782e6582c64efc1ef41754486f55723278f030b4dc7a2c38283",
+    ),
+    (
+        ModelKind::Small,
+        2,
+        "b51c66a8da7e335830553e8901754c35436a0730b4e7165fb3f7bda2db278bc6",
+    ),
+    (
+        ModelKind::Base,
+        0,
+        "7d4181ec4769b6dfd5298252cd27f056c016d84c302da0d9be472b213fe1191e",
+    ),
+];
+
+/// The oracle's sha256 for (`kind`, `seed`), if it made that file.
+pub fn oracle_sha256(kind: ModelKind, seed: u64) -> Option<&'static str> {
+    ORACLE_FILE_SHA256
+        .iter()
+        .find(|(k, s, _)| *k == kind && *s == seed)
+        .map(|(_, _, h)| *h)
+}
+
 /// Summary of a written checkpoint.
 #[derive(Debug, Clone)]
 pub struct SynthSummary {
     pub tensors: usize,
     pub params: u64,
     pub bytes: u64,
+    /// sha256 of the whole file, lowercase hex.
+    pub sha256: String,
+    /// Whether the oracle made this file too (then `sha256` equals its hash).
+    pub oracle_checked: bool,
 }
 
 /// Writes the synthetic checkpoint of `kind` for weights seed `seed` to `path`.
 ///
 /// The data goes to `path` + `.partial` first and is renamed at the end, so an
 /// interrupted run never leaves a truncated file under the final name.
-/// `progress(done_bytes, total_bytes)` is called after every chunk.
+/// `progress(done_bytes, total_bytes)` is called after every chunk. For the seeds
+/// the oracle synthesised too ([`ORACLE_FILE_SHA256`]) the file must hash to the
+/// oracle's sha256; otherwise it is removed and the result is an error.
 pub fn write_checkpoint(
     kind: ModelKind,
     seed: u64,
@@ -145,9 +187,12 @@ pub fn write_checkpoint(
     };
     let file = File::create(&partial).map_err(io)?;
     let mut w = BufWriter::with_capacity(1 << 22, file);
-    w.write_all(&(header.len() as u64).to_le_bytes())
-        .map_err(io)?;
-    w.write_all(&header).map_err(io)?;
+    let mut sha = Sha256::new();
+    let len = (header.len() as u64).to_le_bytes();
+    for part in [&len[..], &header] {
+        w.write_all(part).map_err(io)?;
+        sha.update(part);
+    }
     const CHUNK: usize = 1 << 22;
     let mut buf = vec![0f32; CHUNK];
     let mut bytes = vec![0u8; 4 * CHUNK];
@@ -164,6 +209,7 @@ pub fn write_checkpoint(
                 dst.copy_from_slice(&v.to_le_bytes());
             }
             w.write_all(&bytes[..4 * len]).map_err(io)?;
+            sha.update(&bytes[..4 * len]);
             start += len;
             done += 4 * len as u64;
             progress(done, total);
@@ -173,11 +219,23 @@ pub fn write_checkpoint(
     let file = w.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     drop(file);
+    let sha256: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let oracle = oracle_sha256(kind, seed);
+    if let Some(want) = oracle.filter(|&want| want != sha256) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(CheckpointError::SynthMismatch {
+            path: path.to_path_buf(),
+            found: sha256,
+            expected: want.to_string(),
+        });
+    }
     std::fs::rename(&partial, path).map_err(io)?;
     Ok(SynthSummary {
         tensors: specs.len(),
         params: total / 4,
         bytes: 8 + header.len() as u64 + total,
+        sha256,
+        oracle_checked: oracle.is_some(),
     })
 }
 

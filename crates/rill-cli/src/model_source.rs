@@ -106,12 +106,18 @@ pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
     .with_context(|| format!("writing {}", path.display()))?;
     bar.finish_and_clear();
     eprintln!(
-        "wrote {} ({} tensors, {} parameters, {:.1} GB) in {:.1} s",
+        "wrote {} ({} tensors, {} parameters, {:.1} GB) in {:.1} s; sha256 {}{}",
         path.display(),
         summary.tensors,
         summary.params,
         summary.bytes as f64 / 1e9,
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        summary.sha256,
+        if summary.oracle_checked {
+            " (identical to the reference's file)"
+        } else {
+            ""
+        }
     );
     Ok(())
 }
