@@ -167,4 +167,30 @@ mod tests {
         assert_eq!(d.iter().filter(|&&v| v > 0.0).count(), 3);
         assert!((d.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }
+
+    /// Values worked out by hand, so a metric that ignores its inputs fails.
+    #[test]
+    fn different_logits_give_the_hand_computed_agreement() {
+        let ln3 = 3f32.ln();
+        let (a, b) = ([0.0, ln3, -50.0], [ln3, 0.0, -50.0]);
+        let p = SamplingParams {
+            temperature: 1.0,
+            top_k: 2,
+        };
+        let mut ag = Agreement::default();
+        ag.add(&a, &b, p);
+        // softmax over the top 2: (1/4, 3/4) vs (3/4, 1/4): TV = 1/2.
+        assert!((ag.sampling() - 0.5).abs() < 1e-6, "{}", ag.sampling());
+        assert_eq!(ag.greedy(), 0.0);
+        let cos = 2500.0 / (ln3 as f64 * ln3 as f64 + 2500.0);
+        assert!(
+            (ag.cosine_mean() - cos).abs() < 1e-6,
+            "{}",
+            ag.cosine_mean()
+        );
+        // Top 1: point masses on different ids never agree.
+        let mut one = Agreement::default();
+        one.add(&a, &b, SamplingParams { top_k: 1, ..p });
+        assert!(one.sampling().abs() < 1e-12);
+    }
 }
