@@ -93,10 +93,27 @@ impl TensorRef<'_> {
     }
 }
 
+/// The file's bytes: mapped from disk, or owned (files parsed from memory, e.g.
+/// by the fuzz targets, which must not need the file system).
+enum Bytes {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
 /// A memory-mapped safetensors checkpoint.
 pub struct Checkpoint {
     path: PathBuf,
-    mmap: Mmap,
+    mmap: Bytes,
     entries: BTreeMap<String, Entry>,
     metadata: HashMap<String, String>,
 }
@@ -123,6 +140,15 @@ impl Checkpoint {
         // they are mapped. A concurrent external truncation could still raise
         // SIGBUS, which is the accepted contract of every mmap-based loader.
         let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
+        Self::parse(path, Bytes::Mapped(mmap))
+    }
+
+    /// Parses a safetensors file held in memory; `name` labels errors.
+    pub fn from_bytes(name: impl AsRef<Path>, bytes: Vec<u8>) -> Result<Self> {
+        Self::parse(name.as_ref().to_path_buf(), Bytes::Owned(bytes))
+    }
+
+    fn parse(path: PathBuf, mmap: Bytes) -> Result<Self> {
         let (header_len, meta) = safetensors::SafeTensors::read_metadata(&mmap).map_err(|e| {
             CheckpointError::NotSafetensors {
                 path: path.clone(),
@@ -207,11 +233,11 @@ impl Checkpoint {
     /// again; a no-op on platforms without `madvise`.
     pub fn release(&self, name: &str) {
         #[cfg(unix)]
-        if let Some(e) = self.entries.get(name) {
+        if let (Some(e), Bytes::Mapped(mmap)) = (self.entries.get(name), &self.mmap) {
             // SAFETY: the mapping is private and read-only; dropping its pages only
             // makes later reads fault them in again from the file.
             let _ = unsafe {
-                self.mmap.unchecked_advise_range(
+                mmap.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
                     e.start,
                     e.end - e.start,

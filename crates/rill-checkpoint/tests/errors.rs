@@ -53,8 +53,14 @@ fn truncated_and_corrupt_files_are_rejected() {
             matches!(e, CheckpointError::NotSafetensors { .. }),
             "cut {cut}: {e}"
         );
+        // Parsing from memory says the same.
+        let m = Checkpoint::from_bytes(&q, bytes[..cut].to_vec()).unwrap_err();
+        assert_eq!(m.to_string(), e.to_string());
     }
-    // A header length pointing far beyond the file.
+    let ck = Checkpoint::from_bytes("in-memory", bytes.clone()).unwrap();
+    assert_eq!(ck.f32("a").unwrap(), vec![0.0; 16]);
+    ck.release("a"); // a no-op for owned bytes
+                     // A header length pointing far beyond the file.
     let mut huge = bytes.clone();
     huge[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
     let q = dir().join("huge.safetensors");

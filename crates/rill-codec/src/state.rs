@@ -75,7 +75,8 @@ impl CodecState {
     }
 
     /// Restores arrays written by [`CodecState::export`]. Every array must be present
-    /// exactly once with its exact shape; nothing is changed unless all of them are valid.
+    /// exactly once with its exact shape and finite values; nothing is changed unless
+    /// all of them are valid. Input is untrusted (a session file): errors, never panics.
     pub fn import(&mut self, arrays: &[(String, Vec<usize>, Vec<f32>)]) -> Result<(), CodecError> {
         let expected: Vec<(String, Vec<usize>)> =
             self.export().into_iter().map(|(n, s, _)| (n, s)).collect();
@@ -107,6 +108,13 @@ impl CodecState {
                 return Err(CodecError::BadStateArray {
                     name: name.clone(),
                     reason: format!("shape {shape:?} needs {n} values, found {}", v.len()),
+                });
+            }
+            // A NaN or infinity in any history row would poison every later frame.
+            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                return Err(CodecError::BadStateArray {
+                    name: name.clone(),
+                    reason: format!("value {i} is {}; the state holds finite numbers only", v[i]),
                 });
             }
             found.push(v);

@@ -91,6 +91,39 @@ fn import_rejects_malformed_state() {
     let e = s.import(&bad).unwrap_err();
     eprintln!("{e}");
     assert!(matches!(e, CodecError::BadStateArray { .. }));
+    for x in [f32::NAN, f32::INFINITY, -1.0, 6.0] {
+        bad[i].2[0] = x;
+        assert!(matches!(
+            s.import(&bad).unwrap_err(),
+            CodecError::BadStateArray { .. }
+        ));
+    }
+
+    // A non-finite history value would poison every later frame.
+    for x in [f32::NAN, f32::NEG_INFINITY] {
+        let mut bad = good.clone();
+        let last = bad[0].2.len() - 1;
+        bad[0].2[last] = x;
+        let e = s.import(&bad).unwrap_err();
+        eprintln!("{e}");
+        assert!(e.to_string().contains(&bad[0].0), "{e}");
+        let mut bad = good.clone();
+        let j = bad.len() - 1;
+        bad[j].2[7] = x;
+        assert!(matches!(
+            s.import(&bad).unwrap_err(),
+            CodecError::BadStateArray { .. }
+        ));
+    }
+
+    // Duplicates, empty input and empty names are errors, not panics.
+    let mut bad = good.clone();
+    bad.push(bad[0].clone());
+    assert!(s.import(&bad).is_err());
+    assert!(s.import(&[]).is_err());
+    assert!(s
+        .import(&[(String::new(), vec![usize::MAX, 2], vec![])])
+        .is_err());
     assert!(s == st, "a failed import changes nothing");
 }
 

@@ -2,13 +2,23 @@
 //! `--dump`, `--force-tokens` and `--tokens-out`.
 //!
 //! Reading parses with `npyz`; `.npz` is a zip of `.npy` members (crate `zip`).
+//! Files are untrusted: every size in a header is checked against the bytes really
+//! present before anything is allocated (see `npy.rs` and [`Npz::read`]).
+
+mod npy;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Cursor, Read, Write};
+use std::io::{BufReader, BufWriter, Cursor, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use npyz::WriterBuilder;
+
+pub use npy::MAX_HEADER_LEN;
+
+/// Largest expansion of deflate (RFC 1951): at most 1032 output bytes per input
+/// byte, so a member's declared size beyond that is a lie.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// Errors reading or writing arrays; each names the file and what was wrong.
 #[derive(Debug, thiserror::Error)]
@@ -56,8 +66,29 @@ impl Array {
         Array { shape, data }
     }
 
+    /// Element count of `shape`; `usize::MAX` if it overflows (such an array can
+    /// only be built by hand and is refused by the writers).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .unwrap_or(usize::MAX)
+    }
+
+    fn len(&self) -> usize {
+        match &self.data {
+            Data::F32(v) => v.len(),
+            Data::F64(v) => v.len(),
+            Data::I16(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::I64(v) => v.len(),
+            Data::U32(v) => v.len(),
+            Data::U8(v) => v.len(),
+            Data::Bool(v) => v.len(),
+        }
     }
 
     fn kind(&self) -> &'static str {
@@ -95,75 +126,18 @@ impl Array {
     }
 }
 
-fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
-    use npyz::{DType, TypeChar};
-    let npy = npyz::NpyFile::new(bytes).map_err(|e| format!("not a .npy array: {e}"))?;
-    let fortran = npy.order() == npyz::Order::Fortran;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let (tc, size) = match npy.dtype() {
-        DType::Plain(ts) => (ts.type_char(), ts.size_field()),
-        other => return Err(format!("unsupported dtype {}", other.descr())),
-    };
-    let e = |e: std::io::Error| format!("array data: {e}");
-    let data = match (tc, size) {
-        (TypeChar::Float, 4) => Data::F32(npy.into_vec().map_err(e)?),
-        (TypeChar::Float, 8) => Data::F64(npy.into_vec().map_err(e)?),
-        (TypeChar::Int, 2) => Data::I16(npy.into_vec().map_err(e)?),
-        (TypeChar::Int, 4) => Data::I32(npy.into_vec().map_err(e)?),
-        (TypeChar::Int, 8) => Data::I64(npy.into_vec().map_err(e)?),
-        (TypeChar::Uint, 4) => Data::U32(npy.into_vec().map_err(e)?),
-        (TypeChar::Uint, 1) => Data::U8(npy.into_vec().map_err(e)?),
-        (TypeChar::Bool, 1) => Data::Bool(npy.into_vec().map_err(e)?),
-        (t, s) => return Err(format!("unsupported dtype {t:?}{s}")),
-    };
-    let data = if fortran {
-        fortran_to_c(&shape, data)
-    } else {
-        data
-    };
-    Ok(Array { shape, data })
-}
-
-/// Reorders column-major (Fortran) element data into row-major (C) order.
-fn fortran_to_c(shape: &[usize], data: Data) -> Data {
-    fn reorder<T: Copy>(shape: &[usize], v: Vec<T>) -> Vec<T> {
-        if shape.len() < 2 {
-            return v;
-        }
-        let mut out = Vec::with_capacity(v.len());
-        let mut idx = vec![0usize; shape.len()];
-        for _ in 0..v.len() {
-            // Fortran offset of the C-order index `idx`.
-            let mut off = 0;
-            let mut stride = 1;
-            for (i, &d) in idx.iter().zip(shape) {
-                off += i * stride;
-                stride *= d;
-            }
-            out.push(v[off]);
-            for k in (0..shape.len()).rev() {
-                idx[k] += 1;
-                if idx[k] < shape[k] {
-                    break;
-                }
-                idx[k] = 0;
-            }
-        }
-        out
-    }
-    match data {
-        Data::F32(v) => Data::F32(reorder(shape, v)),
-        Data::F64(v) => Data::F64(reorder(shape, v)),
-        Data::I16(v) => Data::I16(reorder(shape, v)),
-        Data::I32(v) => Data::I32(reorder(shape, v)),
-        Data::I64(v) => Data::I64(reorder(shape, v)),
-        Data::U32(v) => Data::U32(reorder(shape, v)),
-        Data::U8(v) => Data::U8(reorder(shape, v)),
-        Data::Bool(v) => Data::Bool(reorder(shape, v)),
-    }
-}
-
 fn npy_bytes(a: &Array) -> std::io::Result<Vec<u8>> {
+    if a.numel() != a.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "array of shape {:?} needs {} elements, but its data has {}",
+                a.shape,
+                a.numel(),
+                a.len()
+            ),
+        ));
+    }
     let shape: Vec<u64> = a.shape.iter().map(|&d| d as u64).collect();
     let mut buf = Vec::new();
     macro_rules! write_as {
@@ -197,8 +171,13 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<Array> {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_npy(&bytes).map_err(|reason| IoError::Format {
-        path: path.to_path_buf(),
+    npy_from_bytes(path, &bytes)
+}
+
+/// Parses one `.npy` file held in memory; `name` labels errors.
+pub fn npy_from_bytes(name: impl AsRef<Path>, bytes: &[u8]) -> Result<Array> {
+    npy::parse(bytes).map_err(|reason| IoError::Format {
+        path: name.as_ref().to_path_buf(),
         reason,
     })
 }
@@ -224,17 +203,30 @@ pub struct Npz {
 }
 
 impl Npz {
+    /// Reads every array of an `.npz` file.
     pub fn read(path: impl AsRef<Path>) -> Result<Npz> {
         let path = path.as_ref().to_path_buf();
+        let rerr = |source| IoError::Read {
+            path: path.clone(),
+            source,
+        };
+        let file = File::open(&path).map_err(rerr)?;
+        let len = file.metadata().map_err(rerr)?.len();
+        Npz::from_reader(path, BufReader::new(file), len)
+    }
+
+    /// Parses an `.npz` archive held in memory; `name` labels errors.
+    pub fn from_bytes(name: impl AsRef<Path>, bytes: &[u8]) -> Result<Npz> {
+        let name = name.as_ref().to_path_buf();
+        Npz::from_reader(name, Cursor::new(bytes), bytes.len() as u64)
+    }
+
+    fn from_reader<R: Read + Seek>(path: PathBuf, reader: R, archive_len: u64) -> Result<Npz> {
         let fmt = |reason: String| IoError::Format {
             path: path.clone(),
             reason,
         };
-        let file = File::open(&path).map_err(|source| IoError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let mut zip = zip::ZipArchive::new(BufReader::new(file))
+        let mut zip = zip::ZipArchive::new(reader)
             .map_err(|e| fmt(format!("not an .npz (zip) archive: {e}")))?;
         let mut arrays = BTreeMap::new();
         let mut unreadable = BTreeMap::new();
@@ -249,10 +241,8 @@ impl Npz {
             let Some(name) = member.strip_suffix(".npy").map(str::to_string) else {
                 continue;
             };
-            let mut bytes = Vec::with_capacity(f.size() as usize);
-            f.read_to_end(&mut bytes)
-                .map_err(|e| fmt(format!("member {name}: {e}")))?;
-            match parse_npy(&bytes) {
+            let bytes = read_member(&mut f, &name, archive_len).map_err(fmt)?;
+            match npy::parse(&bytes) {
                 Ok(a) => {
                     arrays.insert(name, a);
                 }
@@ -313,6 +303,53 @@ impl Npz {
             reason: format!("array {name} is {}, expected {want} array", a.kind()),
         }
     }
+}
+
+/// The bytes of one archive member, its declared size checked against what the
+/// archive can really hold before allocating, and against what it really held after.
+fn read_member<R: Read>(
+    f: &mut zip::read::ZipFile<'_, R>,
+    name: &str,
+    archive_len: u64,
+) -> std::result::Result<Vec<u8>, String> {
+    let declared = f.size();
+    let compressed = f.compressed_size();
+    if compressed > archive_len {
+        return Err(format!(
+            "member {name} claims {compressed} compressed bytes, but the archive has only {archive_len} (corrupt or truncated file)"
+        ));
+    }
+    let limit = match f.compression() {
+        zip::CompressionMethod::Stored => compressed,
+        zip::CompressionMethod::Deflated => compressed.saturating_mul(MAX_DEFLATE_RATIO),
+        other => {
+            return Err(format!(
+                "member {name}: compression {other} is not supported (numpy writes stored or deflated members)"
+            ))
+        }
+    };
+    if declared > limit {
+        return Err(format!(
+            "member {name} claims {declared} bytes, more than its {compressed} stored bytes can hold (corrupt file)"
+        ));
+    }
+    let cap = usize::try_from(declared).map_err(|_| {
+        format!("member {name} claims {declared} bytes, more than this machine can address")
+    })?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(cap)
+        .map_err(|_| format!("member {name}: cannot allocate {declared} bytes"))?;
+    f.take(declared.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("member {name}: {e}"))?;
+    if bytes.len() as u64 != declared {
+        return Err(format!(
+            "member {name} holds {} bytes, but its header says {declared} (corrupt file)",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Writes named arrays as a deflate-compressed `.npz` (readable by `np.load`).

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{model, pool, Recording};
-use rill_mrt2::{Precision, Session, LEVELS};
+use rill_mrt2::{session_file, Precision, Session, LEVELS};
 
 #[test]
 fn save_load_continues_bit_identically() {
@@ -55,6 +55,32 @@ fn load_rejects_other_precision_and_garbage() {
     assert!(e.contains("precision"), "{e}");
     std::fs::write(&path, b"not a session").unwrap();
     assert!(b.load(&path, &pool).is_err());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn load_rejects_nan_temperature_and_changes_nothing() {
+    let pool = pool();
+    let m = model(0, Precision::F32);
+    let mut a = Session::new(m.clone(), 42, &pool);
+    a.step(&pool, None);
+    let path = rill_testkit::cache_dir().join("session_nan.rillsession");
+    a.save(&path, &[]).unwrap();
+    let ckpt = rill_checkpoint::Checkpoint::open(&path).unwrap();
+    let mut data = session_file::read(&ckpt, &m.config, m.precision).unwrap();
+    drop(ckpt);
+    // NaN used to load and then sample code 0 at every step.
+    data.sampling.temperature = f32::NAN;
+    data.write(&path, &m.config, m.precision).unwrap();
+    let mut b = Session::new(m, 7, &pool);
+    let before = (b.state().clone(), b.sampling(), b.conditioning().clone());
+    let e = b.load(&path, &pool).unwrap_err().to_string();
+    assert!(e.contains("temperature is NaN"), "{e}");
+    assert_eq!(
+        before,
+        (b.state().clone(), b.sampling(), b.conditioning().clone()),
+        "a refused file changes nothing"
+    );
     std::fs::remove_file(&path).unwrap();
 }
 
