@@ -82,6 +82,15 @@ fn rss_bytes() -> Option<u64> {
     rill_stream::process::resident_bytes()
 }
 
+/// (non-finite samples, underruns) summed over the streams.
+fn totals(streams: &[StreamHandle]) -> (u64, u64) {
+    let sum = |f: fn(&StreamHandle) -> u64| streams.iter().map(f).sum();
+    (
+        sum(|s| s.stats.nonfinite.load(Ordering::Relaxed)),
+        sum(|s| s.stats.underruns.load(Ordering::Relaxed)),
+    )
+}
+
 pub fn run(args: SoakArgs) -> Result<()> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= MAX_SECONDS) {
         bail!(
@@ -178,14 +187,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
         }
         if now >= next_report {
             next_report += args.interval;
-            let nonfinite: u64 = streams
-                .iter()
-                .map(|s| s.stats.nonfinite.load(Ordering::Relaxed))
-                .sum();
-            let underruns: u64 = streams
-                .iter()
-                .map(|s| s.stats.underruns.load(Ordering::Relaxed))
-                .sum();
+            let (nonfinite, underruns) = totals(&streams);
             let rtf = streams.iter().map(|s| s.stats.rtf()).fold(0.0, f32::max);
             let rss = rss_bytes();
             if let Some(r) = rss {
@@ -213,14 +215,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let nonfinite: u64 = streams
-        .iter()
-        .map(|s| s.stats.nonfinite.load(Ordering::Relaxed))
-        .sum();
-    let underruns: u64 = streams
-        .iter()
-        .map(|s| s.stats.underruns.load(Ordering::Relaxed))
-        .sum();
+    let (nonfinite, underruns) = totals(&streams);
     let frames: u64 = played.iter().sum();
     let drift = match (rss_first, rss_range) {
         (Some(f), (lo, hi)) if f > 0 => format!(

@@ -32,27 +32,8 @@ async fn a_panic_in_the_engine_fails_one_listener_and_the_other_keeps_playing() 
     }
 }
 
-/// Reads until the socket closes after an `internal` error; panics on anything else.
+/// Reads until the socket closes after an `internal` error and a 1011 close.
 async fn internal_close(ws: &mut Ws) {
-    let mut got_error = false;
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(60), ws.next())
-            .await
-            .expect("timed out");
-        match m {
-            Some(Ok(Message::Text(t))) => {
-                let j: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-                if j["type"] == "error" {
-                    assert_eq!(j["code"], "internal", "{j}");
-                    got_error = true;
-                }
-            }
-            Some(Ok(Message::Close(_))) | None => {
-                assert!(got_error, "closed without the internal error");
-                return;
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(e)) => panic!("socket error {e}"),
-        }
-    }
+    let (code, message, close) = closed_with(ws).await;
+    assert_eq!((code.as_str(), close), ("internal", 1011), "{message}");
 }

@@ -163,26 +163,10 @@ async fn key_press_latency_in_frames() {
     assert!(latency <= 6, "latency {latency} frames");
 }
 
-/// Reads until the server closes; returns the error code it sent and the close code.
-async fn closed_with(ws: &mut Ws) -> (String, u16) {
-    let mut code = String::new();
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(60), ws.next())
-            .await
-            .expect("timed out waiting for the close");
-        match m {
-            Some(Ok(Message::Text(t))) => {
-                let j: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-                if j["type"] == "error" {
-                    code = j["code"].as_str().unwrap().to_string();
-                    assert!(j["message"].as_str().unwrap().contains("65536"), "{j}");
-                }
-            }
-            Some(Ok(Message::Close(Some(f)))) => return (code, u16::from(f.code)),
-            Some(Ok(_)) => continue,
-            other => panic!("socket ended without a close frame: {other:?}"),
-        }
-    }
+/// A `too_large` error naming the limit, then close code 1009.
+fn assert_too_large((code, message, close): (String, String, u16)) {
+    assert_eq!((code.as_str(), close), ("too_large", 1009), "{message}");
+    assert!(message.contains("65536"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,7 +185,7 @@ async fn oversized_messages_close_only_that_socket() {
         "60,".repeat(100 * 1024 / 3)
     );
     b.send(Message::Text(big.into())).await.unwrap();
-    assert_eq!(closed_with(&mut b).await, ("too_large".into(), 1009));
+    assert_too_large(closed_with(&mut b).await);
 
     // 80 KiB in two fragments, each under the limit: the message still counts.
     let mut c = connect(&addr).await;
@@ -220,7 +204,7 @@ async fn oversized_messages_close_only_that_socket() {
     )))
     .await
     .unwrap();
-    assert_eq!(closed_with(&mut c).await, ("too_large".into(), 1009));
+    assert_too_large(closed_with(&mut c).await);
 
     for _ in 0..5 {
         assert_eq!(clean_frame(&mut a).await.len(), 7680);

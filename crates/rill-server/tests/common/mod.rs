@@ -128,3 +128,28 @@ pub async fn clean_frame(ws: &mut Ws) -> Vec<u8> {
         }
     }
 }
+
+/// Reads until the server closes; returns the last error code and message it
+/// sent and the close code (0 when the socket ended without a close frame).
+pub async fn closed_with(ws: &mut Ws) -> (String, String, u16) {
+    let (mut code, mut message) = (String::new(), String::new());
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(60), ws.next())
+            .await
+            .expect("timed out waiting for the close");
+        match m {
+            Some(Ok(Message::Text(t))) => {
+                let j: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                if j["type"] == "error" {
+                    code = j["code"].as_str().unwrap().to_string();
+                    message = j["message"].as_str().unwrap_or("").to_string();
+                }
+            }
+            Some(Ok(Message::Close(f))) => {
+                return (code, message, f.map_or(0, |f| u16::from(f.code)))
+            }
+            Some(Ok(_)) => continue,
+            other => panic!("socket ended without a close frame: {other:?}"),
+        }
+    }
+}
