@@ -58,28 +58,45 @@ impl CodecState {
         }
     }
 
-    /// Every state array as `(name, shape, values)`, in a stable order.
-    pub fn export(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+    /// Names and shapes of the state arrays in [`CodecState::export`] order, without
+    /// copying the ~1 M values (what [`CodecState::import`] checks against).
+    fn layout(&self) -> Vec<(String, Vec<usize>)> {
         let mut v: Vec<_> = self
             .bufs
             .state_grids()
             .into_iter()
             .map(|(name, g)| {
                 let s = g.shape;
-                (name, vec![s.groups, s.hist, s.f, s.c], g.history())
+                (name, vec![s.groups, s.hist, s.f, s.c])
             })
             .collect();
-        v.push((COUNTDOWN.to_string(), vec![1], vec![self.countdown as f32]));
-        v.push((OLA_TAIL.to_string(), vec![HOP, 2], self.tail.clone()));
+        v.push((COUNTDOWN.to_string(), vec![1]));
+        v.push((OLA_TAIL.to_string(), vec![HOP, 2]));
         v
+    }
+
+    /// Every state array as `(name, shape, values)`, in a stable order.
+    pub fn export(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut values: Vec<Vec<f32>> = self
+            .bufs
+            .state_grids()
+            .into_iter()
+            .map(|(_, g)| g.history())
+            .collect();
+        values.push(vec![self.countdown as f32]);
+        values.push(self.tail.clone());
+        self.layout()
+            .into_iter()
+            .zip(values)
+            .map(|((name, shape), v)| (name, shape, v))
+            .collect()
     }
 
     /// Restores arrays written by [`CodecState::export`]. Every array must be present
     /// exactly once with its exact shape and finite values; nothing is changed unless
     /// all of them are valid. Input is untrusted (a session file): errors, never panics.
     pub fn import(&mut self, arrays: &[(String, Vec<usize>, Vec<f32>)]) -> Result<(), CodecError> {
-        let expected: Vec<(String, Vec<usize>)> =
-            self.export().into_iter().map(|(n, s, _)| (n, s)).collect();
+        let expected = self.layout();
         for (i, (name, _, _)) in arrays.iter().enumerate() {
             if !expected.iter().any(|(n, _)| n == name) {
                 return Err(CodecError::UnknownStateArray { name: name.clone() });

@@ -15,8 +15,11 @@ use crate::{Array, Data};
 /// Longest header accepted: numpy's own default `max_header_size` (larger headers
 /// "may not be safe to load securely", numpy says).
 pub const MAX_HEADER_LEN: usize = 10_000;
-/// Deepest bracket nesting accepted in the header (numpy writes depth 2).
-const MAX_NESTING: usize = 8;
+/// Deepest bracket nesting accepted in the header: numpy writes a dict holding a
+/// shape tuple. The Python-literal parser backtracks exponentially in the depth (a
+/// 200-byte header nesting 8 deep took seconds), and deeper headers only describe
+/// structured dtypes, which rill does not read anyway.
+const MAX_NESTING: usize = 2;
 
 /// What the header promises, checked against the file length.
 struct Header {
@@ -74,7 +77,9 @@ fn header(text: &[u8]) -> Result<Header, String> {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    return Err(format!("header nests brackets deeper than {MAX_NESTING}"));
+                    return Err(format!(
+                        "header nests brackets deeper than {MAX_NESTING} (a dict holding a shape tuple); structured dtypes are not supported"
+                    ));
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),

@@ -1,0 +1,328 @@
+//! The bodies of the fuzz targets (`fuzz_targets/*.rs` only call these), shared
+//! with the seed-corpus test so every committed seed is known to run.
+//!
+//! Each body feeds untrusted bytes to one parser and then checks what the parser
+//! promises about what it accepted; a panic, abort, overflow or allocation beyond
+//! `-rss_limit_mb` is a bug in the library, never something to catch here.
+
+use std::sync::{Mutex, OnceLock};
+
+use rill_checkpoint::layout::{tensor_specs, LayoutDims, StackDims, SOUNDSTREAM};
+use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
+use rill_codec::{Codec, CodecState};
+use rill_io::{Array, Data, Npz};
+use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
+use rill_mrt2::session_file;
+use rill_mrt2::{Mrt2, Mrt2Config, Precision};
+
+pub mod seeds;
+
+fn len(a: &Array) -> usize {
+    match &a.data {
+        Data::F32(v) => v.len(),
+        Data::F64(v) => v.len(),
+        Data::I16(v) => v.len(),
+        Data::I32(v) => v.len(),
+        Data::I64(v) => v.len(),
+        Data::U32(v) => v.len(),
+        Data::U8(v) => v.len(),
+        Data::Bool(v) => v.len(),
+    }
+}
+
+/// `.npy` reading: an accepted array holds exactly the elements its shape says.
+pub fn npy(data: &[u8]) {
+    if let Ok(a) = rill_io::npy_from_bytes("fuzz.npy", data) {
+        assert_eq!(a.numel(), len(&a), "shape {:?}", a.shape);
+    }
+}
+
+/// `.npz` reading, and every accessor on what was read.
+pub fn npz(data: &[u8]) {
+    let Ok(z) = Npz::from_bytes("fuzz.npz", data) else {
+        return;
+    };
+    let names: Vec<String> = z
+        .arrays
+        .keys()
+        .chain(z.unreadable.keys())
+        .cloned()
+        .collect();
+    for name in names {
+        if let Ok(a) = z.get(&name) {
+            assert_eq!(a.numel(), len(a), "{name}: shape {:?}", a.shape);
+        }
+        let _ = z.f32(&name);
+        let _ = z.i64(&name);
+        let _ = z.bool(&name);
+    }
+    let _ = z.get("no such array");
+}
+
+/// The safetensors checkpoint loader, layout validation and, for files that pass
+/// validation (e.g. header-only pre-quantised files), the model and codec loaders.
+pub fn checkpoint(data: &[u8]) {
+    let Ok(ckpt) = Checkpoint::from_bytes("fuzz.safetensors", data.to_vec()) else {
+        return;
+    };
+    let names: Vec<String> = ckpt.names().map(str::to_string).collect();
+    for n in &names {
+        let t = ckpt.tensor(n).expect("a listed tensor opens");
+        let bits = t.numel() as u128 * t.dtype.bitsize() as u128;
+        assert_eq!(
+            bits,
+            t.bytes.len() as u128 * 8,
+            "{n}: {:?} {:?}",
+            t.dtype,
+            t.shape
+        );
+        if let Ok(v) = t.to_f32() {
+            assert_eq!(v.len(), t.numel());
+        }
+        let _ = ckpt.quantized_format(n);
+        ckpt.release(n);
+    }
+    let _ = ckpt.metadata().len();
+    let _ = ckpt.detect_model();
+    let _ = ckpt.problems(&tensor_specs(ModelKind::Small));
+    if ckpt.validate().is_ok() {
+        let precision = ckpt
+            .quantized_precision()
+            .and_then(Precision::from_name)
+            .unwrap_or_default();
+        let _ = Mrt2::load(&ckpt, precision);
+    }
+    if ckpt
+        .entry(&format!("{SOUNDSTREAM}/quantizer/embedding"))
+        .is_some()
+    {
+        let _ = Codec::load(&ckpt);
+    }
+}
+
+/// A model shape with a 12-float key/value ring, so a complete, valid session file
+/// is a few hundred bytes (the real mrt2_small ring is 2 MB per cache).
+pub fn tiny_config() -> Mrt2Config {
+    let stack = StackDims {
+        layers: 2,
+        dim: 4,
+        ffn: 8,
+        heads: 1,
+        head_dim: 2,
+    };
+    Mrt2Config {
+        kind: ModelKind::Small,
+        dims: LayoutDims {
+            enc_dim: 4,
+            temporal: stack,
+            depth: stack,
+            window: 3,
+        },
+    }
+}
+
+/// Session-file loading: whatever `read` accepts is safe to hand to a session.
+pub fn session_file(data: &[u8]) {
+    let Ok(ckpt) = Checkpoint::from_bytes("fuzz.rillsession", data.to_vec()) else {
+        return;
+    };
+    let config = tiny_config();
+    // The precision the file names, so the fuzzer gets past that check.
+    let precision = ckpt
+        .metadata()
+        .get("precision")
+        .and_then(|p| Precision::from_name(p))
+        .unwrap_or_default();
+    let Ok(d) = session_file::read(&ckpt, &config, precision) else {
+        return;
+    };
+    let ring = config.dims.temporal.layers * config.dims.window * config.temporal_inner();
+    let st = &d.state;
+    for v in [&st.self_k, &st.self_v, &st.cross_k, &st.cross_v] {
+        assert_eq!(v.len(), ring);
+        assert!(v.iter().all(|x| x.is_finite()));
+    }
+    for (k, &t) in st.prev.iter().enumerate() {
+        let lo = (RESERVED + LEVEL * k) as u32;
+        assert!(t == 0 && st.frame == 0 || (lo..lo + LEVEL as u32).contains(&t));
+    }
+    let p = d.sampling;
+    assert!(p.temperature.is_finite() && p.temperature >= 0.0);
+    assert!((1..=VOCAB).contains(&p.top_k));
+    assert!(d.conditioning.style.iter().flatten().all(|&c| c < 1024));
+    let _ = d.conditioning.tokens();
+}
+
+/// A codec with all-zero weights, built in memory (the state's shapes depend only on
+/// the layer shapes), with one stream state reused across runs.
+struct CodecFixture {
+    /// The state of a fresh stream: what every run edits.
+    template: Vec<StateArray>,
+    /// The reused state and what it holds (the last accepted import).
+    state: Mutex<(CodecState, Vec<StateArray>)>,
+}
+
+type StateArray = (String, Vec<usize>, Vec<f32>);
+
+fn codec_fixture() -> &'static CodecFixture {
+    static F: OnceLock<CodecFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut specs: Vec<_> = tensor_specs(ModelKind::Small)
+            .into_iter()
+            .filter(|s| s.name.starts_with(SOUNDSTREAM))
+            .collect();
+        for s in &mut specs {
+            if s.name.ends_with("quantizer/embedding") {
+                s.shape[0] = rill_codec::LEVELS; // only the first 12 levels are read
+            }
+        }
+        let biggest = specs.iter().map(|s| s.numel()).max().unwrap_or(0);
+        let zeros = vec![0u8; 2 * biggest];
+        let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = specs
+            .iter()
+            .map(|s| {
+                let bytes = &zeros[..2 * s.numel()];
+                let v = safetensors::tensor::TensorView::new(Dtype::BF16, s.shape.clone(), bytes)
+                    .expect("a zero tensor view");
+                (s.name.clone(), v)
+            })
+            .collect();
+        let bytes = safetensors::serialize(views, None).expect("serialising the zero codec");
+        let ckpt = Checkpoint::from_bytes("zero-codec.safetensors", bytes).expect("zero codec");
+        let codec = Codec::load(&ckpt).expect("loading the zero codec");
+        let state = codec.new_state();
+        let template = state.export();
+        CodecFixture {
+            state: Mutex::new((state, template.clone())),
+            template,
+        }
+    })
+}
+
+/// Reads little-endian values off the fuzz input; zeros once it runs out.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
+        self.0 = rest;
+        b
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+    fn index(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.u32() as usize % n
+        }
+    }
+}
+
+/// Codec-state import: the input is a list of edits to a valid exported state
+/// (drop, duplicate, rename, reshape, resize an array, overwrite a value with any
+/// bit pattern, add an array). An accepted import must equal its input; a refused
+/// one must change nothing.
+pub fn codec_state(data: &[u8]) {
+    let fixture = codec_fixture();
+    let mut guard = fixture.state.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, held) = &mut *guard;
+    let mut arrays = fixture.template.clone();
+    let mut b = Bytes(data);
+    while !b.0.is_empty() {
+        let n = arrays.len();
+        match b.u8() % 8 {
+            0 if n > 0 => {
+                arrays.remove(b.index(n));
+            }
+            1 if n > 0 => {
+                let a = arrays[b.index(n)].clone();
+                arrays.push(a);
+            }
+            2 if n > 0 => {
+                let (i, j) = (b.index(n), b.index(n));
+                let name = arrays[j].0.clone();
+                let cut = b.index(name.len() + 1);
+                arrays[i].0 = name[..cut.min(name.len())].to_string();
+                if b.u8() % 2 == 1 {
+                    arrays[i].0.push(b.u8() as char);
+                }
+            }
+            3 if n > 0 => {
+                let i = b.index(n);
+                let shape = &mut arrays[i].1;
+                let d = b.index(shape.len() + 1);
+                let v = b.u32() as usize;
+                if d < shape.len() {
+                    shape[d] = v;
+                } else {
+                    shape.push(v % 8);
+                }
+            }
+            4 if n > 0 => {
+                let i = b.index(n);
+                let v = &mut arrays[i].2;
+                let m = b.index(v.len() + 2);
+                v.resize(m, 0.0);
+            }
+            5 if n > 0 => {
+                let i = b.index(n);
+                let v = &mut arrays[i].2;
+                let at = b.index(v.len());
+                let x = f32::from_bits(b.u32());
+                if let Some(slot) = v.get_mut(at) {
+                    *slot = x;
+                }
+            }
+            6 => {
+                let len = b.index(4);
+                let name: String = (0..b.index(24))
+                    .map(|_| (b.u8() % 96 + 32) as char)
+                    .collect();
+                arrays.push((name, vec![len], vec![0.5; len]));
+            }
+            _ if n > 1 => {
+                let (i, j) = (b.index(n), b.index(n));
+                arrays.swap(i, j);
+            }
+            _ => {}
+        }
+    }
+    match state.import(&arrays) {
+        Ok(()) => {
+            // Arrays may come in any order; `held` keeps export order.
+            let now = state.export();
+            for (name, shape, values) in &now {
+                let given = arrays
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .expect("imported array");
+                assert_eq!((&given.1, values.len()), (shape, given.2.len()), "{name}");
+                let same = given
+                    .2
+                    .iter()
+                    .zip(values)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{name}: imported values differ");
+            }
+            *held = now;
+        }
+        Err(_) => assert!(
+            state.export() == *held,
+            "a refused import changed the state"
+        ),
+    }
+}
+
+/// The WebSocket protocol parser on any text (and on lossily decoded bytes).
+pub fn protocol(data: &[u8]) {
+    match std::str::from_utf8(data) {
+        Ok(s) => {
+            let _ = rill_server::protocol::parse(s);
+        }
+        Err(_) => {
+            let _ = rill_server::protocol::parse(&String::from_utf8_lossy(data));
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The committed seed corpora (`fuzz/seeds/<target>/`), made with rill's own
+//! writers: a few valid inputs per target and a few near-valid ones (truncated,
+//! one field off), all kilobytes at most. `tests/seeds.rs` checks the committed
+//! files equal these and rewrites them with `RILL_WRITE_SEEDS=1`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs, SOUNDSTREAM};
+use rill_checkpoint::quantized::{self, part_name};
+use rill_checkpoint::writer::{self, Tensor};
+use rill_checkpoint::{Dtype, ModelKind};
+use rill_io::{Array, Data};
+use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::sampler::SamplingParams;
+use rill_mrt2::session_file::SessionData;
+use rill_mrt2::{LmState, Precision, LEVELS};
+
+/// One seed: target, file name, bytes.
+pub type Seed = (&'static str, String, Vec<u8>);
+
+/// A scratch file path for the writers (which write files, not buffers).
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rill-fuzz-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("creating a scratch directory");
+    dir.join(name)
+}
+
+/// Runs a writer on a scratch file and returns the bytes it wrote.
+fn written(name: &str, write: impl FnOnce(&std::path::Path)) -> Vec<u8> {
+    let p = scratch(name);
+    write(&p);
+    let bytes = std::fs::read(&p).expect("reading a scratch file");
+    std::fs::remove_file(&p).expect("removing a scratch file");
+    bytes
+}
+
+fn arrays() -> Vec<(&'static str, Array)> {
+    vec![
+        (
+            "f32",
+            Array::new(vec![2, 3], Data::F32(vec![1.0, -2.5, 0.0, 3.25, 1e-3, 7.0])),
+        ),
+        ("f64", Array::new(vec![2], Data::F64(vec![0.5, -0.25]))),
+        (
+            "i16",
+            Array::new(vec![3, 1, 2], Data::I16(vec![1, -2, 3, -4, 5, -32768])),
+        ),
+        (
+            "i32",
+            Array::new(
+                vec![1, 12],
+                Data::I32((0..12).map(|k| 6 + 1024 * k).collect()),
+            ),
+        ),
+        ("i64", Array::new(vec![0, 4], Data::I64(vec![]))),
+        (
+            "u32",
+            Array::new(vec![2, 2], Data::U32(vec![0, 42, 7, u32::MAX])),
+        ),
+        ("u8", Array::new(vec![], Data::U8(vec![9]))),
+        (
+            "bool",
+            Array::new(vec![3], Data::Bool(vec![true, false, true])),
+        ),
+    ]
+}
+
+fn npy_seeds() -> Vec<Seed> {
+    let mut out = Vec::new();
+    for (name, a) in arrays() {
+        let b = written("a.npy", |p| rill_io::write_npy(p, &a).expect("writing npy"));
+        out.push(("npy", format!("{name}.npy"), b));
+    }
+    // Fortran order, big-endian, truncated data, an unsupported dtype.
+    let header = |dict: &str, data: &[u8]| {
+        let mut h = dict.as_bytes().to_vec();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(b' ');
+        }
+        h.push(b'\n');
+        let mut v = b"\x93NUMPY\x01\x00".to_vec();
+        v.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        v.extend_from_slice(&h);
+        v.extend_from_slice(data);
+        v
+    };
+    let d: Vec<u8> = (0u8..48).collect();
+    out.push((
+        "npy",
+        "fortran.npy".into(),
+        header(
+            "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 4), }",
+            &d,
+        ),
+    ));
+    out.push((
+        "npy",
+        "big_endian.npy".into(),
+        header(
+            "{'descr': '>i4', 'fortran_order': False, 'shape': (2, 2, 3), }",
+            &d,
+        ),
+    ));
+    out.push((
+        "npy",
+        "truncated.npy".into(),
+        header(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (7,), }",
+            &d,
+        ),
+    ));
+    out.push((
+        "npy",
+        "unicode.npy".into(),
+        header(
+            "{'descr': '<U3', 'fortran_order': False, 'shape': (), }",
+            &d[..12],
+        ),
+    ));
+    out
+}
+
+fn npz_seeds() -> Vec<Seed> {
+    let a = arrays();
+    let all = written("a.npz", |p| {
+        rill_io::write_npz(p, a.iter().map(|(n, a)| (*n, a))).expect("writing npz")
+    });
+    let one = written("b.npz", |p| {
+        rill_io::write_npz(p, [("tokens", &a[3].1)]).expect("writing npz")
+    });
+    let cut = one[..one.len() - 30].to_vec();
+    vec![
+        ("npz", "all_dtypes.npz".into(), all),
+        ("npz", "tokens.npz".into(), one),
+        ("npz", "truncated.npz".into(), cut),
+    ]
+}
+
+fn safetensors(
+    name: &str,
+    tensors: Vec<(String, Tensor<'static>)>,
+    meta: HashMap<String, String>,
+) -> Vec<u8> {
+    written(name, |p| {
+        writer::write(p, &tensors, meta).expect("writing safetensors")
+    })
+}
+
+fn zeros(dtype: Dtype, shape: &[usize]) -> Tensor<'static> {
+    let n: usize = shape.iter().product();
+    Tensor {
+        dtype,
+        shape: shape.to_vec(),
+        bytes: vec![0u8; n * dtype.bitsize() / 8].into(),
+    }
+}
+
+fn checkpoint_seeds() -> Vec<Seed> {
+    let mut out = Vec::new();
+    let small = vec![
+        (
+            "a".to_string(),
+            Tensor::f32(vec![2, 2], &[1.0, 2.0, 3.0, 4.0]),
+        ),
+        ("b".to_string(), Tensor::bf16(&[0x3f80, 0xc020])),
+        ("c".to_string(), zeros(Dtype::F16, &[3])),
+        ("d".to_string(), Tensor::u8(vec![1, 2, 3])),
+        (decoder_embedding_name(), zeros(Dtype::F32, &[0, 1024])),
+    ];
+    let meta = HashMap::from([("rill.note".to_string(), "seed".to_string())]);
+    out.push((
+        "checkpoint",
+        "small.safetensors".into(),
+        safetensors("c.safetensors", small, meta),
+    ));
+    // The codebook with too few levels (the codec loader's first check).
+    let rvq = vec![(
+        format!("{SOUNDSTREAM}/quantizer/embedding"),
+        zeros(Dtype::BF16, &[1, 4, 256]),
+    )];
+    out.push((
+        "checkpoint",
+        "codec_rvq.safetensors".into(),
+        safetensors("r.safetensors", rvq, HashMap::new()),
+    ));
+    // Header-only pre-quantised mrt2_small: every tensor present as an empty
+    // `#int8:q` part, so layout validation passes and the model loader runs.
+    let parts = tensor_specs(ModelKind::Small)
+        .into_iter()
+        .map(|s| (part_name(&s.name, "int8", "q"), zeros(Dtype::U8, &[0])))
+        .collect();
+    let meta = HashMap::from([
+        (quantized::PRECISION_KEY.to_string(), "int8".to_string()),
+        (quantized::MODEL_KEY.to_string(), "mrt2_small".to_string()),
+        (
+            quantized::FORMAT_KEY.to_string(),
+            quantized::FORMAT.to_string(),
+        ),
+    ]);
+    out.push((
+        "checkpoint",
+        "prequantized_header.safetensors".into(),
+        safetensors("q.safetensors", parts, meta),
+    ));
+    out
+}
+
+fn session(frame: u64) -> SessionData {
+    let c = crate::tiny_config();
+    let n = c.dims.temporal.layers * c.dims.window * c.temporal_inner();
+    let mut conditioning = Conditioning::default().with_held_notes(&[60, 64]);
+    conditioning.style = Some([325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782]);
+    conditioning.drums = Some(false);
+    let prev = if frame == 0 {
+        [0; LEVELS]
+    } else {
+        std::array::from_fn(|k| (6 + 1024 * k + k) as u32)
+    };
+    SessionData {
+        state: LmState {
+            frame,
+            prev,
+            key: [0, 42],
+            self_k: vec![0.5; n],
+            self_v: vec![-0.5; n],
+            cross_k: vec![1.0; n],
+            cross_v: vec![0.0; n],
+        },
+        sampling: SamplingParams::default(),
+        conditioning,
+        extra: if frame == 0 {
+            vec![]
+        } else {
+            vec![("lookahead/countdown".into(), vec![1], vec![4.0])]
+        },
+    }
+}
+
+fn session_seeds() -> Vec<Seed> {
+    let c = crate::tiny_config();
+    let write = |d: &SessionData, precision| {
+        written("s.rillsession", |p| {
+            d.write(p, &c, precision).expect("writing a session")
+        })
+    };
+    let mut greedy = session(0);
+    greedy.sampling.temperature = 0.0;
+    greedy.conditioning.style = None;
+    let mut bad_t = session(3);
+    bad_t.sampling.temperature = f32::NAN;
+    vec![
+        (
+            "session_file",
+            "fresh.rillsession".into(),
+            write(&session(0), Precision::F32),
+        ),
+        (
+            "session_file",
+            "mid_stream.rillsession".into(),
+            write(&session(45), Precision::F32),
+        ),
+        (
+            "session_file",
+            "greedy_int8.rillsession".into(),
+            write(&greedy, Precision::Int8),
+        ),
+        (
+            "session_file",
+            "nan_temperature.rillsession".into(),
+            write(&bad_t, Precision::F32),
+        ),
+    ]
+}
+
+fn codec_state_seeds() -> Vec<Seed> {
+    // Edit lists for `codec_state` (op byte, then its operands).
+    let ops: [(&str, &[u8]); 5] = [
+        ("unchanged", &[]),
+        ("drop_first", &[0, 0, 0, 0, 0]),
+        ("set_nan", &[5, 1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0xc0, 0x7f]),
+        ("countdown", &[5, 19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f]),
+        ("reshape", &[3, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0]),
+    ];
+    ops.iter()
+        .map(|(n, b)| ("codec_state", format!("{n}.bin"), b.to_vec()))
+        .collect()
+}
+
+fn protocol_seeds() -> Vec<Seed> {
+    let msgs = [
+        (
+            "start",
+            r#"{"type":"start","seed":42,"style_codes":[325,98,979,657,802,453,475,622,729,934,567,782],"notes":[60,64,67],"drums":"on","temperature":1.3,"top_k":40,"cfg_musiccoca":3,"cfg_notes":1,"cfg_drums":1}"#,
+        ),
+        (
+            "control",
+            r#"{"type":"control","notes":[],"style_codes":null,"drums":null,"seed":7}"#,
+        ),
+        ("stop", r#"{"type":"stop"}"#),
+        ("reset", r#"{"type":"reset"}"#),
+        ("bad_field", r#"{"type":"control","volume":3}"#),
+        (
+            "bad_range",
+            r#"{"type":"control","temperature":1e300,"top_k":0,"notes":[128]}"#,
+        ),
+    ];
+    msgs.iter()
+        .map(|(n, m)| ("protocol", format!("{n}.json"), m.as_bytes().to_vec()))
+        .collect()
+}
+
+/// Every seed of every target.
+pub fn all() -> Vec<Seed> {
+    let mut v = npy_seeds();
+    v.extend(npz_seeds());
+    v.extend(checkpoint_seeds());
+    v.extend(session_seeds());
+    v.extend(codec_state_seeds());
+    v.extend(protocol_seeds());
+    let _ = std::fs::remove_dir(scratch("x").parent().expect("scratch dir"));
+    v
+}

@@ -1,0 +1,60 @@
+//! The committed seed corpora are the ones `rill_fuzz::seeds` makes (same files;
+//! bytes can differ because safetensors writes its metadata map in hash order), the
+//! valid ones reach the deep paths, and every committed seed runs through its
+//! target's body without a panic (a plain, uninstrumented build).
+//! `RILL_WRITE_SEEDS=1 cargo test --manifest-path fuzz/Cargo.toml` rewrites them.
+
+use std::path::Path;
+
+#[test]
+fn committed_seeds_are_current_and_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    let write = std::env::var_os("RILL_WRITE_SEEDS").is_some();
+    for (target, name, bytes) in rill_fuzz::seeds::all() {
+        let p = root.join(target).join(&name);
+        if write {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, &bytes).unwrap();
+        }
+        let bytes = std::fs::read(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}; run with RILL_WRITE_SEEDS=1", p.display()));
+        assert!(bytes.len() <= 64 << 10, "{target}/{name}: keep seeds small");
+        let run = match target {
+            "npy" => rill_fuzz::npy,
+            "npz" => rill_fuzz::npz,
+            "checkpoint" => rill_fuzz::checkpoint,
+            "session_file" => rill_fuzz::session_file,
+            "codec_state" => rill_fuzz::codec_state,
+            "protocol" => rill_fuzz::protocol,
+            other => panic!("unknown target {other}"),
+        };
+        run(&bytes);
+    }
+}
+
+#[test]
+fn valid_seeds_reach_the_deep_paths() {
+    use rill_checkpoint::Checkpoint;
+    let seeds = rill_fuzz::seeds::all();
+    let get = |name: &str| {
+        let (_, _, b) = seeds.iter().find(|(_, n, _)| n == name).unwrap();
+        b.clone()
+    };
+    let c = Checkpoint::from_bytes("q", get("prequantized_header.safetensors")).unwrap();
+    assert!(c.validate().is_ok());
+    for (name, precision) in [
+        ("fresh.rillsession", rill_mrt2::Precision::F32),
+        ("mid_stream.rillsession", rill_mrt2::Precision::F32),
+        ("greedy_int8.rillsession", rill_mrt2::Precision::Int8),
+    ] {
+        let c = Checkpoint::from_bytes(name, get(name)).unwrap();
+        let cfg = rill_fuzz::tiny_config();
+        rill_mrt2::session_file::read(&c, &cfg, precision).unwrap();
+    }
+    for name in ["f32.npy", "fortran.npy", "big_endian.npy", "bool.npy"] {
+        rill_io::npy_from_bytes(name, &get(name)).unwrap();
+    }
+    let z = rill_io::Npz::from_bytes("z", &get("all_dtypes.npz")).unwrap();
+    assert_eq!(z.arrays.len(), 8);
+    assert!(rill_server::protocol::parse(std::str::from_utf8(&get("start.json")).unwrap()).is_ok());
+}
