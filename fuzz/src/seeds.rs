@@ -19,11 +19,14 @@ use rill_mrt2::{LmState, Precision, LEVELS};
 /// One seed: target, file name, bytes.
 pub type Seed = (&'static str, String, Vec<u8>);
 
-/// A scratch file path for the writers (which write files, not buffers).
+/// A scratch file path for the writers (which write files, not buffers); unique
+/// per call, since tests build the seeds on several threads at once.
 fn scratch(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("rill-fuzz-seeds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("creating a scratch directory");
-    dir.join(name)
+    dir.join(format!("{n}-{name}"))
 }
 
 /// Runs a writer on a scratch file and returns the bytes it wrote.
@@ -209,7 +212,9 @@ fn checkpoint_seeds() -> Vec<Seed> {
 fn session(frame: u64) -> SessionData {
     let c = crate::tiny_config();
     let n = c.dims.temporal.layers * c.dims.window * c.temporal_inner();
-    let mut conditioning = Conditioning::default().with_held_notes(&[60, 64]);
+    let mut conditioning = Conditioning::default()
+        .with_held_notes(&[60, 64])
+        .expect("MIDI pitches");
     conditioning.style = Some([325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782]);
     conditioning.drums = Some(false);
     let prev = if frame == 0 {
