@@ -17,10 +17,15 @@
 //! exact recurrence, not a better one. Verified against `mx.quantized_matmul`
 //! (`tests/mlx_int8.rs`).
 //!
+//! The dequantised weights `bf(bf(scale·q) + bias)` are constants, so they are
+//! computed once at load time and stored as bf16 (MLX's `dequantize` and its
+//! `QuantizedEmbedding` give exactly these values too); the product then costs one
+//! multiply, one add and two roundings per weight.
+//!
 //! Layout: rows in blocks of [`BLOCK`]; within a block the weights of one input
-//! column are contiguous (`q[block][col][lane]`), and scales/biases are
-//! `[block][group][lane]`, so one vector of lanes computes 16 independent rows and
-//! the recurrence runs along the columns. Rows past the end are padded with zeros.
+//! column are contiguous (`w[block][col][lane]`), so one vector of lanes computes
+//! 16 independent rows and the recurrence runs along the columns. Rows past the end
+//! are padded with zeros.
 
 use crate::isa::{Isa, Tier};
 use crate::quant;
@@ -30,17 +35,14 @@ pub const BLOCK: usize = 16;
 /// MLX's default group size for 8 bits.
 pub const GROUP: usize = 64;
 
-/// A `[rows][cols]` matrix quantised as MLX does, in the block layout above.
+/// A `[rows][cols]` matrix quantised and dequantised as MLX does, in the block
+/// layout above.
 #[derive(Clone)]
 pub struct Mlx8 {
     rows: usize,
     cols: usize,
-    /// `[blocks][cols][BLOCK]` quantised values.
-    q: Vec<u8>,
-    /// `[blocks][groups][BLOCK]` bf16 scale values (as f32).
-    scales: Vec<f32>,
-    /// `[blocks][groups][BLOCK]` bf16 bias values (as f32).
-    biases: Vec<f32>,
+    /// `[blocks][cols][BLOCK]` bf16 bits of the dequantised weights.
+    w: Vec<u16>,
 }
 
 /// Rounds to the nearest bf16 (ties to even), kept as f32: MLX's
@@ -51,75 +53,67 @@ fn rb(v: f32) -> f32 {
     f32::from_bits(u.wrapping_add(0x7FFF + ((u >> 16) & 1)) & 0xFFFF_0000)
 }
 
+#[inline(always)]
+fn widen(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+/// `mx.quantize(w.astype(bfloat16), group_size=64, bits=8)` of row-major f32 `w`
+/// (rounded to bf16 first, as upstream's loader does before quantising): MLX's
+/// quantiser runs in f32 on the bf16 values and stores scales and biases in bf16.
+pub fn mlx_quantize(w: &[f32], cols: usize) -> quant::Affine {
+    let wb: Vec<f32> = w.iter().map(|&v| rb_exact(v)).collect();
+    let mut a = quant::affine(&wb, cols, GROUP, 8);
+    a.scales.iter_mut().for_each(|s| *s = rb_exact(*s));
+    a.biases.iter_mut().for_each(|b| *b = rb_exact(*b));
+    a
+}
+
 impl Mlx8 {
-    /// `mx.quantize(w.astype(bfloat16), group_size=64, bits=8)` of row-major f32
-    /// `w` (rounded to bf16 first, as upstream's loader does before quantising).
+    /// [`mlx_quantize`], dequantised and laid out for the product.
     pub fn quantize(rows: usize, cols: usize, w: &[f32]) -> Mlx8 {
         assert_eq!(w.len(), rows * cols, "matrix size");
-        let wb: Vec<f32> = w.iter().map(|&v| rb_exact(v)).collect();
-        let a = quant::affine(&wb, cols, GROUP, 8);
-        let scales: Vec<f32> = a.scales.iter().map(|&s| rb_exact(s)).collect();
-        let biases: Vec<f32> = a.biases.iter().map(|&b| rb_exact(b)).collect();
-        Mlx8::from_row_major(rows, cols, &a.q, &scales, &biases)
-    }
-
-    /// Builds the block layout from MLX's row-major `q [rows][cols]` and bf16-valued
-    /// `scales`/`biases [rows][cols/64]`.
-    pub fn from_row_major(
-        rows: usize,
-        cols: usize,
-        q: &[u8],
-        scales: &[f32],
-        biases: &[f32],
-    ) -> Mlx8 {
         assert!(
             cols.is_multiple_of(GROUP),
             "columns must be a multiple of 64"
         );
-        let groups = cols / GROUP;
-        assert_eq!(q.len(), rows * cols, "q size");
-        assert_eq!(scales.len(), rows * groups, "scales size");
-        assert_eq!(biases.len(), rows * groups, "biases size");
+        let a = mlx_quantize(w, cols);
+        let deq: Vec<u16> =
+            a.q.iter()
+                .enumerate()
+                .map(|(i, &q)| {
+                    let g = i / GROUP;
+                    half::bf16::from_f32(rb(rb(a.scales[g] * q as f32) + a.biases[g])).to_bits()
+                })
+                .collect();
+        Mlx8::from_dequantized(rows, cols, &deq)
+    }
+
+    /// Builds the block layout from row-major bf16 bits of dequantised weights.
+    pub fn from_dequantized(rows: usize, cols: usize, w: &[u16]) -> Mlx8 {
+        assert_eq!(w.len(), rows * cols, "matrix size");
         let blocks = rows.div_ceil(BLOCK);
-        let mut bq = vec![0u8; blocks * cols * BLOCK];
-        let mut bs = vec![0f32; blocks * groups * BLOCK];
-        let mut bb = vec![0f32; blocks * groups * BLOCK];
+        let mut bw = vec![0u16; blocks * cols * BLOCK];
         for r in 0..rows {
             let (b, l) = (r / BLOCK, r % BLOCK);
             for c in 0..cols {
-                bq[(b * cols + c) * BLOCK + l] = q[r * cols + c];
-            }
-            for g in 0..groups {
-                bs[(b * groups + g) * BLOCK + l] = scales[r * groups + g];
-                bb[(b * groups + g) * BLOCK + l] = biases[r * groups + g];
+                bw[(b * cols + c) * BLOCK + l] = w[r * cols + c];
             }
         }
-        Mlx8 {
-            rows,
-            cols,
-            q: bq,
-            scales: bs,
-            biases: bb,
-        }
+        Mlx8 { rows, cols, w: bw }
     }
 
-    /// MLX's row-major `(q, scales, biases)` (for pre-quantised files).
-    pub fn to_row_major(&self) -> (Vec<u8>, Vec<f32>, Vec<f32>) {
-        let (rows, cols, groups) = (self.rows, self.cols, self.cols / GROUP);
-        let mut q = vec![0u8; rows * cols];
-        let mut s = vec![0f32; rows * groups];
-        let mut b = vec![0f32; rows * groups];
+    /// Row-major bf16 bits of the dequantised weights (for pre-quantised files).
+    pub fn to_dequantized(&self) -> Vec<u16> {
+        let (rows, cols) = (self.rows, self.cols);
+        let mut w = vec![0u16; rows * cols];
         for r in 0..rows {
-            let (bk, l) = (r / BLOCK, r % BLOCK);
+            let (b, l) = (r / BLOCK, r % BLOCK);
             for c in 0..cols {
-                q[r * cols + c] = self.q[(bk * cols + c) * BLOCK + l];
-            }
-            for g in 0..groups {
-                s[r * groups + g] = self.scales[(bk * groups + g) * BLOCK + l];
-                b[r * groups + g] = self.biases[(bk * groups + g) * BLOCK + l];
+                w[r * cols + c] = self.w[(b * cols + c) * BLOCK + l];
             }
         }
-        (q, s, b)
+        w
     }
 
     pub fn rows(&self) -> usize {
@@ -131,16 +125,14 @@ impl Mlx8 {
     }
 
     pub fn bytes(&self) -> usize {
-        self.q.len() + 2 * (self.scales.len() + self.biases.len())
+        2 * self.rows * self.cols
     }
 
-    /// The weights as MLX dequantises them (`bf(bf(scale·q) + bias)`), row `r`.
+    /// Row `r` as MLX dequantises it (`bf(bf(scale·q) + bias)`).
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
-        let (b, l, groups) = (r / BLOCK, r % BLOCK, self.cols / GROUP);
+        let (b, l) = (r / BLOCK, r % BLOCK);
         for (c, o) in out.iter_mut().enumerate() {
-            let g = (b * groups + c / GROUP) * BLOCK + l;
-            let q = self.q[(b * self.cols + c) * BLOCK + l] as f32;
-            *o = rb(rb(self.scales[g] * q) + self.biases[g]);
+            *o = widen(self.w[(b * self.cols + c) * BLOCK + l]);
         }
     }
 
@@ -159,8 +151,7 @@ impl Mlx8 {
         let mut b = blocks.start;
         let mut o = 0;
         while b < blocks.end {
-            let pair = blocks.end - b >= 2;
-            let n = if pair { 2 } else { 1 };
+            let n = if blocks.end - b >= 2 { 2 } else { 1 };
             let dst = &mut out[o..o + n * BLOCK];
             match isa.tier() {
                 #[cfg(target_arch = "x86_64")]
@@ -184,69 +175,31 @@ fn rb_exact(v: f32) -> f32 {
 
 /// One or two blocks (two independent recurrences hide the add latency).
 #[inline(always)]
-fn blocks_generic(m: &Mlx8, b0: usize, n: usize, x: &[f32], out: &mut [f32]) {
-    if n == 2 {
-        two_blocks(m, b0, x, out)
-    } else {
-        one_block(m, b0, x, out)
-    }
-}
-
-#[inline(always)]
-fn one_block(m: &Mlx8, b: usize, x: &[f32], out: &mut [f32]) {
-    let (cols, groups) = (m.cols, m.cols / GROUP);
-    let q = &m.q[b * cols * BLOCK..(b + 1) * cols * BLOCK];
-    let sc = &m.scales[b * groups * BLOCK..(b + 1) * groups * BLOCK];
-    let bi = &m.biases[b * groups * BLOCK..(b + 1) * groups * BLOCK];
-    let mut s = [0f32; BLOCK];
-    for g in 0..groups {
-        let scale: &[f32; BLOCK] = sc[g * BLOCK..][..BLOCK].try_into().unwrap();
-        let bias: &[f32; BLOCK] = bi[g * BLOCK..][..BLOCK].try_into().unwrap();
-        for k in g * GROUP..(g + 1) * GROUP {
-            let xk = x[k];
-            let qk: &[u8; BLOCK] = q[k * BLOCK..][..BLOCK].try_into().unwrap();
+fn blocks_generic(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
+    let cols = m.cols;
+    let wa = &m.w[b * cols * BLOCK..(b + 1) * cols * BLOCK];
+    if n == 1 {
+        let mut s = [0f32; BLOCK];
+        for (k, &xk) in x.iter().enumerate() {
+            let wk: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK].try_into().unwrap();
             for l in 0..BLOCK {
-                let w = rb(rb(scale[l] * qk[l] as f32) + bias[l]);
-                s[l] = rb(s[l] + rb(xk * w));
+                s[l] = rb(s[l] + rb(xk * widen(wk[l])));
             }
         }
+        out[..BLOCK].copy_from_slice(&s);
+        return;
     }
-    out[..BLOCK].copy_from_slice(&s);
-}
-
-#[inline(always)]
-fn two_blocks(m: &Mlx8, b: usize, x: &[f32], out: &mut [f32]) {
-    let (cols, groups) = (m.cols, m.cols / GROUP);
-    let qa = &m.q[b * cols * BLOCK..(b + 1) * cols * BLOCK];
-    let qb = &m.q[(b + 1) * cols * BLOCK..(b + 2) * cols * BLOCK];
-    let gs = groups * BLOCK;
-    let (sa, sb) = (
-        &m.scales[b * gs..(b + 1) * gs],
-        &m.scales[(b + 1) * gs..(b + 2) * gs],
-    );
-    let (ba, bb) = (
-        &m.biases[b * gs..(b + 1) * gs],
-        &m.biases[(b + 1) * gs..(b + 2) * gs],
-    );
+    let wb = &m.w[(b + 1) * cols * BLOCK..(b + 2) * cols * BLOCK];
     let mut s0 = [0f32; BLOCK];
     let mut s1 = [0f32; BLOCK];
-    for g in 0..groups {
-        let sca: &[f32; BLOCK] = sa[g * BLOCK..][..BLOCK].try_into().unwrap();
-        let scb: &[f32; BLOCK] = sb[g * BLOCK..][..BLOCK].try_into().unwrap();
-        let bia: &[f32; BLOCK] = ba[g * BLOCK..][..BLOCK].try_into().unwrap();
-        let bib: &[f32; BLOCK] = bb[g * BLOCK..][..BLOCK].try_into().unwrap();
-        for k in g * GROUP..(g + 1) * GROUP {
-            let xk = x[k];
-            let qka: &[u8; BLOCK] = qa[k * BLOCK..][..BLOCK].try_into().unwrap();
-            let qkb: &[u8; BLOCK] = qb[k * BLOCK..][..BLOCK].try_into().unwrap();
-            for l in 0..BLOCK {
-                let w = rb(rb(sca[l] * qka[l] as f32) + bia[l]);
-                s0[l] = rb(s0[l] + rb(xk * w));
-            }
-            for l in 0..BLOCK {
-                let w = rb(rb(scb[l] * qkb[l] as f32) + bib[l]);
-                s1[l] = rb(s1[l] + rb(xk * w));
-            }
+    for (k, &xk) in x.iter().enumerate() {
+        let wka: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK].try_into().unwrap();
+        let wkb: &[u16; BLOCK] = wb[k * BLOCK..][..BLOCK].try_into().unwrap();
+        for l in 0..BLOCK {
+            s0[l] = rb(s0[l] + rb(xk * widen(wka[l])));
+        }
+        for l in 0..BLOCK {
+            s1[l] = rb(s1[l] + rb(xk * widen(wkb[l])));
         }
     }
     out[..BLOCK].copy_from_slice(&s0);
@@ -312,14 +265,11 @@ mod tests {
     }
 
     #[test]
-    fn row_major_round_trip() {
+    fn dequantized_round_trip() {
         let (rows, cols) = (19, 128);
         let w: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.37).sin()).collect();
         let m = Mlx8::quantize(rows, cols, &w);
-        let (q, s, b) = m.to_row_major();
-        let m2 = Mlx8::from_row_major(rows, cols, &q, &s, &b);
-        assert_eq!(m.q, m2.q);
-        assert_eq!(m.scales, m2.scales);
-        assert_eq!(m.biases, m2.biases);
+        let m2 = Mlx8::from_dequantized(rows, cols, &m.to_dequantized());
+        assert_eq!(m.w, m2.w);
     }
 }

@@ -219,15 +219,8 @@ impl Matrix {
                 ("q", Part::U8(gemv_q4::pack(&m.indices()))),
                 ("lut", Part::F32(m.lut())),
             ],
-            Storage::Mlx8(m) => {
-                let (q, s, b) = m.to_row_major();
-                let bits = |v: Vec<f32>| v.into_iter().map(f32_to_bf16_bits).collect();
-                vec![
-                    ("q", Part::U8(q)),
-                    ("scales", Part::Bf16(bits(s))),
-                    ("biases", Part::Bf16(bits(b))),
-                ]
-            }
+            // The dequantised weights (what the product multiplies).
+            Storage::Mlx8(m) => vec![("w", Part::Bf16(m.to_dequantized()))],
         }
     }
 
@@ -306,21 +299,10 @@ impl Matrix {
                     _ => return Err(wrong("q/lut")),
                 }
             }
-            WeightFormat::MlxInt8 => {
-                if !cols.is_multiple_of(gemv_mlx8::GROUP) {
-                    return Err(format!("{cols} columns are not a multiple of 64"));
-                }
-                let g = n / gemv_mlx8::GROUP;
-                match (take("q", n)?, take("scales", g)?, take("biases", g)?) {
-                    (Part::U8(q), Part::Bf16(s), Part::Bf16(b)) => {
-                        let f = |v: Vec<u16>| -> Vec<f32> {
-                            v.into_iter().map(gemv_float::bf16_to_f32).collect()
-                        };
-                        Storage::Mlx8(Mlx8::from_row_major(rows, cols, &q, &f(s), &f(b)))
-                    }
-                    _ => return Err(wrong("q/scales/biases")),
-                }
-            }
+            WeightFormat::MlxInt8 => match take("w", n)? {
+                Part::Bf16(w) => Storage::Mlx8(Mlx8::from_dequantized(rows, cols, &w)),
+                _ => return Err(wrong("w")),
+            },
         };
         Ok(Matrix { rows, cols, data })
     }
@@ -369,20 +351,17 @@ impl Matrix {
             };
         }
         if let Storage::Mlx8(_) = parts[0].data {
-            let (mut q, mut s, mut b) = (Vec::new(), Vec::new(), Vec::new());
+            let mut w = Vec::with_capacity(rows * cols);
             for m in &parts {
                 let Storage::Mlx8(m) = &m.data else {
                     unreachable!("formats checked above")
                 };
-                let (q2, s2, b2) = m.to_row_major();
-                q.extend(q2);
-                s.extend(s2);
-                b.extend(b2);
+                w.extend(m.to_dequantized());
             }
             return Matrix {
                 rows,
                 cols,
-                data: Storage::Mlx8(Mlx8::from_row_major(rows, cols, &q, &s, &b)),
+                data: Storage::Mlx8(Mlx8::from_dequantized(rows, cols, &w)),
             };
         }
         let mut it = parts.into_iter();
