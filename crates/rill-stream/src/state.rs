@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rill_checkpoint::Checkpoint;
+use rill_checkpoint::{Checkpoint, CheckpointError};
 use rill_codec::Codec;
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
@@ -85,8 +85,16 @@ impl Snapshot {
 
     /// Writes the state file atomically (`PATH.partial`, renamed when complete).
     pub fn save(&self, path: &Path, lm: &Mrt2) -> Result<(), ModelError> {
-        rill_checkpoint::writer::write_bytes(path, &self.to_bytes(lm))?;
-        Ok(())
+        rill_checkpoint::writer::write_bytes(path, &self.to_bytes(lm)).map_err(|e| {
+            let reason = match e {
+                CheckpointError::Io { source, .. } => format!("cannot write it: {source}"),
+                other => other.to_string(),
+            };
+            ModelError::SessionFile {
+                path: path.to_path_buf(),
+                reason,
+            }
+        })
     }
 
     /// Reads and validates a state file written by [`Snapshot::save`].
@@ -104,7 +112,12 @@ fn parse(path: &Path, bytes: Vec<u8>, lm: &Mrt2, codec: &Codec) -> Result<Snapsh
         path: PathBuf::from(path),
         reason,
     };
-    let ckpt = Checkpoint::from_bytes(path, bytes)?;
+    let ckpt = Checkpoint::from_bytes(path, bytes).map_err(|e| match e {
+        CheckpointError::NotSafetensors { reason, .. } => err(format!(
+            "not a readable state file ({reason}); it may be truncated or corrupt"
+        )),
+        other => ModelError::from(other),
+    })?;
     let data = session_file::read(&ckpt, &ModelId::of(lm))?;
     drop(ckpt);
 
