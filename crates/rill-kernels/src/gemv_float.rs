@@ -3,7 +3,9 @@
 //! to f32 in registers). One generic kernel per SIMD tier, parameterised by how a
 //! weight element loads.
 
-use crate::isa::{Isa, Tier};
+use crate::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
 
 /// A weight element type the float GEMV can widen to f32.
 pub(crate) trait FloatWeight: Copy {

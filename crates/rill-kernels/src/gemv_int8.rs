@@ -15,7 +15,9 @@
 //! Why int16 activations: their error (≈ 1/65534 of the largest entry) stays far
 //! below the int8 weight error, so quality matches MLX's float-activation int8.
 
-use crate::isa::{Isa, Tier};
+use crate::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
 use crate::quant::Affine;
 
 pub(crate) const GROUP: usize = 64;

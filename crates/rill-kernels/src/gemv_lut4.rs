@@ -23,7 +23,9 @@
 //! sums to f32 separately).
 
 use crate::gemv_int8::{Act, BLOCK};
-use crate::isa::{Isa, Tier};
+use crate::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
 use crate::quant::Palette;
 
 /// A palettised matrix in the blocked layout.
@@ -179,6 +181,9 @@ impl Lut4 {
         y: *mut f32,
     ) {
         debug_assert!(blocks.len() <= 4);
+        // Only the VNNI kernel folds the byte sums in itself.
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = sums;
         let mut buf = [0f32; 4 * BLOCK];
         let out = &mut buf[..blocks.len() * BLOCK];
         match isa.tier() {

@@ -27,7 +27,9 @@
 //! 16 independent rows and the recurrence runs along the columns. Rows past the end
 //! are padded with zeros.
 
-use crate::isa::{Isa, Tier};
+use crate::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
 use crate::quant;
 
 /// Rows computed together (one AVX-512 register of f32 lanes).

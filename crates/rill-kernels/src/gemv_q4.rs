@@ -6,7 +6,9 @@
 //! nibble and weight `j + 16` in its high nibble, so one 16-byte load unpacks into
 //! weights 0..15 and 16..31 with a mask and a shift.
 
-use crate::isa::{Isa, Tier};
+use crate::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
 
 pub(crate) const AFFINE_GROUP: usize = 32;
 pub(crate) const PALETTE_ROWS: usize = 16;

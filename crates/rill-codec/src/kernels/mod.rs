@@ -294,10 +294,14 @@ pub(crate) struct Tile<'a> {
     /// Weights: the panel of the tile's first column (panels layout) or its first row (rows layout).
     pub b: *const f32,
     /// As `b` for f16 panels (then `b` is null); `b_stride` counts halves.
+    /// (The narrow panels are read only by the x86 kernels.)
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub b16: *const u16,
     /// As `b` for int16 panels (then `b` is null), with `bscale` the per-column
     /// scales from the tile's first column.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub bq: *const i16,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub bscale: *const f32,
     /// Elements between consecutive panels (panels) or weight rows (rows layout).
     pub b_stride: usize,
