@@ -74,6 +74,35 @@ impl View for &Tensor<'_> {
     }
 }
 
+/// `tensors` and `metadata` as the bytes of a safetensors file (what [`write`]
+/// writes); fails only if a tensor's bytes do not match its dtype and shape.
+pub fn serialize(
+    tensors: &[(String, Tensor<'_>)],
+    metadata: HashMap<String, String>,
+) -> std::result::Result<Vec<u8>, safetensors::SafeTensorError> {
+    let views: Vec<(String, &Tensor<'_>)> = tensors.iter().map(|(n, t)| (n.clone(), t)).collect();
+    safetensors::serialize(views, Some(metadata))
+}
+
+/// Writes `bytes` to `path` atomically (via `path.partial`, renamed when complete).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let io = |e: std::io::Error| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    if let Err(e) = std::fs::write(&partial, bytes) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(io(e));
+    }
+    std::fs::rename(&partial, path).map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        io(e)
+    })
+}
+
 /// Writes `tensors` and `metadata` to `path` atomically: the data goes to
 /// `path.partial` first and is renamed when complete, so a failed write never
 /// leaves a truncated file under the final name (or clobbers an existing one).

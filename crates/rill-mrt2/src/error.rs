@@ -36,7 +36,7 @@ pub enum ModelError {
     },
     #[error("pre-quantised tensor {name}: {reason}")]
     Prequantized { name: String, reason: String },
-    #[error("session file {path}: {reason}")]
+    #[error("state file {path}: {reason}")]
     SessionFile { path: PathBuf, reason: String },
     #[error("forced token {token} at depth step {level} is outside that level's ids {lo}..{hi}")]
     ForcedToken {

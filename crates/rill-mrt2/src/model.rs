@@ -181,6 +181,26 @@ impl Mrt2 {
         &self.encoder
     }
 
+    /// A 64-bit fingerprint of the loaded weights (FNV-1a over the bits of the
+    /// depth stack's final layer norm and logit bias, as loaded at this precision),
+    /// so a state file can tell which weights it was made with. Cheap: ~12 k values.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for v in [
+            &self.final_ln_scale,
+            &self.final_ln_bias,
+            &self.to_logits_bias,
+        ] {
+            for x in v.iter() {
+                for b in x.to_bits().to_le_bytes() {
+                    h ^= b as u64;
+                    h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            }
+        }
+        h
+    }
+
     pub fn temporal_layers(&self) -> usize {
         self.temporal.len()
     }

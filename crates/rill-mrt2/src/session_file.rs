@@ -1,16 +1,22 @@
-//! Session files: a safetensors file holding the whole [`LmState`], the controls
-//! and sampling settings, plus any extra state arrays the caller adds (the codec's),
-//! so a restored session continues bit-identically.
+//! State files: a safetensors file holding the whole [`LmState`], the controls
+//! and sampling settings, plus what the caller adds (the stream layer stores the
+//! codec state as extra arrays and its own part as extra metadata), so a restored
+//! stream continues bit-identically. One format serves [`Session::save`] and
+//! `rill_stream::Snapshot`.
 //!
-//! Layout: tensors `lm/frame` (U64 [1]), `lm/prev` (U32 [12]), `lm/key` (U32 [2]),
-//! `lm/self_k`, `lm/self_v`, `lm/cross_k`, `lm/cross_v` (F32 [layers, window, H·Dh]);
-//! extra arrays as F32 under their own names. Metadata: format, model, precision,
-//! temperature, top_k and the conditioning (f64 values as exact bit patterns).
+//! Layout (format `rill-state v1`): tensors `lm/frame` (U64 [1]), `lm/prev` (U32 [12]),
+//! `lm/key` (U32 [2]), `lm/self_k`, `lm/self_v`, `lm/cross_k`, `lm/cross_v`
+//! (F32 [layers, window, H·Dh]); extra arrays as F32 under their own names.
+//! Metadata: format, model, precision, weights (a fingerprint of the loaded weights,
+//! [`Mrt2::fingerprint`]), temperature, top_k and the conditioning (f64 values as
+//! exact bit patterns), plus the caller's extra entries.
 //!
-//! A session file is untrusted input: [`read`] checks every field against the model
-//! it will run on (token ids in their level, finite non-negative temperature, top-k
-//! in the vocabulary, style codes, pianoroll values, finite caches) and names the
-//! field in its error, so a bad file can never reach the step functions.
+//! A state file is untrusted input: [`read`] checks every field against the model
+//! it will run on (model, precision and weights, token ids in their level, finite
+//! non-negative temperature, top-k in the vocabulary, style codes, pianoroll values,
+//! finite caches, F32 extra arrays) and names the field in its error, so a bad file
+//! can never reach the step functions. Extra arrays and metadata entries are the
+//! caller's to validate.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -22,23 +28,59 @@ use serde_json::Value;
 
 use crate::conditioning::{CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS};
 use crate::error::ModelError;
-use crate::model::{Mrt2Config, LEVELS};
+use crate::model::{Mrt2, Mrt2Config, LEVELS};
 use crate::precision::Precision;
 use crate::sampler::{SamplingParams, LEVEL, RESERVED, VOCAB};
 use crate::session::{LmState, Session};
 
-pub const FORMAT: &str = "rill-session v1";
+pub const FORMAT: &str = "rill-state v1";
+/// The format of earlier releases (no weights fingerprint); not read any more.
+const OLD_FORMAT: &str = "rill-session v1";
 
 /// An extra named f32 array stored alongside the language-model state.
 pub type ExtraArray = (String, Vec<usize>, Vec<f32>);
 
-/// Everything a session file holds.
+/// Everything a state file holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionData {
     pub state: LmState,
     pub sampling: SamplingParams,
     pub conditioning: Conditioning,
+    /// Extra arrays (names must not start with `lm/`).
     pub extra: Vec<ExtraArray>,
+    /// Extra metadata entries (keys must not be the format's own, [`RESERVED_KEYS`]);
+    /// [`read`] returns them sorted by key.
+    pub meta: Vec<(String, String)>,
+}
+
+/// The metadata keys of the format itself.
+pub const RESERVED_KEYS: [&str; 7] = [
+    "format",
+    "model",
+    "precision",
+    "weights",
+    "temperature_bits",
+    "top_k",
+    "conditioning",
+];
+
+/// What a state file belongs to: the model's shapes, the precision it runs at and
+/// a fingerprint of its weights ([`Mrt2::fingerprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelId {
+    pub config: Mrt2Config,
+    pub precision: Precision,
+    pub weights: u64,
+}
+
+impl ModelId {
+    pub fn of(m: &Mrt2) -> ModelId {
+        ModelId {
+            config: m.config,
+            precision: m.precision,
+            weights: m.fingerprint(),
+        }
+    }
 }
 
 /// Largest `lm/frame` accepted: about 357 000 years of audio at 25 frames per
@@ -188,80 +230,90 @@ fn check_prev(frame: u64, prev: &[u32; LEVELS]) -> Result<(), String> {
     Ok(())
 }
 
-fn encode(
-    path: &Path,
-    data: (&LmState, SamplingParams, &Conditioning, &[ExtraArray]),
-    config: &Mrt2Config,
-    precision: Precision,
-) -> Result<(), ModelError> {
-    let (st, p, cond, extra) = data;
-    let err = |reason: String| ModelError::SessionFile {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let ring = vec![
-        config.dims.temporal.layers,
-        config.dims.window,
-        config.temporal_inner(),
-    ];
-    let mut tensors: Vec<(String, Tensor<'static>)> = vec![
-        ("lm/frame".into(), Tensor::u64(&[st.frame])),
-        ("lm/prev".into(), Tensor::u32(&st.prev)),
-        ("lm/key".into(), Tensor::u32(&st.key)),
-    ];
-    for (name, v) in CACHES
-        .iter()
-        .zip([&st.self_k, &st.self_v, &st.cross_k, &st.cross_v])
-    {
-        tensors.push((name.to_string(), Tensor::f32(ring.clone(), v)));
-    }
-    for (name, shape, v) in extra {
-        if name.starts_with("lm/") {
-            return Err(err(format!(
-                "extra array name {name} clashes with the lm/ state"
-            )));
-        }
-        tensors.push((name.clone(), Tensor::f32(shape.clone(), v)));
-    }
-    let mut meta = HashMap::new();
-    meta.insert("format".to_string(), FORMAT.to_string());
-    meta.insert("model".to_string(), config.kind.name().to_string());
-    meta.insert("precision".to_string(), precision.name().to_string());
-    meta.insert(
-        "temperature_bits".to_string(),
-        format!("{:08x}", p.temperature.to_bits()),
-    );
-    meta.insert("top_k".to_string(), p.top_k.to_string());
-    meta.insert("conditioning".to_string(), conditioning_json(cond));
-    writer::write(path, &tensors, meta).map_err(|e| err(e.to_string()))
-}
-
 impl SessionData {
-    /// Writes a session file for a model of `config` running at `precision`
-    /// (as [`Session::save`] does; [`read`] checks what this wrote).
-    pub fn write(
-        &self,
-        path: &Path,
-        config: &Mrt2Config,
-        precision: Precision,
-    ) -> Result<(), ModelError> {
-        let data = (
-            &self.state,
-            self.sampling,
-            &self.conditioning,
-            &self.extra[..],
+    /// The bytes of a state file for the model `id` (what [`read`] checks). Fails
+    /// only for an extra array named `lm/…`, an extra metadata key of the format's
+    /// own or an extra array whose shape does not match its values.
+    pub fn to_bytes(&self, id: &ModelId) -> Result<Vec<u8>, String> {
+        let (st, p) = (&self.state, self.sampling);
+        let config = &id.config;
+        let ring = vec![
+            config.dims.temporal.layers,
+            config.dims.window,
+            config.temporal_inner(),
+        ];
+        let ring_len: usize = ring.iter().product();
+        let mut tensors: Vec<(String, Tensor<'static>)> = vec![
+            ("lm/frame".into(), Tensor::u64(&[st.frame])),
+            ("lm/prev".into(), Tensor::u32(&st.prev)),
+            ("lm/key".into(), Tensor::u32(&st.key)),
+        ];
+        for (name, v) in CACHES
+            .iter()
+            .zip([&st.self_k, &st.self_v, &st.cross_k, &st.cross_v])
+        {
+            // A cache of the wrong length is written as it is; `read` refuses it.
+            let shape = if v.len() == ring_len {
+                ring.clone()
+            } else {
+                vec![v.len()]
+            };
+            tensors.push((name.to_string(), Tensor::f32(shape, v)));
+        }
+        for (name, shape, v) in &self.extra {
+            if name.starts_with("lm/") {
+                return Err(format!(
+                    "extra array name {name} clashes with the lm/ state"
+                ));
+            }
+            if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(v.len()) {
+                return Err(format!(
+                    "extra array {name}: shape {shape:?} does not hold {} values",
+                    v.len()
+                ));
+            }
+            tensors.push((name.clone(), Tensor::f32(shape.clone(), v)));
+        }
+        let mut meta = HashMap::new();
+        for (k, v) in &self.meta {
+            if RESERVED_KEYS.contains(&k.as_str()) {
+                return Err(format!("extra metadata key {k} is one of the format's own"));
+            }
+            meta.insert(k.clone(), v.clone());
+        }
+        meta.insert("format".to_string(), FORMAT.to_string());
+        meta.insert("model".to_string(), config.kind.name().to_string());
+        meta.insert("precision".to_string(), id.precision.name().to_string());
+        meta.insert("weights".to_string(), format!("{:016x}", id.weights));
+        meta.insert(
+            "temperature_bits".to_string(),
+            format!("{:08x}", p.temperature.to_bits()),
         );
-        encode(path, data, config, precision)
+        meta.insert("top_k".to_string(), p.top_k.to_string());
+        meta.insert(
+            "conditioning".to_string(),
+            conditioning_json(&self.conditioning),
+        );
+        writer::serialize(&tensors, meta).map_err(|e| e.to_string())
+    }
+
+    /// Writes a state file for the model `id` atomically (as [`Session::save`] does).
+    pub fn write(&self, path: &Path, id: &ModelId) -> Result<(), ModelError> {
+        let bytes = self
+            .to_bytes(id)
+            .map_err(|reason| ModelError::SessionFile {
+                path: path.to_path_buf(),
+                reason,
+            })?;
+        writer::write_bytes(path, &bytes)?;
+        Ok(())
     }
 }
 
-/// Reads and validates a session file for a model of `config` running at
-/// `precision`, without touching a [`Session`]; the error names the bad field.
-pub fn read(
-    ckpt: &Checkpoint,
-    config: &Mrt2Config,
-    precision: Precision,
-) -> Result<SessionData, ModelError> {
+/// Reads and validates a state file for the model `id`, without touching a
+/// [`Session`]; the error names the bad field.
+pub fn read(ckpt: &Checkpoint, id: &ModelId) -> Result<SessionData, ModelError> {
+    let (config, precision) = (&id.config, id.precision);
     let err = |reason: String| ModelError::SessionFile {
         path: ckpt.path().to_path_buf(),
         reason,
@@ -272,8 +324,14 @@ pub fn read(
             .map(String::as_str)
             .ok_or_else(|| err(format!("metadata has no {k}; is this a {FORMAT} file?")))
     };
-    if get("format")? != FORMAT {
-        return Err(err(format!("not a {FORMAT} file")));
+    match get("format")? {
+        FORMAT => {}
+        OLD_FORMAT => {
+            return Err(err(format!(
+                "a {OLD_FORMAT} file from an earlier rill; this one reads {FORMAT} files"
+            )))
+        }
+        other => return Err(err(format!("format is {other:?}, not {FORMAT}"))),
     }
     let kind = get("model")?;
     if kind != config.kind.name() {
@@ -286,6 +344,15 @@ pub fn read(
     if saved != precision.name() {
         return Err(err(format!(
             "saved at precision {saved}, but the model runs at {precision}; load it with --precision {saved} to continue identically"
+        )));
+    }
+    let w = get("weights")?;
+    let weights =
+        hex_bits(w, 16).ok_or_else(|| err(format!("weights {w:?} is not 16 hex digits")))?;
+    if weights != id.weights {
+        return Err(err(format!(
+            "saved with other weights (fingerprint {weights:016x}), but the loaded checkpoint's are {:016x}; use the checkpoint it was saved with",
+            id.weights
         )));
     }
     let ring = [
@@ -370,23 +437,40 @@ pub fn read(
             continue;
         }
         let t = ckpt.tensor(name)?;
-        let v = t.to_f32().map_err(|e| err(format!("extra array: {e}")))?;
+        if t.dtype != Dtype::F32 {
+            return Err(err(format!("extra array {name} is {:?}, not F32", t.dtype)));
+        }
+        let v = t
+            .to_f32()
+            .map_err(|e| err(format!("extra array {name}: {e}")))?;
         extra.push((name.to_string(), t.shape.to_vec(), v));
     }
+    let mut extra_meta: Vec<(String, String)> = meta
+        .iter()
+        .filter(|(k, _)| !RESERVED_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    extra_meta.sort();
     Ok(SessionData {
         state,
         sampling: SamplingParams { temperature, top_k },
         conditioning,
         extra,
+        meta: extra_meta,
     })
 }
 
 impl Session {
     /// Writes the session (and `extra` arrays, e.g. codec state) to `path`.
     pub fn save(&self, path: &Path, extra: &[ExtraArray]) -> Result<(), ModelError> {
-        let m = self.model();
-        let data = (self.state(), self.sampling(), self.conditioning(), extra);
-        encode(path, data, &m.config, m.precision)
+        let data = SessionData {
+            state: self.state().clone(),
+            sampling: self.sampling(),
+            conditioning: self.conditioning().clone(),
+            extra: extra.to_vec(),
+            meta: Vec::new(),
+        };
+        data.write(path, &ModelId::of(self.model()))
     }
 
     /// Restores a session saved by [`Session::save`] into this session (same model
@@ -398,8 +482,7 @@ impl Session {
         pool: &rill_kernels::Pool,
     ) -> Result<Vec<ExtraArray>, ModelError> {
         let ckpt = Checkpoint::open(path)?;
-        let m = self.model().clone();
-        let data = read(&ckpt, &m.config, m.precision)?;
+        let data = read(&ckpt, &ModelId::of(self.model()))?;
         self.restore_state(data.state)?;
         self.set_sampling(data.sampling)?;
         self.set_conditioning(&data.conditioning, pool)?;

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{model, pool, Recording};
-use rill_mrt2::{session_file, Precision, Session, LEVELS};
+use rill_mrt2::session_file::{self, ModelId};
+use rill_mrt2::{Precision, Session, LEVELS};
 
 #[test]
 fn save_load_continues_bit_identically() {
@@ -50,6 +51,9 @@ fn load_rejects_other_precision_and_garbage() {
     let dir = rill_testkit::cache_dir();
     let path = dir.join("session_precision.rillsession");
     s.save(&path, &[]).unwrap();
+    let mut b = Session::new(model(1, Precision::F32), 42, &pool);
+    let e = b.load(&path, &pool).unwrap_err().to_string();
+    assert!(e.contains("other weights"), "{e}");
     let mut b = Session::new(model(0, Precision::Bf16), 42, &pool);
     let e = b.load(&path, &pool).unwrap_err().to_string();
     assert!(e.contains("precision"), "{e}");
@@ -67,11 +71,11 @@ fn load_rejects_nan_temperature_and_changes_nothing() {
     let path = rill_testkit::cache_dir().join("session_nan.rillsession");
     a.save(&path, &[]).unwrap();
     let ckpt = rill_checkpoint::Checkpoint::open(&path).unwrap();
-    let mut data = session_file::read(&ckpt, &m.config, m.precision).unwrap();
+    let mut data = session_file::read(&ckpt, &ModelId::of(&m)).unwrap();
     drop(ckpt);
     // NaN used to load and then sample code 0 at every step.
     data.sampling.temperature = f32::NAN;
-    data.write(&path, &m.config, m.precision).unwrap();
+    data.write(&path, &ModelId::of(&m)).unwrap();
     let mut b = Session::new(m, 7, &pool);
     let before = (b.state().clone(), b.sampling(), b.conditioning().clone());
     let e = b.load(&path, &pool).unwrap_err().to_string();

@@ -9,11 +9,20 @@ use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
 use rill_mrt2::conditioning::{Conditioning, NoteValue};
 use rill_mrt2::sampler::SamplingParams;
-use rill_mrt2::session_file::{self, SessionData, MAX_FRAME};
+use rill_mrt2::session_file::{self, ModelId, SessionData, MAX_FRAME};
 use rill_mrt2::{LmState, Mrt2Config, Precision, LEVELS};
 
 fn config() -> Mrt2Config {
     Mrt2Config::new(ModelKind::Small)
+}
+
+/// The model the files are written for: the small shapes at f32, some weights.
+fn id() -> ModelId {
+    ModelId {
+        config: config(),
+        precision: Precision::F32,
+        weights: 0x0123_4567_89ab_cdef,
+    }
 }
 
 fn ring() -> Vec<usize> {
@@ -45,6 +54,7 @@ fn good() -> SessionData {
         },
         conditioning,
         extra: vec![("codec/x".into(), vec![2], vec![1.0, -1.0])],
+        meta: vec![("stream".into(), "{}".into())],
     }
 }
 
@@ -61,14 +71,14 @@ fn path(name: &str) -> PathBuf {
 fn read(p: &PathBuf) -> Result<SessionData, String> {
     let r = Checkpoint::open(p)
         .map_err(|e| e.to_string())
-        .and_then(|c| session_file::read(&c, &config(), Precision::F32).map_err(|e| e.to_string()));
+        .and_then(|c| session_file::read(&c, &id()).map_err(|e| e.to_string()));
     std::fs::remove_file(p).unwrap();
     r
 }
 
 fn round_trip(name: &str, d: &SessionData) -> Result<SessionData, String> {
     let p = path(name);
-    d.write(&p, &config(), Precision::F32).unwrap();
+    d.write(&p, &id()).unwrap();
     read(&p)
 }
 
@@ -160,7 +170,7 @@ fn conditioning_is_validated() {
 /// The tensors and metadata `good()` writes, for hand-made corruptions.
 fn parts() -> (Vec<(String, Tensor<'static>)>, HashMap<String, String>) {
     let p = path("parts");
-    good().write(&p, &config(), Precision::F32).unwrap();
+    good().write(&p, &id()).unwrap();
     let c = Checkpoint::open(&p).unwrap();
     let tensors = c
         .names()
@@ -197,13 +207,16 @@ fn refused_raw(
 
 #[test]
 fn metadata_fields_are_validated() {
-    let cases: [(&str, &str, &[&str]); 12] = [
+    let cases: [(&str, &str, &[&str]); 15] = [
         ("temperature_bits", "7fc00000", &["temperature", "NaN"]),
         ("temperature_bits", "+3fa6666", &["temperature_bits"]),
         ("temperature_bits", "3fa66666 ", &["temperature_bits"]),
         ("top_k", "-1", &["top_k"]),
         ("top_k", "40.5", &["top_k"]),
-        ("format", "rill-session v0", &["not a rill-session v1"]),
+        ("format", "rill-session v0", &["not rill-state v1"]),
+        ("format", "rill-session v1", &["earlier rill", "rill-state v1"]),
+        ("weights", "0123456789abcdee", &["other weights", "0123456789abcdee"]),
+        ("weights", "0123", &["weights", "16 hex digits"]),
         ("model", "mrt2_base", &["mrt2_base"]),
         ("precision", "int8", &["--precision int8"]),
         ("conditioning", "[1]", &["conditioning"]),

@@ -37,7 +37,8 @@ pub enum Control {
     Restore(Box<Snapshot>),
 }
 
-/// Everything needed to continue a stream bit-identically.
+/// Everything needed to continue a stream bit-identically; persisted as a state
+/// file by [`Snapshot::to_bytes`] / [`Snapshot::save`] (see `state.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub lm: LmState,
@@ -174,17 +175,14 @@ impl Generator {
     }
 
     pub fn restore(&mut self, s: &Snapshot) -> Result<(), ModelError> {
-        s.sampling.validate()?;
         s.cfg.validate()?;
         if let Some(codes) = &s.style {
             check_style(codes)?;
         }
-        self.pipeline.session_mut().restore_state(s.lm.clone())?;
-        self.pipeline.restore_codec(&s.codec, s.pending);
+        self.pipeline.restore(s)?;
         self.style = s.style;
         self.drums = s.drums;
         self.cfg = s.cfg;
-        self.pipeline.session_mut().set_sampling(s.sampling)?;
         self.notes = s.notes.clone();
         Ok(())
     }

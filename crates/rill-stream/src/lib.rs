@@ -8,12 +8,15 @@
 //!   keeps every stream a bounded distance ahead of its playback, applies controls
 //!   at frame boundaries and admits only as many streams as the CPU sustains.
 //! * [`NoteTracker`]: note on/off → pianoroll values (onset/sustain semantics).
+//! * [`Snapshot`]: a stream's whole state, in memory or as a state file
+//!   ([`Snapshot::to_bytes`], [`Snapshot::from_bytes`], [`Snapshot::save`], [`Snapshot::load`]).
 
 pub mod engine;
 pub mod generator;
 pub mod notes;
 pub mod pipeline;
 pub mod process;
+mod state;
 
 pub use engine::{
     Engine, EngineConfig, StreamConfig, StreamController, StreamError, StreamHandle, StreamStats,

@@ -145,6 +145,72 @@ impl NoteTracker {
     }
 }
 
+/// State-file codes of the per-pitch states (see `state.rs`).
+const CODES: [(State, u8); 4] = [
+    (State::Idle, 0),
+    (State::Onset, 1),
+    (State::Sustain, 2),
+    (State::OnsetReleased, 3),
+];
+
+impl NoteTracker {
+    /// Each pitch's state as a code: 0 idle, 1 onset, 2 sustain, 3 onset released.
+    pub(crate) fn state_codes(&self) -> Vec<u8> {
+        self.state
+            .iter()
+            .map(|s| CODES.iter().find(|(c, _)| c == s).map_or(0, |&(_, n)| n))
+            .collect()
+    }
+
+    /// Rebuilds a tracker from [`Self::state_codes`] through the checked note
+    /// methods (sustained notes: on, then one frame; onsets: on; released onsets:
+    /// on, off). A wrong count or an unknown code is an error naming the pitch.
+    pub(crate) fn from_state_codes(
+        codes: &[u64],
+        onset_mode: u8,
+        unmask_width: u8,
+    ) -> Result<NoteTracker, String> {
+        if codes.len() != PITCHES {
+            return Err(format!(
+                "{} note states, not one per MIDI pitch ({PITCHES})",
+                codes.len()
+            ));
+        }
+        let mut t = NoteTracker {
+            onset_mode,
+            unmask_width,
+            ..Default::default()
+        };
+        let mut state = [State::Idle; PITCHES];
+        for (p, &c) in codes.iter().enumerate() {
+            state[p] = CODES
+                .iter()
+                .find(|&&(_, n)| n as u64 == c)
+                .map(|&(s, _)| s)
+                .ok_or_else(|| format!("note state of pitch {p} is {c}, not a code 0..=3"))?;
+        }
+        let pitches = |want: State| {
+            (0..PITCHES as u8)
+                .filter(|&p| state[p as usize] == want)
+                .collect::<Vec<_>>()
+        };
+        let err = |e: InvalidValue| e.to_string();
+        for p in pitches(State::Sustain) {
+            t.note_on(p).map_err(err)?;
+        }
+        t.advance();
+        for p in pitches(State::Onset) {
+            t.note_on(p).map_err(err)?;
+        }
+        for p in pitches(State::OnsetReleased) {
+            t.note_on(p).map_err(err)?;
+            t.note_off(p).map_err(err)?;
+        }
+        debug_assert_eq!(t.state, state);
+        Ok(t)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +234,28 @@ mod tests {
         assert_eq!(t.values()[64], NoteValue::Onset);
         t.advance();
         assert_eq!(t.values()[64], NoteValue::Masked);
+    }
+
+    #[test]
+    fn state_codes_round_trip() {
+        let mut t = NoteTracker {
+            onset_mode: 1,
+            unmask_width: 3,
+            ..Default::default()
+        };
+        t.set_held(&[10, 60, 127]).unwrap();
+        t.advance();
+        t.note_on(64).unwrap();
+        t.note_on(0).unwrap();
+        t.note_off(0).unwrap();
+        let codes: Vec<u64> = t.state_codes().iter().map(|&c| c as u64).collect();
+        assert_eq!((codes[60], codes[64], codes[0], codes[1]), (2, 1, 3, 0));
+        assert_eq!(NoteTracker::from_state_codes(&codes, 1, 3), Ok(t));
+        let mut bad = codes.clone();
+        bad[77] = 4;
+        let e = NoteTracker::from_state_codes(&bad, 0, 0).unwrap_err();
+        assert!(e.contains("pitch 77"), "{e}");
+        assert!(NoteTracker::from_state_codes(&codes[1..], 0, 0).is_err());
     }
 
     #[test]

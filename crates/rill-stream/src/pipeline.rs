@@ -22,6 +22,9 @@ use rill_codec::{Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, ST
 use rill_kernels::Pool;
 use rill_mrt2::{FrameTrace, ModelError, Mrt2, Session, LEVELS};
 
+use crate::generator::Snapshot;
+use crate::notes::NoteTracker;
+
 /// Interleaved stereo int16 samples per frame.
 pub const FRAME_PCM: usize = 2 * SAMPLES_PER_FRAME;
 
@@ -232,6 +235,39 @@ impl FramePipeline {
             c.state.clone_from(state);
         }
         self.pending = pending;
+    }
+
+    /// A [`Snapshot`] of this pipeline (`None` without a codec): the session's LM
+    /// state, sampling, style, drums and CFG, the codec state and the undecoded
+    /// tokens. `notes` is the host's note state; its values must be the pianoroll
+    /// the session's conditioning uses (a held chord: a tracker with those notes
+    /// held, as `rill generate --notes` makes it).
+    pub fn snapshot(&self, notes: &NoteTracker) -> Option<Snapshot> {
+        let c = self.session.conditioning();
+        Some(Snapshot {
+            lm: self.session.state().clone(),
+            codec: self.codec.as_ref()?.state.clone(),
+            pending: self.pending,
+            style: c.style,
+            drums: c.drums,
+            cfg: c.cfg,
+            sampling: self.session.sampling(),
+            notes: notes.clone(),
+        })
+    }
+
+    /// Restores the LM state, sampling, codec state and undecoded tokens of `s`.
+    /// The conditioning is left to the caller (`s.conditioning()`, or controls
+    /// that override it), as is the note tracker. An invalid snapshot (sampling,
+    /// cache sizes) is an error and changes nothing. Tokens left pending by a
+    /// two-stage pipeline are decoded by the next two-stage step or by
+    /// [`Self::flush`] (which a sequential pipeline must call first).
+    pub fn restore(&mut self, s: &Snapshot) -> Result<(), ModelError> {
+        s.sampling.validate()?;
+        self.session.restore_state(s.lm.clone())?;
+        self.session.set_sampling(s.sampling)?;
+        self.restore_codec(&s.codec, s.pending);
+        Ok(())
     }
 
     /// Back to a fresh codec state with nothing pending (the LM is reset separately).

@@ -1,0 +1,225 @@
+//! Persisted stream state: a whole [`Snapshot`] (language model, codec, undecoded
+//! tokens, note tracker, controls, sampling) as one state file, so a stream
+//! continues bit-identically in another process.
+//!
+//! The format is the language model's state file (`rill_mrt2::session_file`,
+//! `rill-state v1`), which already holds the LM state, sampling and conditioning
+//! (style, drums, CFG and the pianoroll values the note tracker gives), checks the
+//! model, precision and weights and validates every LM field. The stream adds:
+//! * the codec state arrays as F32 tensors `codec/<name>` (validated by
+//!   [`CodecState::import`]: every array present once, exact shape, finite);
+//! * metadata `stream`, JSON `{"pending": null | [12 ids], "notes": [128 codes],
+//!   "onset_mode": 0|1, "unmask_width": 0..=255}`: the tokens the LM produced but the
+//!   codec has not decoded (each in its level), each pitch's note state
+//!   (0 idle, 1 onset, 2 sustain, 3 onset released) and the tracker's settings.
+//!
+//! The stored conditioning's pianoroll must be what the stored note tracker gives.
+//! Anything else in the file is an error; every error names the field.
+
+use std::path::{Path, PathBuf};
+
+use rill_checkpoint::Checkpoint;
+use rill_codec::Codec;
+use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::sampler::{LEVEL, RESERVED};
+use rill_mrt2::session_file::{self, ModelId, SessionData};
+use rill_mrt2::{ModelError, Mrt2, LEVELS};
+use serde_json::Value;
+
+use crate::generator::Snapshot;
+use crate::notes::NoteTracker;
+
+/// Prefix of the codec state arrays.
+const CODEC: &str = "codec/";
+/// Metadata key of the stream part.
+const STREAM: &str = "stream";
+
+/// The name errors use for a state given as bytes.
+const BYTES_NAME: &str = "(state bytes)";
+
+impl Snapshot {
+    /// The conditioning the next frame uses: style, drums, CFG and the note
+    /// tracker's pianoroll values.
+    pub fn conditioning(&self) -> Conditioning {
+        Conditioning {
+            style: self.style,
+            notes: self.notes.values(),
+            drums: self.drums,
+            cfg: self.cfg,
+        }
+    }
+
+    /// The snapshot as the bytes of a state file for the model `lm` (which records
+    /// its model, precision and weights fingerprint).
+    pub fn to_bytes(&self, lm: &Mrt2) -> Vec<u8> {
+        let extra = self
+            .codec
+            .export()
+            .into_iter()
+            .map(|(name, shape, v)| (format!("{CODEC}{name}"), shape, v))
+            .collect();
+        let stream = serde_json::json!({
+            "pending": self.pending.map(|p| p.to_vec()),
+            "notes": self.notes.state_codes(),
+            "onset_mode": self.notes.onset_mode,
+            "unmask_width": self.notes.unmask_width,
+        });
+        let data = SessionData {
+            state: self.lm.clone(),
+            sampling: self.sampling,
+            conditioning: self.conditioning(),
+            extra,
+            meta: vec![(STREAM.to_string(), stream.to_string())],
+        };
+        // The names are this module's (`codec/…`, `stream`), never the format's
+        // own, and the codec exports shapes that match its values.
+        data.to_bytes(&ModelId::of(lm))
+            .expect("a snapshot's arrays and names are always writable")
+    }
+
+    /// Reads a state file's bytes (untrusted: every field is validated, see the
+    /// module doc) for the model `lm` and the codec `codec`.
+    pub fn from_bytes(bytes: &[u8], lm: &Mrt2, codec: &Codec) -> Result<Snapshot, ModelError> {
+        parse(Path::new(BYTES_NAME), bytes.to_vec(), lm, codec)
+    }
+
+    /// Writes the state file atomically (`PATH.partial`, renamed when complete).
+    pub fn save(&self, path: &Path, lm: &Mrt2) -> Result<(), ModelError> {
+        rill_checkpoint::writer::write_bytes(path, &self.to_bytes(lm))?;
+        Ok(())
+    }
+
+    /// Reads and validates a state file written by [`Snapshot::save`].
+    pub fn load(path: &Path, lm: &Mrt2, codec: &Codec) -> Result<Snapshot, ModelError> {
+        let bytes = std::fs::read(path).map_err(|e| ModelError::SessionFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        parse(path, bytes, lm, codec)
+    }
+}
+
+fn parse(path: &Path, bytes: Vec<u8>, lm: &Mrt2, codec: &Codec) -> Result<Snapshot, ModelError> {
+    let err = |reason: String| ModelError::SessionFile {
+        path: PathBuf::from(path),
+        reason,
+    };
+    let ckpt = Checkpoint::from_bytes(path, bytes)?;
+    let data = session_file::read(&ckpt, &ModelId::of(lm))?;
+    drop(ckpt);
+
+    let mut stream = None;
+    for (k, v) in &data.meta {
+        if k != STREAM {
+            return Err(err(format!("unknown metadata entry {k}")));
+        }
+        stream = Some(v.as_str());
+    }
+    let stream = stream.ok_or_else(|| {
+        err(format!(
+            "metadata has no {STREAM} part: a language-model session file (Session::save), not a stream state"
+        ))
+    })?;
+    let mut arrays = Vec::with_capacity(data.extra.len());
+    for (name, shape, v) in data.extra {
+        let Some(short) = name.strip_prefix(CODEC) else {
+            return Err(err(format!(
+                "unknown tensor {name} (a state file holds lm/ and {CODEC} tensors)"
+            )));
+        };
+        arrays.push((short.to_string(), shape, v));
+    }
+    let mut codec_state = codec.new_state();
+    codec_state
+        .import(&arrays)
+        .map_err(|e| err(format!("codec state: {e}")))?;
+
+    let (pending, notes) = parse_stream(stream, data.state.frame).map_err(err)?;
+    let values = notes.values();
+    if let Some(p) = (0..values.len()).find(|&p| values[p] != data.conditioning.notes[p]) {
+        return Err(err(format!(
+            "conditioning.notes[{p}] is {}, but the note tracker gives {} for pitch {p}",
+            data.conditioning.notes[p].raw(),
+            values[p].raw()
+        )));
+    }
+    let c = data.conditioning;
+    Ok(Snapshot {
+        lm: data.state,
+        codec: codec_state,
+        pending,
+        style: c.style,
+        drums: c.drums,
+        cfg: c.cfg,
+        sampling: data.sampling,
+        notes,
+    })
+}
+
+type Pending = Option<[u32; LEVELS]>;
+
+fn parse_stream(s: &str, frame: u64) -> Result<(Pending, NoteTracker), String> {
+    let v: Value = serde_json::from_str(s).map_err(|e| format!("{STREAM} is not JSON: {e}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("{STREAM} is not a JSON object"))?;
+    for k in obj.keys() {
+        if !["pending", "notes", "onset_mode", "unmask_width"].contains(&k.as_str()) {
+            return Err(format!("{STREAM} has an unknown field {k}"));
+        }
+    }
+    let field = |k: &str| {
+        obj.get(k)
+            .ok_or_else(|| format!("{STREAM} has no field {k}"))
+    };
+    let pending = match field("pending")? {
+        Value::Null => None,
+        Value::Array(a) if a.len() == LEVELS => {
+            if frame == 0 {
+                return Err(format!(
+                    "{STREAM}.pending holds tokens, but lm/frame is 0 (no frame was generated)"
+                ));
+            }
+            let mut p = [0u32; LEVELS];
+            for (k, (d, x)) in p.iter_mut().zip(a).enumerate() {
+                let lo = (RESERVED + LEVEL * k) as u64;
+                let hi = lo + LEVEL as u64 - 1;
+                *d = x
+                    .as_u64()
+                    .filter(|t| (lo..=hi).contains(t))
+                    .ok_or_else(|| {
+                        format!("{STREAM}.pending[{k}] is {x}, outside level {k}'s ids {lo}..={hi}")
+                    })? as u32;
+            }
+            Some(p)
+        }
+        other => {
+            return Err(format!(
+                "{STREAM}.pending is {other}, not {LEVELS} token ids or null"
+            ))
+        }
+    };
+    let codes = match field("notes")? {
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(p, x)| {
+                x.as_u64()
+                    .ok_or_else(|| format!("{STREAM}.notes[{p}] is {x}, not a note state code"))
+            })
+            .collect::<Result<Vec<u64>, String>>()?,
+        other => return Err(format!("{STREAM}.notes is {other}, not an array")),
+    };
+    let small = |k: &str, max: u64| -> Result<u8, String> {
+        let x = field(k)?;
+        x.as_u64()
+            .filter(|&n| n <= max)
+            .map(|n| n as u8)
+            .ok_or_else(|| format!("{STREAM}.{k} is {x}, not an integer 0..={max}"))
+    };
+    let onset_mode = small("onset_mode", 1)?;
+    let unmask_width = small("unmask_width", 255)?;
+    let notes = NoteTracker::from_state_codes(&codes, onset_mode, unmask_width)
+        .map_err(|e| format!("{STREAM}.notes: {e}"))?;
+    Ok((pending, notes))
+}
