@@ -15,7 +15,6 @@
 pub mod controls;
 pub mod error;
 pub mod model;
-mod snapshot_io;
 pub mod state;
 pub mod stream;
 

@@ -3,8 +3,9 @@
 //! In memory it is a [`Snapshot`] of the pipeline (language-model state, codec
 //! state, a frame in flight) plus whether its codec state follows its tokens (a
 //! tokens-only call does not advance the codec). As bytes (what pickle stores) it
-//! is a short header followed by the snapshot's own serialisation
-//! ([`crate::snapshot_io`]), validated against the model when it is resumed.
+//! is a short header (format version, flags) followed by the stream's state file
+//! ([`Snapshot::to_bytes`]: the `rill-state` format, which records and checks the
+//! model, precision and weights), validated against the model when it is resumed.
 
 use rill_codec::Codec;
 use rill_mrt2::Mrt2;
@@ -68,10 +69,7 @@ impl State {
                  generate() or stream()",
             ));
         }
-        pipe.session_mut().restore_state(self.snapshot.lm.clone())?;
-        if audio {
-            pipe.restore_codec(&self.snapshot.codec, self.snapshot.pending);
-        }
+        pipe.restore(&self.snapshot)?;
         Ok(())
     }
 
@@ -91,7 +89,7 @@ impl State {
 
     /// The serialised state.
     pub fn to_bytes(&self, lm: &Mrt2) -> Vec<u8> {
-        let body = crate::snapshot_io::encode(&self.snapshot, lm);
+        let body = self.snapshot.to_bytes(lm);
         let mut out = Vec::with_capacity(MAGIC.len() + 1 + body.len());
         out.extend_from_slice(MAGIC);
         out.push(if self.audio { FLAG_AUDIO } else { 0 });
@@ -123,7 +121,8 @@ impl State {
     pub fn from_bytes(bytes: &[u8], lm: &Mrt2, codec: &Codec) -> Result<State> {
         Self::check_header(bytes)?;
         let audio = bytes[MAGIC.len()] & FLAG_AUDIO != 0;
-        let snapshot = crate::snapshot_io::decode(&bytes[MAGIC.len() + 1..], lm, codec)?;
+        let snapshot = Snapshot::from_bytes(&bytes[MAGIC.len() + 1..], lm, codec)
+            .map_err(|e| Error::invalid(format!("corrupt or incompatible rill_mrt state: {e}")))?;
         Ok(State { snapshot, audio })
     }
 }
