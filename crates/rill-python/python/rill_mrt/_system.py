@@ -222,6 +222,16 @@ class MagentaRT2:
         top_k = _check_int(top_k, "top_k")
         return (style, notes, drums, tuple(cfg), temperature, top_k)
 
+    def conditioning_tokens(
+        self,
+        conditioning: Optional[Conditioning] = None,
+        cfg_scales: Optional[Dict[str, float]] = None,
+    ) -> np.ndarray:
+        """The 144 encoder tokens a call with these arguments uses (the block
+        upstream's ``_build_conditioning`` builds: raw values + 7, CFG scales binned)."""
+        controls = self._controls(conditioning, cfg_scales, None, None)
+        return np.asarray(_rill.conditioning_tokens(controls), dtype=np.int32)
+
     @staticmethod
     def _frames(frames: Optional[int], forced: Optional[np.ndarray]) -> int:
         if frames is None:

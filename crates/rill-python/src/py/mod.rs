@@ -79,6 +79,13 @@ fn check_controls(controls: PyControls) -> PyResult<()> {
         .map_err(to_py)
 }
 
+/// The 144 encoder tokens of the controls (upstream's `_build_conditioning` block).
+#[pyfunction]
+fn conditioning_tokens(controls: PyControls) -> PyResult<Vec<i32>> {
+    let (c, _) = Controls::from(controls).resolve().map_err(to_py)?;
+    Ok(c.tokens().to_vec())
+}
+
 /// The names `precision=` accepts.
 #[pyfunction]
 fn precisions() -> Vec<&'static str> {
@@ -123,5 +130,5 @@ mod rill_module {
     #[pymodule_export]
     use super::stream::Stream;
     #[pymodule_export]
-    use super::{check_controls, isa, precisions, synth_checkpoint};
+    use super::{check_controls, conditioning_tokens, isa, precisions, synth_checkpoint};
 }
