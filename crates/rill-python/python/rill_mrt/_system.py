@@ -42,6 +42,38 @@ def _ints(value: Any, key: str, n: int) -> List[int]:
     return [int(v) for v in arr]
 
 
+_SIZES = ("mrt2_small", "mrt2_base")
+
+
+def _upstream_checkpoint(path: str) -> str:
+    """A relative name that is not a file here is looked up as upstream does, in
+    ``$MAGENTA_HOME/magenta-rt-v2/checkpoints`` (default ``~/Documents/Magenta/…``)."""
+    if os.path.exists(path) or os.path.isabs(path):
+        return path
+    base = os.environ.get("MAGENTA_HOME") or os.path.join(os.path.expanduser("~"), "Documents", "Magenta")
+    candidate = os.path.join(base, "magenta-rt-v2", "checkpoints", path)
+    return candidate if os.path.exists(candidate) else path
+
+
+def _bits_precision(bits: Optional[int], group: Optional[int], precision: Optional[str]) -> Optional[str]:
+    """Upstream's ``bits=`` / ``quantize_group_size=`` as a rill precision."""
+    if precision is not None:
+        raise ValueError("give either precision= or upstream's bits=, not both")
+    if bits is None or bits >= 32:
+        name, default_group = None, None
+    elif bits == 8:
+        name, default_group = "int8", 64
+    elif bits == 4:
+        name, default_group = "int4", 32
+    else:
+        raise ValueError(f"bits={bits} is not supported: 8 (int8, group 64), 4 (int4, group 32) or None")
+    if group is not None and group != default_group:
+        raise ValueError(
+            f"quantize_group_size={group} is not supported with bits={bits} (rill uses {default_group})"
+        )
+    return name
+
+
 def _check_int(value: Any, what: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{what} must be an integer, got {value!r}")
@@ -73,6 +105,11 @@ class MagentaRT2:
       threads: worker threads (default ``$RILL_THREADS`` or all cores).
       codec: SpectroStream decoder weights: ``"f32"`` (exact), ``"i16"`` or ``"f16"``
         (faster early layers, ≈86 / ≈64 dB SNR).
+      bits, quantize_group_size: upstream's quantisation arguments, accepted for
+        compatibility (``bits=8`` is ``precision="int8"``, ``bits=4`` ``"int4"``).
+        Unlike upstream, the default is unquantised f32. Also as upstream, a size name
+        as ``checkpoint`` selects the size, and a relative file name that is not a
+        file here is looked up in upstream's checkpoints directory.
       style_model: an upstream ``magenta_rt.musiccoca.MusicCoCa`` (or anything with
         its ``embed``/``tokenize``) for :meth:`embed_style` and float embeddings in
         the conditioning; created on first use when ``magenta_rt`` is installed.
@@ -90,7 +127,18 @@ class MagentaRT2:
         threads: Optional[int] = None,
         codec: str = "f32",
         style_model: Any = None,
+        *,
+        bits: Optional[int] = None,
+        quantize_group_size: Optional[int] = None,
     ):
+        # Upstream compatibility: MagentaRT2System("mrt2_base") names a size, and
+        # checkpoint="NAME.safetensors" a file in upstream's checkpoints directory.
+        if isinstance(checkpoint, str) and checkpoint in _SIZES and not os.path.exists(checkpoint):
+            size, checkpoint = checkpoint, None
+        if checkpoint is not None:
+            checkpoint = _upstream_checkpoint(os.fspath(checkpoint))
+        if bits is not None or quantize_group_size is not None:
+            precision = _bits_precision(bits, quantize_group_size, precision)
         self.temperature = temperature
         self.top_k = top_k
         self.cfg_scales = dict(cfg_scales) if cfg_scales else dict(DEFAULT_CFG_SCALES)
@@ -103,8 +151,7 @@ class MagentaRT2:
                 raise ValueError(f"the thread count must be at least 1, got {threads}")
         # Invalid sampling defaults fail here, before the (slow) load.
         _rill.check_controls(self._controls(None, None, None, None))
-        path = None if checkpoint is None else os.fspath(checkpoint)
-        self._model = _rill.Model(path, size, precision, codec, threads)
+        self._model = _rill.Model(checkpoint, size, precision, codec, threads)
         self._style_model = style_model
 
     # --- properties ------------------------------------------------------------

@@ -118,3 +118,16 @@ def test_default_location_is_found(checkpoint, tmp_path, monkeypatch):
     m = rill_mrt.MagentaRT2(threads=1)
     assert m.checkpoint == str(d / "mrt2_small.safetensors")
     assert m.threads.startswith("sequential")
+    # Upstream's spellings: a size name first, or a file name in its checkpoints directory.
+    monkeypatch.chdir(tmp_path)
+    assert rill_mrt.MagentaRT2System("mrt2_small", threads=1).checkpoint == m.checkpoint
+    assert rill_mrt.MagentaRT2(checkpoint="mrt2_small.safetensors", threads=1).checkpoint == m.checkpoint
+
+
+def test_upstream_quantisation_arguments(checkpoint):
+    with pytest.raises(ValueError, match="bits=3"):
+        rill_mrt.MagentaRT2(checkpoint=checkpoint, bits=3)
+    with pytest.raises(ValueError, match="quantize_group_size=128"):
+        rill_mrt.MagentaRT2(checkpoint=checkpoint, bits=8, quantize_group_size=128)
+    with pytest.raises(ValueError, match="not both"):
+        rill_mrt.MagentaRT2(checkpoint=checkpoint, bits=8, precision="int8")
