@@ -12,8 +12,9 @@ use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
 use rill_codec::{Codec, CodecState};
 use rill_io::{Array, Data, Npz};
 use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
-use rill_mrt2::session_file;
+use rill_mrt2::session_file::{self, ModelId};
 use rill_mrt2::{Mrt2, Mrt2Config, Precision};
+use rill_stream::Snapshot;
 
 pub mod seeds;
 
@@ -121,21 +122,38 @@ pub fn tiny_config() -> Mrt2Config {
     }
 }
 
-/// Session-file loading: whatever `read` accepts is safe to hand to a session.
+/// The model a fuzzed state file is checked against: the tiny shapes, and the
+/// precision and weights fingerprint the file names, so the fuzzer gets past
+/// those checks to the fields.
+pub fn tiny_id(ckpt: &Checkpoint) -> ModelId {
+    let meta = ckpt.metadata();
+    ModelId {
+        config: tiny_config(),
+        precision: meta
+            .get("precision")
+            .and_then(|p| Precision::from_name(p))
+            .unwrap_or_default(),
+        weights: meta
+            .get("weights")
+            .and_then(|w| u64::from_str_radix(w, 16).ok())
+            .unwrap_or(0),
+    }
+}
+
+/// State-file loading, both layers: whatever `session_file::read` accepts is safe
+/// to hand to a session, and whatever `Snapshot::from_bytes_for` accepts (the
+/// stream part, then the codec arrays against a zero-weight codec) is a valid
+/// snapshot that writes back to a file reading the same.
 pub fn session_file(data: &[u8]) {
-    let Ok(ckpt) = Checkpoint::from_bytes("fuzz.rillsession", data.to_vec()) else {
+    let Ok(ckpt) = Checkpoint::from_bytes("fuzz.state", data.to_vec()) else {
         return;
     };
-    let config = tiny_config();
-    // The precision the file names, so the fuzzer gets past that check.
-    let precision = ckpt
-        .metadata()
-        .get("precision")
-        .and_then(|p| Precision::from_name(p))
-        .unwrap_or_default();
-    let Ok(d) = session_file::read(&ckpt, &config, precision) else {
+    let id = tiny_id(&ckpt);
+    let config = id.config;
+    let Ok(d) = session_file::read(&ckpt, &id) else {
         return;
     };
+    drop(ckpt);
     let ring = config.dims.temporal.layers * config.dims.window * config.temporal_inner();
     let st = &d.state;
     for v in [&st.self_k, &st.self_v, &st.cross_k, &st.cross_v] {
@@ -151,11 +169,25 @@ pub fn session_file(data: &[u8]) {
     assert!((1..=VOCAB).contains(&p.top_k));
     assert!(d.conditioning.style.iter().flatten().all(|&c| c < 1024));
     let _ = d.conditioning.tokens();
+
+    let codec = zero_codec();
+    let Ok(snap) = Snapshot::from_bytes_for(data, &id, codec) else {
+        return;
+    };
+    assert_eq!(snap.conditioning().notes, d.conditioning.notes);
+    for (k, &t) in snap.pending.iter().flatten().enumerate() {
+        let lo = (RESERVED + LEVEL * k) as u32;
+        assert!((lo..lo + LEVEL as u32).contains(&t));
+    }
+    let again = Snapshot::from_bytes_for(&snap.to_bytes_for(&id), &id, codec)
+        .expect("a snapshot's own bytes read back");
+    assert!(again == snap, "a snapshot changed through its bytes");
 }
 
 /// A codec with all-zero weights, built in memory (the state's shapes depend only on
 /// the layer shapes), with one stream state reused across runs.
 struct CodecFixture {
+    codec: Codec,
     /// The state of a fresh stream: what every run edits.
     template: Vec<StateArray>,
     /// The reused state and what it holds (the last accepted import).
@@ -193,10 +225,16 @@ fn codec_fixture() -> &'static CodecFixture {
         let state = codec.new_state();
         let template = state.export();
         CodecFixture {
+            codec,
             state: Mutex::new((state, template.clone())),
             template,
         }
     })
+}
+
+/// The zero-weight codec of the fixture (the state's shapes are the real ones).
+pub fn zero_codec() -> &'static Codec {
+    &codec_fixture().codec
 }
 
 /// Reads little-endian values off the fuzz input; zeros once it runs out.

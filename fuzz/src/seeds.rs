@@ -13,7 +13,7 @@ use rill_checkpoint::{Dtype, ModelKind};
 use rill_io::{Array, Data};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::SamplingParams;
-use rill_mrt2::session_file::SessionData;
+use rill_mrt2::session_file::{ModelId, SessionData};
 use rill_mrt2::{LmState, Precision, LEVELS};
 
 /// One seed: target, file name, bytes.
@@ -209,6 +209,21 @@ fn checkpoint_seeds() -> Vec<Seed> {
     out
 }
 
+/// The stream part of a state file (see `rill_stream`'s `state.rs`): notes 60 and
+/// 64 sustained in onset mode 0, which gives the pianoroll `session` stores.
+fn stream_json(pending: Option<[u32; LEVELS]>) -> String {
+    let mut notes = vec![0u8; 128];
+    notes[60] = 2;
+    notes[64] = 1;
+    serde_json::json!({
+        "pending": pending.map(|p| p.to_vec()),
+        "notes": notes,
+        "onset_mode": 0,
+        "unmask_width": 0,
+    })
+    .to_string()
+}
+
 fn session(frame: u64) -> SessionData {
     let c = crate::tiny_config();
     let n = c.dims.temporal.layers * c.dims.window * c.temporal_inner();
@@ -234,48 +249,46 @@ fn session(frame: u64) -> SessionData {
         },
         sampling: SamplingParams::default(),
         conditioning,
+        // One codec array: the full codec state is megabytes, too big for a seed
+        // (the `codec_state` target fuzzes its import).
         extra: if frame == 0 {
             vec![]
         } else {
-            vec![("lookahead/countdown".into(), vec![1], vec![4.0])]
+            vec![("codec/lookahead/countdown".into(), vec![1], vec![4.0])]
         },
+        meta: vec![("stream".into(), stream_json((frame > 0).then_some(prev)))],
     }
 }
 
 fn session_seeds() -> Vec<Seed> {
-    let c = crate::tiny_config();
     let write = |d: &SessionData, precision| {
-        written("s.rillsession", |p| {
-            d.write(p, &c, precision).expect("writing a session")
-        })
+        let id = ModelId {
+            config: crate::tiny_config(),
+            precision,
+            weights: 0x5eed_0000_0000_0001,
+        };
+        d.to_bytes(&id).expect("writing a state file")
     };
     let mut greedy = session(0);
     greedy.sampling.temperature = 0.0;
     greedy.conditioning.style = None;
     let mut bad_t = session(3);
     bad_t.sampling.temperature = f32::NAN;
-    vec![
-        (
-            "session_file",
-            "fresh.rillsession".into(),
-            write(&session(0), Precision::F32),
-        ),
-        (
-            "session_file",
-            "mid_stream.rillsession".into(),
-            write(&session(45), Precision::F32),
-        ),
-        (
-            "session_file",
-            "greedy_int8.rillsession".into(),
-            write(&greedy, Precision::Int8),
-        ),
-        (
-            "session_file",
-            "nan_temperature.rillsession".into(),
-            write(&bad_t, Precision::F32),
-        ),
+    let mut lm_only = session(2);
+    lm_only.meta.clear();
+    let mut mismatch = session(2);
+    mismatch.conditioning.notes[64] = rill_mrt2::conditioning::NoteValue::Off;
+    [
+        ("fresh", write(&session(0), Precision::F32)),
+        ("mid_stream", write(&session(45), Precision::F32)),
+        ("greedy_int8", write(&greedy, Precision::Int8)),
+        ("nan_temperature", write(&bad_t, Precision::F32)),
+        ("lm_only", write(&lm_only, Precision::F32)),
+        ("notes_mismatch", write(&mismatch, Precision::F32)),
     ]
+    .into_iter()
+    .map(|(n, b)| ("session_file", format!("{n}.state"), b))
+    .collect()
 }
 
 fn codec_state_seeds() -> Vec<Seed> {

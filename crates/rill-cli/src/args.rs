@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use rill_mrt2::conditioning::{CfgScales, Conditioning};
+use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
 use rill_mrt2::Precision;
 use rill_stream::{StagePools, Stages};
@@ -151,11 +151,13 @@ pub enum OnOff {
 }
 
 /// Style, notes, drums, CFG and sampling controls (defaults = upstream Python's).
+/// The values are options so that `generate --resume` can tell a flag given from
+/// its default: there the state file's value is the default.
 #[derive(Debug, Clone, Args)]
 pub struct ControlArgs {
-    /// Sampler seed (upstream's default key is 42).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// Sampler seed [default: 42, upstream's key].
+    #[arg(long)]
+    pub seed: Option<u64>,
 
     /// 12 MusicCoCa style codes 0..1023, comma-separated (default: masked, no style).
     #[arg(long, value_name = "C0,...,C11")]
@@ -170,25 +172,25 @@ pub struct ControlArgs {
     #[arg(long, value_enum)]
     pub drums: Option<OnOff>,
 
-    /// Sampling temperature (scales the Gumbel noise; 0 = greedy).
-    #[arg(long, default_value_t = 1.3, allow_negative_numbers = true)]
-    pub temperature: f32,
+    /// Sampling temperature (scales the Gumbel noise; 0 = greedy) [default: 1.3].
+    #[arg(long, allow_negative_numbers = true)]
+    pub temperature: Option<f32>,
 
-    /// Keep only the K most likely tokens per step (1..=12294; ≥ 1024 keeps all).
-    #[arg(long, default_value_t = 40)]
-    pub top_k: usize,
+    /// Keep only the K most likely tokens per step (1..=12294; ≥ 1024 keeps all) [default: 40].
+    #[arg(long)]
+    pub top_k: Option<usize>,
 
-    /// Classifier-free guidance of the style (binned to 0.2 steps in -1..7, as upstream).
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
-    pub cfg_musiccoca: f64,
+    /// Classifier-free guidance of the style (binned to 0.2 steps in -1..7, as upstream) [default: 3].
+    #[arg(long, allow_negative_numbers = true)]
+    pub cfg_musiccoca: Option<f64>,
 
-    /// Classifier-free guidance of the notes (binned to 0.2 steps in -1..7).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    pub cfg_notes: f64,
+    /// Classifier-free guidance of the notes (binned to 0.2 steps in -1..7) [default: 1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub cfg_notes: Option<f64>,
 
-    /// Classifier-free guidance of the drums (binned to whole steps in -1..7).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    pub cfg_drums: f64,
+    /// Classifier-free guidance of the drums (binned to whole steps in -1..7) [default: 1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub cfg_drums: Option<f64>,
 }
 
 /// Parses `--style-codes`: exactly 12 integers 0..1023.
@@ -233,50 +235,70 @@ pub fn parse_notes(s: &str) -> Result<Vec<u8>> {
 }
 
 impl ControlArgs {
+    /// `--seed`, or upstream's default key 42.
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or(rill_mrt2::DEFAULT_SEED)
+    }
+
+    /// The `--notes` pitches, if given.
+    pub fn held_notes(&self) -> Result<Option<Vec<u8>>> {
+        self.notes.as_deref().map(parse_notes).transpose()
+    }
+
+    /// The controls from the flags over the defaults.
     pub fn conditioning(&self) -> Result<Conditioning> {
-        for (name, v) in [
-            ("--cfg-musiccoca", self.cfg_musiccoca),
-            ("--cfg-notes", self.cfg_notes),
-            ("--cfg-drums", self.cfg_drums),
+        self.conditioning_over(&Conditioning::default())
+    }
+
+    /// The controls with every flag given replacing its part of `base` (the
+    /// pianoroll only when --notes is given).
+    pub fn conditioning_over(&self, base: &Conditioning) -> Result<Conditioning> {
+        let mut c = base.clone();
+        for (name, v, dst) in [
+            ("--cfg-musiccoca", self.cfg_musiccoca, &mut c.cfg.musiccoca),
+            ("--cfg-notes", self.cfg_notes, &mut c.cfg.notes),
+            ("--cfg-drums", self.cfg_drums, &mut c.cfg.drums),
         ] {
-            if !v.is_finite() {
-                bail!("{name} must be a finite number, got {v}");
+            if let Some(v) = v {
+                if !v.is_finite() {
+                    bail!("{name} must be a finite number, got {v}");
+                }
+                *dst = v;
             }
         }
-        let mut c = Conditioning {
-            style: self
-                .style_codes
-                .as_deref()
-                .map(parse_style_codes)
-                .transpose()?,
-            drums: self.drums.map(|d| d == OnOff::On),
-            cfg: CfgScales {
-                musiccoca: self.cfg_musiccoca,
-                notes: self.cfg_notes,
-                drums: self.cfg_drums,
-            },
-            ..Default::default()
-        };
-        if let Some(n) = &self.notes {
-            c = c.with_held_notes(&parse_notes(n)?)?;
+        if let Some(s) = self.style_codes.as_deref() {
+            c.style = Some(parse_style_codes(s)?);
+        }
+        if let Some(d) = self.drums {
+            c.drums = Some(d == OnOff::On);
+        }
+        if let Some(n) = self.held_notes()? {
+            c = c.with_held_notes(&n)?;
         }
         Ok(c)
     }
 
+    /// The sampling settings from the flags over the defaults.
     pub fn sampling(&self) -> Result<SamplingParams> {
-        if !self.temperature.is_finite() || self.temperature < 0.0 {
+        self.sampling_over(SamplingParams::default())
+    }
+
+    /// The sampling settings with every flag given replacing its part of `base`.
+    pub fn sampling_over(&self, base: SamplingParams) -> Result<SamplingParams> {
+        let p = SamplingParams {
+            temperature: self.temperature.unwrap_or(base.temperature),
+            top_k: self.top_k.unwrap_or(base.top_k),
+        };
+        if !p.temperature.is_finite() || p.temperature < 0.0 {
             bail!(
                 "--temperature must be a finite number ≥ 0, got {}",
-                self.temperature
+                p.temperature
             );
         }
-        if !(1..=VOCAB).contains(&self.top_k) {
-            bail!("--top-k must be in 1..={VOCAB}, got {}", self.top_k);
+        if !(1..=VOCAB).contains(&p.top_k) {
+            bail!("--top-k must be in 1..={VOCAB}, got {}", p.top_k);
         }
-        Ok(SamplingParams {
-            temperature: self.temperature,
-            top_k: self.top_k,
-        })
+        Ok(p)
     }
 }
 

@@ -6,8 +6,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rill_io::{Array, Data};
+use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{FrameTrace, LEVELS};
-use rill_stream::{FramePipeline, StepReport};
+use rill_stream::{FramePipeline, NoteTracker, Snapshot, StepReport};
 
 use crate::args::{ControlArgs, ModelArgs, MAX_FRAMES, MAX_SECONDS};
 use crate::dump::Dump;
@@ -34,7 +36,7 @@ pub struct GenerateArgs {
     pub seconds: Option<f64>,
 
     /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
-    /// upstream's streaming decoder emits them (its lookahead latency).
+    /// upstream's streaming decoder emits them (its lookahead latency; not with --resume).
     /// Default when no other output is asked for: rill_output.wav (never
     /// overwriting an existing default file).
     #[arg(short = 'o', long, value_name = "FILE.wav")]
@@ -59,6 +61,23 @@ pub struct GenerateArgs {
     /// Only generate tokens (no audio); implied when only --tokens-out is given.
     #[arg(long)]
     pub no_audio: bool,
+
+    /// After the last frame, write the whole stream state (language model, codec,
+    /// controls, sampling, note state) to this file, for --resume. The codec runs
+    /// even when no audio is written, since its state is part of the file.
+    #[arg(long, value_name = "FILE.state")]
+    pub save_state: Option<PathBuf>,
+
+    /// Continue the stream saved by --save-state: the next --frames/--seconds
+    /// frames, bit-identical to one longer run. The saved controls, sampling and
+    /// sampler key are the defaults; each control flag given replaces its value
+    /// (--notes the held set, --seed a new sampler key from that seed). The file
+    /// must come from the same checkpoint and --precision; use the same --codec
+    /// for identical audio. The WAV holds the new frames as the decoder emits them:
+    /// no silent first block (it ends the saved run's last frame), so the saved
+    /// run's WAV followed by this one equals the longer run's WAV.
+    #[arg(long, value_name = "FILE.state")]
+    pub resume: Option<PathBuf>,
 }
 
 fn default_output() -> PathBuf {
@@ -73,8 +92,9 @@ fn default_output() -> PathBuf {
 }
 
 pub fn run(args: GenerateArgs) -> Result<()> {
-    let cond = args.controls.conditioning()?;
-    let sampling = args.controls.sampling()?;
+    // Checked once before any work; applied over the resumed state further down.
+    args.controls.conditioning()?;
+    args.controls.sampling()?;
     let forced = match &args.force_tokens {
         Some(p) => Some(read_tokens(p)?),
         None => None,
@@ -101,6 +121,9 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         (None, None, Some(f)) => f.len(),
         (None, None, None) => bail!("say how much to generate: --frames N or --seconds S"),
     };
+    if args.no_audio && args.save_state.is_some() {
+        bail!("--no-audio and --save-state contradict each other: the state includes the codec's");
+    }
     if args.no_audio && args.output.is_some() {
         bail!("--no-audio and -o contradict each other");
     }
@@ -115,6 +138,8 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         (None, true) => None,
     };
     let want_audio = wav_path.is_some() || (args.dump.is_some() && !args.no_audio);
+    // The codec steps whenever its state is saved, and is loaded to check a resumed one.
+    let run_codec = want_audio || args.save_state.is_some();
 
     // Reserve every output before any work, so a bad path fails in a second.
     let mut wav = wav_path.as_deref().map(WavOut::create).transpose()?;
@@ -124,13 +149,18 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         .map(PendingFile::reserve)
         .transpose()?;
     let dump_out = args.dump.as_deref().map(PendingFile::reserve).transpose()?;
+    let state_out = args
+        .save_state
+        .as_deref()
+        .map(PendingFile::reserve)
+        .transpose()?;
 
     let path = model_source::resolve(&args.model)?;
     let pools = args.model.pools()?;
     let (ckpt, _) = model_source::open(&path)?;
     let precision = model_source::precision(&args.model, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
-    let codec = if want_audio {
+    let codec = if run_codec || args.resume.is_some() {
         Some(model_source::load_codec(
             &ckpt,
             model_source::codec_precision(&args.model, precision, false),
@@ -139,15 +169,43 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         None
     };
     drop(ckpt);
+    let resumed = match (&args.resume, &codec) {
+        (Some(p), Some(c)) => Some(Snapshot::load(p, &lm, c)?),
+        _ => None,
+    };
+    let codec = codec.filter(|_| run_codec);
     eprintln!(
         "{} kernels, {}",
         rill_kernels::isa::active(),
         pools.describe()
     );
 
-    let mut pipe = FramePipeline::new(lm.clone(), codec, args.controls.seed, &pools);
+    let mut pipe = FramePipeline::new(lm.clone(), codec, args.controls.seed(), &pools);
+    // The controls: the defaults or the resumed state's, each flag given replacing
+    // its value. The note state steps as a live stream's does (a held chord is
+    // "on" in every frame).
+    let (mut notes, base, base_sampling) = match &resumed {
+        Some(s) => (s.notes.clone(), s.conditioning(), s.sampling),
+        None => (
+            NoteTracker::default(),
+            Conditioning::default(),
+            SamplingParams::default(),
+        ),
+    };
+    if let Some(held) = args.controls.held_notes()? {
+        notes.set_held(&held)?;
+    }
+    let mut cond = args.controls.conditioning_over(&base)?;
+    cond.notes = notes.values();
+    if let Some(s) = &resumed {
+        pipe.restore(s)?;
+        if let Some(seed) = args.controls.seed {
+            pipe.session_mut().set_key(sampler::key(seed));
+        }
+    }
     pipe.session_mut().set_conditioning(&cond, pools.lm())?;
-    pipe.session_mut().set_sampling(sampling)?;
+    pipe.session_mut()
+        .set_sampling(args.controls.sampling_over(base_sampling)?)?;
     pipe.keep_stft(args.dump.is_some());
 
     let mut dump = args
@@ -157,6 +215,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     let mut trace = FrameTrace::default();
     let mut all_tokens: Vec<[u32; LEVELS]> = Vec::with_capacity(frames);
     let mut nonfinite = 0usize;
+    let mut written = 0usize;
     let mut timings = Timings::default();
 
     let bar = progress::frames_bar(frames as u64, "generating");
@@ -168,6 +227,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
                     timings: &mut Timings|
      -> Result<()> {
         if r.decoded {
+            written += 1;
             nonfinite += r.nonfinite;
             timings.codec.push(r.codec_time);
             if let Some(w) = wav.as_mut() {
@@ -179,7 +239,16 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         }
         Ok(())
     };
+    // A live stream's state can hold one frame the LM made and the codec has not
+    // decoded (two stages); it comes first. (--save-state writes none.)
+    if let Some(r) = pipe.flush(&pools) {
+        emit(&pipe, &r, &mut dump, &mut timings)?;
+    }
     for n in 0..frames {
+        if notes.values() != cond.notes {
+            cond.notes = notes.values();
+            pipe.session_mut().set_conditioning(&cond, pools.lm())?;
+        }
         let tr = dump.is_some().then_some(&mut trace);
         let r = match &forced {
             Some(f) => pipe
@@ -187,6 +256,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
                 .with_context(|| format!("--force-tokens row {n}"))?,
             None => pipe.step(tr, &pools),
         };
+        notes.advance();
         timings.lm.push(r.lm_time);
         all_tokens.push(r.tokens);
         emit(&pipe, &r, &mut dump, &mut timings)?;
@@ -207,6 +277,14 @@ pub fn run(args: GenerateArgs) -> Result<()> {
 
     if let Some(w) = wav {
         w.finish()?;
+    }
+    if let Some(p) = state_out {
+        let snap = pipe
+            .snapshot(&notes)
+            .context("the codec runs whenever the state is saved")?;
+        std::fs::write(p.partial_path(), snap.to_bytes(&lm))
+            .with_context(|| format!("writing {}", p.partial_path().display()))?;
+        p.commit()?;
     }
     if let Some(p) = tokens_out {
         let flat: Vec<i32> = all_tokens.iter().flatten().map(|&t| t as i32).collect();
@@ -233,7 +311,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         eprintln!(
             "wrote {} ({:.2} s of 48 kHz stereo audio)",
             p.display(),
-            frames as f64 * 0.04
+            written as f64 * 0.04
         );
     }
     if let Some(p) = &args.tokens_out {
@@ -241,6 +319,13 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     }
     if let Some(p) = &args.dump {
         eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &args.save_state {
+        eprintln!(
+            "wrote {} (stream state after frame {})",
+            p.display(),
+            pipe.session().state().frame
+        );
     }
     Ok(())
 }

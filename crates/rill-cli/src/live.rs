@@ -118,8 +118,8 @@ pub fn initial_controls(c: &ControlArgs) -> Result<Vec<Control>> {
         Control::Temperature(p.temperature),
         Control::TopK(p.top_k),
     ];
-    if let Some(n) = &c.notes {
-        v.push(Control::HeldNotes(crate::args::parse_notes(n)?));
+    if let Some(n) = c.held_notes()? {
+        v.push(Control::HeldNotes(n));
     }
     Ok(v)
 }

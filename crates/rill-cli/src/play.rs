@@ -75,7 +75,7 @@ pub fn run(args: PlayArgs) -> Result<()> {
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(&args.model, Some(1))?;
     let mut stream = loaded.engine.open(StreamConfig {
-        seed: args.controls.seed,
+        seed: args.controls.seed(),
         buffer_frames: args.live.buffer_frames(),
         initial,
         record: wav.is_some(),

@@ -125,7 +125,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
     let mut streams = (0..args.streams)
         .map(|i| {
             loaded.engine.open(StreamConfig {
-                seed: args.controls.seed.wrapping_add(i as u64),
+                seed: args.controls.seed().wrapping_add(i as u64),
                 buffer_frames: args.live.buffer_frames(),
                 initial: initial.clone(),
                 record: false,

@@ -14,11 +14,13 @@
 //!   (0 idle, 1 onset, 2 sustain, 3 onset released) and the tracker's settings.
 //!
 //! The stored conditioning's pianoroll must be what the stored note tracker gives.
-//! Anything else in the file is an error; every error names the field.
+//! Anything else in the file is an error; every error names the field. The codec
+//! arrays are checked last (the `codec_state` fuzz target covers their import; the
+//! `session_file` one, on small files, everything before it).
 
 use std::path::{Path, PathBuf};
 
-use rill_checkpoint::Checkpoint;
+use rill_checkpoint::{Checkpoint, CheckpointError};
 use rill_codec::Codec;
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
@@ -52,6 +54,10 @@ impl Snapshot {
     /// The snapshot as the bytes of a state file for the model `lm` (which records
     /// its model, precision and weights fingerprint).
     pub fn to_bytes(&self, lm: &Mrt2) -> Vec<u8> {
+        self.to_bytes_for(&ModelId::of(lm))
+    }
+
+    fn data(&self) -> SessionData {
         let extra = self
             .codec
             .export()
@@ -64,29 +70,57 @@ impl Snapshot {
             "onset_mode": self.notes.onset_mode,
             "unmask_width": self.notes.unmask_width,
         });
-        let data = SessionData {
+        SessionData {
             state: self.lm.clone(),
             sampling: self.sampling,
             conditioning: self.conditioning(),
             extra,
             meta: vec![(STREAM.to_string(), stream.to_string())],
-        };
-        // The names are this module's (`codec/…`, `stream`), never the format's
-        // own, and the codec exports shapes that match its values.
-        data.to_bytes(&ModelId::of(lm))
-            .expect("a snapshot's arrays and names are always writable")
+        }
     }
 
     /// Reads a state file's bytes (untrusted: every field is validated, see the
     /// module doc) for the model `lm` and the codec `codec`.
     pub fn from_bytes(bytes: &[u8], lm: &Mrt2, codec: &Codec) -> Result<Snapshot, ModelError> {
-        parse(Path::new(BYTES_NAME), bytes.to_vec(), lm, codec)
+        parse(
+            Path::new(BYTES_NAME),
+            bytes.to_vec(),
+            &ModelId::of(lm),
+            codec,
+        )
+    }
+
+    /// As [`Snapshot::to_bytes`], for a model known by its [`ModelId`] only.
+    pub fn to_bytes_for(&self, id: &ModelId) -> Vec<u8> {
+        self.data()
+            .to_bytes(id)
+            // The names are this module's (`codec/…`, `stream`), never the format's
+            // own, and the codec exports shapes that match its values.
+            .expect("a snapshot's arrays and names are always writable")
+    }
+
+    /// As [`Snapshot::from_bytes`], for a model known by its [`ModelId`] only
+    /// (what the fuzz target runs, on a tiny model shape).
+    pub fn from_bytes_for(
+        bytes: &[u8],
+        id: &ModelId,
+        codec: &Codec,
+    ) -> Result<Snapshot, ModelError> {
+        parse(Path::new(BYTES_NAME), bytes.to_vec(), id, codec)
     }
 
     /// Writes the state file atomically (`PATH.partial`, renamed when complete).
     pub fn save(&self, path: &Path, lm: &Mrt2) -> Result<(), ModelError> {
-        rill_checkpoint::writer::write_bytes(path, &self.to_bytes(lm))?;
-        Ok(())
+        rill_checkpoint::writer::write_bytes(path, &self.to_bytes(lm)).map_err(|e| {
+            let reason = match e {
+                CheckpointError::Io { source, .. } => format!("cannot write it: {source}"),
+                other => other.to_string(),
+            };
+            ModelError::SessionFile {
+                path: path.to_path_buf(),
+                reason,
+            }
+        })
     }
 
     /// Reads and validates a state file written by [`Snapshot::save`].
@@ -95,17 +129,22 @@ impl Snapshot {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        parse(path, bytes, lm, codec)
+        parse(path, bytes, &ModelId::of(lm), codec)
     }
 }
 
-fn parse(path: &Path, bytes: Vec<u8>, lm: &Mrt2, codec: &Codec) -> Result<Snapshot, ModelError> {
+fn parse(path: &Path, bytes: Vec<u8>, id: &ModelId, codec: &Codec) -> Result<Snapshot, ModelError> {
     let err = |reason: String| ModelError::SessionFile {
         path: PathBuf::from(path),
         reason,
     };
-    let ckpt = Checkpoint::from_bytes(path, bytes)?;
-    let data = session_file::read(&ckpt, &ModelId::of(lm))?;
+    let ckpt = Checkpoint::from_bytes(path, bytes).map_err(|e| match e {
+        CheckpointError::NotSafetensors { reason, .. } => err(format!(
+            "not a readable state file ({reason}); it may be truncated or corrupt"
+        )),
+        other => ModelError::from(other),
+    })?;
+    let data = session_file::read(&ckpt, id)?;
     drop(ckpt);
 
     let mut stream = None;
@@ -120,6 +159,15 @@ fn parse(path: &Path, bytes: Vec<u8>, lm: &Mrt2, codec: &Codec) -> Result<Snapsh
             "metadata has no {STREAM} part: a language-model session file (Session::save), not a stream state"
         ))
     })?;
+    let (pending, notes) = parse_stream(stream, data.state.frame).map_err(err)?;
+    let values = notes.values();
+    if let Some(p) = (0..values.len()).find(|&p| values[p] != data.conditioning.notes[p]) {
+        return Err(err(format!(
+            "conditioning.notes[{p}] is {}, but the note tracker gives {} for pitch {p}",
+            data.conditioning.notes[p].raw(),
+            values[p].raw()
+        )));
+    }
     let mut arrays = Vec::with_capacity(data.extra.len());
     for (name, shape, v) in data.extra {
         let Some(short) = name.strip_prefix(CODEC) else {
@@ -134,15 +182,6 @@ fn parse(path: &Path, bytes: Vec<u8>, lm: &Mrt2, codec: &Codec) -> Result<Snapsh
         .import(&arrays)
         .map_err(|e| err(format!("codec state: {e}")))?;
 
-    let (pending, notes) = parse_stream(stream, data.state.frame).map_err(err)?;
-    let values = notes.values();
-    if let Some(p) = (0..values.len()).find(|&p| values[p] != data.conditioning.notes[p]) {
-        return Err(err(format!(
-            "conditioning.notes[{p}] is {}, but the note tracker gives {} for pitch {p}",
-            data.conditioning.notes[p].raw(),
-            values[p].raw()
-        )));
-    }
     let c = data.conditioning;
     Ok(Snapshot {
         lm: data.state,
