@@ -25,8 +25,12 @@ pub struct ModelArgs {
 
     /// Weight precision of the language model: f32 (parity with upstream's fp32
     /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
-    /// int8 (MLX affine g64, upstream's default quantisation), int4 (affine g32),
-    /// lut4 (4-bit palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
+    /// mlx-int8 (upstream's default app exactly: bf16 weights quantised by MLX g64
+    /// 8-bit, embeddings included, with MLX's CPU bf16 arithmetic — the same music as
+    /// upstream's int8, ≈2× slower than int8), int8 (rill's fast int8: the same MLX
+    /// g64 quantiser on the f32 weights with f32 math, closer to f32 than upstream's
+    /// int8), int4 (affine g32), lut4 (4-bit palettes per 16 rows) or mixed (temporal
+    /// 4-bit palettes, the rest int8).
     /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was made for.
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
@@ -125,6 +129,8 @@ pub enum CodecArg {
 pub enum PrecisionArg {
     F32,
     Bf16,
+    #[value(name = "mlx-int8")]
+    MlxInt8,
     Int8,
     Int4,
     Lut4,
@@ -136,6 +142,7 @@ impl From<PrecisionArg> for Precision {
         match p {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::MlxInt8 => Precision::MlxInt8,
             PrecisionArg::Int8 => Precision::Int8,
             PrecisionArg::Int4 => Precision::Int4,
             PrecisionArg::Lut4 => Precision::Lut4,

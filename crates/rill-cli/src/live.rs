@@ -88,7 +88,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
 fn faster_advice(p: Precision, codec: rill_codec::CodecPrecision) -> String {
     let mut tips = Vec::new();
     match p {
-        Precision::F32 | Precision::Bf16 => tips.push("--precision int8"),
+        Precision::F32 | Precision::Bf16 | Precision::MlxInt8 => tips.push("--precision int8"),
         Precision::Int8 | Precision::Int4 => tips.push("--precision mixed"),
         Precision::Lut4 | Precision::Mixed => {}
     }

@@ -112,7 +112,7 @@ async fn overload(args: OverloadArgs) -> Result<()> {
                 }
                 held.push(ws);
             }
-            Err(_) => refused_http += 1, // the connection cap (HTTP 503)
+            Err(_) => refused_http += 1, // the upgrade rate (429) or connection cap (503)
         }
     }
     // 3. The flood: short-lived connections, 8 at a time.
@@ -155,10 +155,10 @@ async fn overload(args: OverloadArgs) -> Result<()> {
     // 4. Report the admitted streams, then close everything.
     println!(
         "admitted {capacity} stream(s); {extra} more listeners: {busy} refused busy, \
-         {refused_http} refused at the connection cap, {admitted_wrongly} not refused"
+         {refused_http} refused over HTTP (upgrade rate 429 / connection cap 503), {admitted_wrongly} not refused"
     );
     println!(
-        "flood: {} connect/start/close cycles in {flood_s:.1} s ({} refused at the connection cap)",
+        "flood: {} connect/start/close cycles in {flood_s:.1} s ({} refused over HTTP: upgrade rate or connection cap)",
         flood_done.load(Ordering::Relaxed),
         flood_failed.load(Ordering::Relaxed)
     );

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use rill_server::limits::{Origin, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT};
+use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
 use crate::args::ModelArgs;
@@ -31,6 +32,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECTIONS_LIMIT as u64))]
     pub max_connections: u64,
 
+    /// Most new WebSockets per second, sustained, with bursts of as many
+    /// (1..=100000); past it an upgrade gets HTTP 429 with Retry-After, so a
+    /// connect flood cannot take the CPU the admitted streams need.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_UPGRADES_PER_SECOND,
+          value_parser = clap::value_parser!(u32).range(1..=MAX_UPGRADES_PER_SECOND as i64))]
+    pub max_upgrade_rate: u32,
+
     /// Also admit WebSockets from pages of ORIGIN (scheme://host[:port], e.g.
     /// http://localhost:3000; repeatable). Pages this server serves are always
     /// admitted, other origins get HTTP 403; clients that send no Origin header
@@ -53,6 +61,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
         allowed_origins: args.allow_origin,
+        max_upgrades_per_second: args.max_upgrade_rate,
     };
     let origins: Vec<String> = options
         .allowed_origins
@@ -60,8 +69,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .map(Origin::to_string)
         .collect();
     let limits = format!(
-        "up to {} WebSocket connections, pages from this server{}",
+        "up to {} WebSocket connections, {} new per second, pages from this server{}",
         options.max_connections,
+        options.max_upgrades_per_second,
         if origins.is_empty() {
             String::new()
         } else {
@@ -71,6 +81,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let state = Arc::new(AppState::new(loaded.engine, loaded.info, options));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        // The network yields the CPU to generation (rill_server::rate).
+        .on_thread_start(rate::lower_thread_priority)
         .enable_all()
         .build()?;
     rt.block_on(async move {

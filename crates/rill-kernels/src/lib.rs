@@ -8,12 +8,14 @@
 pub mod isa;
 pub mod matrix;
 pub mod ops;
+pub mod ops_bf16;
 pub mod pool;
 pub mod quant;
 
 mod gemv_float;
 mod gemv_int8;
 mod gemv_lut4;
+pub mod gemv_mlx8;
 mod gemv_q4;
 mod simd;
 

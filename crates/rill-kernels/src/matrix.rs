@@ -10,6 +10,7 @@ use std::cell::RefCell;
 
 use crate::gemv_int8::{Act, Q8};
 use crate::gemv_lut4::{self, Lut4};
+use crate::gemv_mlx8::{self, Mlx8};
 use crate::gemv_q4::{self, AFFINE_GROUP, PALETTE_ROWS};
 use crate::isa::{self, Isa};
 use crate::pool::Pool;
@@ -29,6 +30,10 @@ pub enum WeightFormat {
     Int4,
     /// 4-bit palettisation: a 16-level k-means codebook per 16 output rows.
     Lut4,
+    /// Upstream's default int8 exactly: bf16 weights, `mx.quantize` (g64, 8 bits)
+    /// with bf16 scales and biases, multiplied with MLX's CPU `quantized_matmul`
+    /// arithmetic (bf16 activations, bf16 running sum; see `gemv_mlx8`).
+    MlxInt8,
 }
 
 impl WeightFormat {
@@ -39,6 +44,7 @@ impl WeightFormat {
             WeightFormat::Int8 => "int8",
             WeightFormat::Int4 => "int4",
             WeightFormat::Lut4 => "lut4",
+            WeightFormat::MlxInt8 => "mlx-int8",
         }
     }
 }
@@ -56,6 +62,7 @@ enum Storage {
     },
     /// Blocked 4-bit indices, int8 levels and a scale per 16 rows.
     Lut4(Lut4),
+    Mlx8(Mlx8),
 }
 
 /// Per-thread activation quantisation buffers (grown once, then reused).
@@ -66,6 +73,8 @@ struct ActScratch {
     lo: Vec<i8>,
     sums: Vec<i32>,
     sums_f: Vec<f32>,
+    /// The activations rounded to bf16 (MLX int8 inputs).
+    xb: Vec<f32>,
 }
 
 thread_local! {
@@ -160,6 +169,14 @@ impl Matrix {
                 let p = quant::palettize(&values, cols, PALETTE_ROWS);
                 Storage::Lut4(Lut4::from_palette(&p, rows, cols))
             }
+            WeightFormat::MlxInt8 if cols.is_multiple_of(gemv_mlx8::GROUP) => {
+                Storage::Mlx8(Mlx8::quantize(rows, cols, &values))
+            }
+            // Upstream leaves matrices whose input width is not a multiple of the
+            // group unquantised (bf16).
+            WeightFormat::MlxInt8 => {
+                Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect())
+            }
             // Shapes the grouped formats cannot hold stay exact.
             WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4 => Storage::F32(values),
         };
@@ -202,6 +219,8 @@ impl Matrix {
                 ("q", Part::U8(gemv_q4::pack(&m.indices()))),
                 ("lut", Part::F32(m.lut())),
             ],
+            // The dequantised weights (what the product multiplies).
+            Storage::Mlx8(m) => vec![("w", Part::Bf16(m.to_dequantized()))],
         }
     }
 
@@ -280,6 +299,10 @@ impl Matrix {
                     _ => return Err(wrong("q/lut")),
                 }
             }
+            WeightFormat::MlxInt8 => match take("w", n)? {
+                Part::Bf16(w) => Storage::Mlx8(Mlx8::from_dequantized(rows, cols, &w)),
+                _ => return Err(wrong("w")),
+            },
         };
         Ok(Matrix { rows, cols, data })
     }
@@ -327,6 +350,20 @@ impl Matrix {
                 data: Storage::Int8(Q8::stack(q8)),
             };
         }
+        if let Storage::Mlx8(_) = parts[0].data {
+            let mut w = Vec::with_capacity(rows * cols);
+            for m in &parts {
+                let Storage::Mlx8(m) = &m.data else {
+                    unreachable!("formats checked above")
+                };
+                w.extend(m.to_dequantized());
+            }
+            return Matrix {
+                rows,
+                cols,
+                data: Storage::Mlx8(Mlx8::from_dequantized(rows, cols, &w)),
+            };
+        }
         let mut it = parts.into_iter();
         let first = it.next().expect("at least one part");
         let mut data = first.data;
@@ -371,6 +408,7 @@ impl Matrix {
             Storage::Int8(_) => WeightFormat::Int8,
             Storage::Int4 { .. } => WeightFormat::Int4,
             Storage::Lut4(_) => WeightFormat::Lut4,
+            Storage::Mlx8(_) => WeightFormat::MlxInt8,
         }
     }
 
@@ -386,6 +424,7 @@ impl Matrix {
                 biases,
             } => packed.len() + 4 * (scales.len() + biases.len()),
             Storage::Lut4(m) => m.bytes(),
+            Storage::Mlx8(m) => m.bytes(),
         }
     }
 
@@ -411,6 +450,7 @@ impl Matrix {
                 }
             }
             Storage::Lut4(m) => m.row_into(r, out),
+            Storage::Mlx8(m) => m.row_into(r, out),
         }
     }
 
@@ -513,6 +553,34 @@ impl Matrix {
                     pool.run(n, &task);
                 }
             }),
+            Storage::Mlx8(m) => with_bf16(x, |xb| {
+                // One task per pair of 16-row blocks; rows outside `rows` are
+                // computed and dropped.
+                let b0 = rows.start / gemv_mlx8::BLOCK;
+                let b1 = rows.end.div_ceil(gemv_mlx8::BLOCK);
+                let pairs = (b1 - b0).div_ceil(2);
+                let task = |t: usize| {
+                    let lo = b0 + 2 * t;
+                    let hi = (lo + 2).min(b1);
+                    let mut tmp = [0f32; 2 * gemv_mlx8::BLOCK];
+                    let tmp = &mut tmp[..(hi - lo) * gemv_mlx8::BLOCK];
+                    m.run_blocks(isa, lo..hi, xb, tmp);
+                    let r0 = (lo * gemv_mlx8::BLOCK).max(rows.start);
+                    let r1 = (hi * gemv_mlx8::BLOCK).min(rows.end);
+                    let src = &tmp[r0 - lo * gemv_mlx8::BLOCK..r1 - lo * gemv_mlx8::BLOCK];
+                    // SAFETY: tasks cover disjoint row ranges of `y`, which
+                    // outlives `pool.run`.
+                    let ys = unsafe {
+                        std::slice::from_raw_parts_mut(out.get().add(r0 - rows.start), r1 - r0)
+                    };
+                    ys.copy_from_slice(src);
+                };
+                if pairs <= 1 {
+                    task(0);
+                } else {
+                    pool.run(pairs, &task);
+                }
+            }),
         }
     }
 }
@@ -562,6 +630,18 @@ fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&Act<'_>) -> R) -> 
             sums: &s.sums_f,
             scale,
         })
+    })
+}
+
+/// Rounds `x` to bf16 values in this thread's scratch and calls `f` (the cast to
+/// the compute dtype upstream's quantised layers make before `quantized_matmul`).
+fn with_bf16<R>(x: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
+    ACT.with(|act| {
+        let mut act = act.borrow_mut();
+        let xb = &mut act.xb;
+        xb.clear();
+        xb.extend(x.iter().map(|&v| round_bf16(v)));
+        f(xb)
     })
 }
 

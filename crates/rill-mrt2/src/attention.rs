@@ -5,6 +5,7 @@
 //! caches and appends the current slice after the step (trap T11: write after read).
 
 use rill_kernels::ops;
+use rill_kernels::ops_bf16::{self, bf};
 
 /// Past keys and values of one attention layer: `slots` valid rows of `H·Dh`
 /// floats each, in physical order. Every valid slot is visible to a single-frame
@@ -33,6 +34,9 @@ pub struct Attention {
     /// `1.442695041/√Dh · softplus(per_dim_scale)`, shared by all heads (trap T3).
     pub q_scale: Vec<f32>,
     pub sink: Option<Sink>,
+    /// Scores, probabilities and context rounded to bf16 as upstream's bf16
+    /// compute does (MLX's `scaled_dot_product_attention` fallback on CPU).
+    pub bf16: bool,
 }
 
 /// The per-dimension query scale of `SL/mlx/attention.py:_query_scale_vector`.
@@ -45,19 +49,37 @@ pub fn query_scale(per_dim_scale: &[f32]) -> Vec<f32> {
     per_dim_scale.iter().map(|&p| c * p.exp().ln_1p()).collect()
 }
 
+/// [`query_scale`] in bf16 compute: the constant, `exp`, `log1p` and the product
+/// each rounded to bf16.
+pub fn query_scale_bf16(per_dim_scale: &[f32]) -> Vec<f32> {
+    let dh = per_dim_scale.len();
+    #[allow(clippy::approx_constant)]
+    let c = bf((1.442695041f64 * (1.0 / (dh as f64).sqrt())) as f32);
+    per_dim_scale
+        .iter()
+        .map(|&p| bf(c * bf(bf(bf(p).exp()).ln_1p())))
+        .collect()
+}
+
 impl Attention {
     pub fn new(
         heads: usize,
         head_dim: usize,
         per_dim_scale: &[f32],
         sink: Option<(&[f32], &[f32])>,
+        bf16: bool,
     ) -> Self {
-        let q_scale = query_scale(per_dim_scale);
+        let q_scale = if bf16 {
+            query_scale_bf16(per_dim_scale)
+        } else {
+            query_scale(per_dim_scale)
+        };
+        let round = |v: f32| if bf16 { bf(v) } else { v };
         let sink = sink.map(|(k, v)| Sink {
             key_over_scale: k
                 .iter()
                 .enumerate()
-                .map(|(i, &x)| x / q_scale[i % head_dim])
+                .map(|(i, &x)| round(x / q_scale[i % head_dim]))
                 .collect(),
             value: v.to_vec(),
         });
@@ -66,6 +88,7 @@ impl Attention {
             head_dim,
             q_scale,
             sink,
+            bf16,
         }
     }
 
@@ -90,6 +113,9 @@ impl Attention {
         for (i, v) in q.iter_mut().enumerate() {
             *v *= self.q_scale[i % dh];
         }
+        if self.bf16 {
+            ops_bf16::round(q);
+        }
         for h in 0..hn {
             let r = h * dh..(h + 1) * dh;
             let qh = &q[r.clone()];
@@ -104,7 +130,13 @@ impl Attention {
             }
             scores[n] = ops::dot(qh, &k_cur[r.clone()]);
             n += 1;
-            ops::softmax(&mut scores[..n]);
+            if self.bf16 {
+                ops_bf16::round(&mut scores[..n]);
+                ops::softmax(&mut scores[..n]);
+                ops_bf16::round(&mut scores[..n]);
+            } else {
+                ops::softmax(&mut scores[..n]);
+            }
             let out = &mut ctx[r.clone()];
             out.fill(0.0);
             let mut j = 0;
@@ -121,6 +153,9 @@ impl Attention {
                 j += 1;
             }
             ops::axpy(scores[j], &v_cur[r.clone()], out);
+            if self.bf16 {
+                ops_bf16::round(out);
+            }
         }
     }
 }
@@ -137,7 +172,7 @@ mod tests {
         let pds: Vec<f32> = (0..dh).map(|i| 0.1 * i as f32 - 0.1).collect();
         let sk: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.37).sin()).collect();
         let sv: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.11).cos()).collect();
-        let att = Attention::new(hn, dh, &pds, Some((&sk, &sv)));
+        let att = Attention::new(hn, dh, &pds, Some((&sk, &sv)), false);
         let q0: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.7).cos()).collect();
         let pk: Vec<f32> = (0..3 * hd).map(|i| (i as f32 * 0.3).sin()).collect();
         let pv: Vec<f32> = (0..3 * hd).map(|i| (i as f32 * 0.2).cos()).collect();

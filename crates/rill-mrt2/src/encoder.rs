@@ -7,7 +7,7 @@
 //! ```
 
 use rill_checkpoint::layout::{DEPTHFORMER, MULAN_DIM, MULAN_ROWS, REGULAR_ROWS};
-use rill_kernels::{ops, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, Matrix, Pool};
 
 use crate::conditioning::{CHANNELS, STYLE_LEVELS};
 use crate::error::ModelError;
@@ -44,6 +44,8 @@ pub struct Encoder {
     ln_bias: Vec<f32>,
     offsets: [usize; CHANNELS - STYLE_LEVELS],
     dim: usize,
+    /// Activations rounded as upstream's bf16 compute rounds them.
+    bf16: bool,
 }
 
 /// Scratch of [`Encoder::encode`].
@@ -77,12 +79,13 @@ impl Encoder {
                 &format!("{enc}/layers_1/branched_regular_embedder/regular_embedder/embedding"),
                 REGULAR_ROWS,
                 dim,
-                Role::Embedding,
+                Role::RawTable,
             )?,
             ln_scale: l.vector(&format!("{enc}/encoder_ln/scale"), dim)?,
             ln_bias: l.vector(&format!("{enc}/encoder_ln/bias"), dim)?,
             offsets: regular_offsets(),
             dim,
+            bf16: l.precision.computes_in_bf16(),
         })
     }
 
@@ -116,6 +119,10 @@ impl Encoder {
             self.mulan_embedding.row_into(row, &mut s.row768);
             ops::add_in_place(&mut s.sum768, &s.row768);
         }
+        // Upstream's `mx.sum` of the bf16 rows: f32 accumulation, one rounding.
+        if self.bf16 {
+            ops_bf16::round(&mut s.sum768);
+        }
         self.mulan_adapter.gemv(&s.sum768, &mut s.mulan, pool);
 
         s.regular.fill(0.0);
@@ -126,10 +133,17 @@ impl Encoder {
         }
         // mx.mean = sum · (1/n), accumulated in f32.
         let inv = 1.0 / (CHANNELS - STYLE_LEVELS) as f32;
-        for (m, r) in s.mulan.iter_mut().zip(&s.regular) {
-            *m = (*m + r * inv) / 2.0;
+        if self.bf16 {
+            for (m, r) in s.mulan.iter_mut().zip(&s.regular) {
+                *m = ops_bf16::bf(ops_bf16::bf(*m + ops_bf16::bf(r * inv)) / 2.0);
+            }
+            ops_bf16::layer_norm(&s.mulan, &self.ln_scale, &self.ln_bias, 1e-6, out);
+        } else {
+            for (m, r) in s.mulan.iter_mut().zip(&s.regular) {
+                *m = (*m + r * inv) / 2.0;
+            }
+            ops::layer_norm(&s.mulan, &self.ln_scale, &self.ln_bias, 1e-6, out);
         }
-        ops::layer_norm(&s.mulan, &self.ln_scale, &self.ln_bias, 1e-6, out);
     }
 }
 

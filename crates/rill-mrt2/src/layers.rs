@@ -5,7 +5,7 @@
 //! past keys/values through [`KvView`] and write this step's key/value into
 //! caller-provided slices; the session appends them.
 
-use rill_kernels::{ops, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, Matrix, Pool};
 
 use crate::attention::{Attention, KvView};
 use crate::error::ModelError;
@@ -39,9 +39,32 @@ impl StackScratch {
 }
 
 /// `x += post(y)`, with `y` normalised in place first.
-fn add_post_norm(x: &mut [f32], y: &[f32], post: &[f32], tmp: &mut [f32]) {
-    ops::rms_norm(y, post, NORM_EPS, tmp);
-    ops::add_in_place(x, tmp);
+fn add_post_norm(x: &mut [f32], y: &[f32], post: &[f32], tmp: &mut [f32], bf16: bool) {
+    if bf16 {
+        ops_bf16::rms_norm(y, post, NORM_EPS, tmp);
+        ops_bf16::add(x, tmp);
+    } else {
+        ops::rms_norm(y, post, NORM_EPS, tmp);
+        ops::add_in_place(x, tmp);
+    }
+}
+
+/// The pre-norm `h = norm(x)`.
+fn pre_norm(x: &[f32], pre: &[f32], h: &mut [f32], bf16: bool) {
+    if bf16 {
+        ops_bf16::rms_norm(x, pre, NORM_EPS, h);
+    } else {
+        ops::rms_norm(x, pre, NORM_EPS, h);
+    }
+}
+
+/// `y += b` (bf16 in upstream's bf16 compute).
+fn add_bias(y: &mut [f32], b: &[f32], bf16: bool) {
+    if bf16 {
+        ops_bf16::add(y, b);
+    } else {
+        ops::add_in_place(y, b);
+    }
 }
 
 /// Self-attention residual branch.
@@ -54,6 +77,8 @@ pub struct SelfAttentionBlock {
     /// Output projection `[D][H·Dh]` (the checkpoint's `[d, n, h]` kernel as is).
     wo: Matrix,
     pub attn: Attention,
+    /// Activations rounded as upstream's bf16 compute rounds them.
+    bf16: bool,
 }
 
 impl SelfAttentionBlock {
@@ -102,7 +127,9 @@ impl SelfAttentionBlock {
                 head_dim,
                 &pds,
                 sink.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+                l.precision.computes_in_bf16(),
             ),
+            bf16: l.precision.computes_in_bf16(),
         })
     }
 
@@ -117,7 +144,7 @@ impl SelfAttentionBlock {
         pool: &Pool,
     ) {
         let inner = self.attn.heads * self.attn.head_dim;
-        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
         self.wqkv.gemv(&s.h, &mut s.qkv, pool);
         new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
         new_v.copy_from_slice(&s.qkv[2 * inner..]);
@@ -125,7 +152,7 @@ impl SelfAttentionBlock {
         self.attn
             .attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
         self.wo.gemv(&s.ctx, &mut s.out, pool);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
 
@@ -139,6 +166,7 @@ pub struct CrossAttentionBlock {
     wkv: Matrix,
     wo: Matrix,
     pub attn: Attention,
+    bf16: bool,
 }
 
 impl CrossAttentionBlock {
@@ -175,7 +203,14 @@ impl CrossAttentionBlock {
                 inner,
                 role,
             )?,
-            attn: Attention::new(heads, head_dim, &pds, Some((&sk, &sv))),
+            attn: Attention::new(
+                heads,
+                head_dim,
+                &pds,
+                Some((&sk, &sv)),
+                l.precision.computes_in_bf16(),
+            ),
+            bf16: l.precision.computes_in_bf16(),
         })
     }
 
@@ -195,7 +230,7 @@ impl CrossAttentionBlock {
         pool: &Pool,
     ) {
         let inner = self.attn.heads * self.attn.head_dim;
-        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
         let q = &mut s.qkv[..inner];
         self.wq.gemv(&s.h, q, pool);
         self.attn.attend(
@@ -207,7 +242,7 @@ impl CrossAttentionBlock {
             &mut s.scores,
         );
         self.wo.gemv(&s.ctx, &mut s.out, pool);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
 
@@ -220,6 +255,7 @@ pub struct FfnBlock {
     b1: Vec<f32>,
     w2: Matrix,
     b2: Vec<f32>,
+    bf16: bool,
 }
 
 impl FfnBlock {
@@ -237,17 +273,22 @@ impl FfnBlock {
             b1: l.vector(&format!("{prefix}/ffn_layer1/bias"), ffn)?,
             w2: l.dense(&format!("{prefix}/ffn_layer2/kernel"), ffn, dim, role)?,
             b2: l.vector(&format!("{prefix}/ffn_layer2/bias"), dim)?,
+            bf16: l.precision.computes_in_bf16(),
         })
     }
 
     pub fn step(&self, x: &mut [f32], s: &mut StackScratch, pool: &Pool) {
-        ops::rms_norm(x, &self.pre_norm, NORM_EPS, &mut s.h);
+        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
         self.w1.gemv(&s.h, &mut s.hidden, pool);
-        ops::add_in_place(&mut s.hidden, &self.b1);
-        ops::gelu_tanh(&mut s.hidden);
+        add_bias(&mut s.hidden, &self.b1, self.bf16);
+        if self.bf16 {
+            ops_bf16::gelu_tanh(&mut s.hidden);
+        } else {
+            ops::gelu_tanh(&mut s.hidden);
+        }
         self.w2.gemv(&s.hidden, &mut s.out, pool);
-        ops::add_in_place(&mut s.out, &self.b2);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h);
+        add_bias(&mut s.out, &self.b2, self.bf16);
+        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
 

@@ -7,7 +7,7 @@
 use rill_checkpoint::layout::{LayoutDims, DEPTHFORMER, VOCAB};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_kernels::matrix::round_bf16;
-use rill_kernels::{ops, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, Matrix, Pool};
 
 use crate::attention::KvView;
 use crate::encoder::Encoder;
@@ -228,6 +228,9 @@ impl Mrt2 {
         for v in out.iter_mut() {
             *v *= inv;
         }
+        if self.precision.computes_in_bf16() {
+            ops_bf16::round(out);
+        }
     }
 
     /// This frame's cross-attention key and value (`[k | v]`) of temporal layer
@@ -292,11 +295,20 @@ impl Mrt2 {
         logits: &mut [f32],
         pool: &Pool,
     ) {
-        ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
         let lo = RESERVED + LEVEL * level;
-        self.to_logits
-            .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
-        ops::add_in_place(logits, &self.to_logits_bias[lo..lo + LEVEL]);
-        ops::soft_cap(logits, SOFT_CAP);
+        let bias = &self.to_logits_bias[lo..lo + LEVEL];
+        if self.precision.computes_in_bf16() {
+            ops_bf16::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
+            self.to_logits
+                .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+            ops_bf16::add(logits, bias);
+            ops_bf16::soft_cap(logits, SOFT_CAP);
+        } else {
+            ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
+            self.to_logits
+                .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+            ops::add_in_place(logits, bias);
+            ops::soft_cap(logits, SOFT_CAP);
+        }
     }
 }

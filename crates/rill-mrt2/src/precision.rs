@@ -11,8 +11,11 @@ pub enum Role {
     Depth,
     /// The `to_logits` head.
     Logits,
-    /// Token embedding tables (decoder, MusicCoCa, regular conditioning).
+    /// Token embedding tables (`nn.Embedding` upstream: decoder, MusicCoCa).
     Embedding,
+    /// The regular conditioning table, a raw array upstream (`MultiChannelEmbedding`),
+    /// which `nn.quantize` leaves alone.
+    RawTable,
     /// The conditioning encoder's dense adapter.
     Encoder,
 }
@@ -33,6 +36,12 @@ pub enum Precision {
     Int4,
     /// Every matrix 4-bit palettised (16 k-means levels per 16 output rows).
     Lut4,
+    /// Upstream's default deployment reproduced: bf16 weights, then
+    /// `nn.quantize(group_size=64, bits=8)` of every module upstream quantises
+    /// (projections, FFNs, adapters, `to_logits`, the decoder and MusicCoCa
+    /// embeddings), multiplied with MLX's CPU arithmetic (bf16 activations and
+    /// running sums). Gives upstream's int8 music; [`Precision::Int8`] is closer to f32.
+    MlxInt8,
     /// Temporal transformer 4-bit palettised; depth decoder, `to_logits`,
     /// embeddings and adapters int8 — the parts that do not tolerate 4 bits.
     /// (Palettes beat affine int4 here on both agreement, 0.914 vs 0.905 on random
@@ -49,6 +58,7 @@ impl Precision {
             Precision::Int4 => "int4",
             Precision::Lut4 => "lut4",
             Precision::Mixed => "mixed",
+            Precision::MlxInt8 => "mlx-int8",
         }
     }
 
@@ -60,6 +70,7 @@ impl Precision {
             "int4" => Some(Precision::Int4),
             "lut4" => Some(Precision::Lut4),
             "mixed" => Some(Precision::Mixed),
+            "mlx-int8" => Some(Precision::MlxInt8),
             _ => None,
         }
     }
@@ -74,23 +85,32 @@ impl Precision {
             (Precision::Lut4, _) => WeightFormat::Lut4,
             (Precision::Mixed, Role::Temporal) => WeightFormat::Lut4,
             (Precision::Mixed, _) => WeightFormat::Int8,
+            (Precision::MlxInt8, Role::RawTable) => WeightFormat::Bf16,
+            (Precision::MlxInt8, _) => WeightFormat::MlxInt8,
         }
     }
 
     /// Every mode, in the order of the quality table.
-    pub const ALL: [Precision; 6] = [
+    pub const ALL: [Precision; 7] = [
         Precision::F32,
         Precision::Bf16,
+        Precision::MlxInt8,
         Precision::Int8,
         Precision::Mixed,
         Precision::Int4,
         Precision::Lut4,
     ];
 
+    /// Whether activations are rounded to bf16 where upstream's bf16 compute rounds
+    /// them (needed where the products accumulate in bf16, as MLX's int8 ones do).
+    pub fn computes_in_bf16(self) -> bool {
+        matches!(self, Precision::MlxInt8)
+    }
+
     /// Whether small vectors (norm scales, biases, sinks, per-dim scales) are
     /// rounded to bf16 values, as upstream's loader does in its shipped mode.
     pub fn rounds_vectors_to_bf16(self) -> bool {
-        matches!(self, Precision::Bf16)
+        matches!(self, Precision::Bf16 | Precision::MlxInt8)
     }
 }
 

@@ -6,12 +6,14 @@
 //! (one per 40 ms) and controls in. A closed socket drops its stream, which frees
 //! the engine slot for the next listener.
 //!
-//! Before a socket opens, [`limits`] refuses foreign page origins (HTTP 403) and
-//! connections beyond `--max-connections` (HTTP 503); once open, a message over
+//! Before a socket opens, [`limits`] refuses foreign page origins (HTTP 403),
+//! upgrades beyond `--max-upgrade-rate` ([`rate`], HTTP 429) and connections beyond
+//! `--max-connections` (HTTP 503); once open, a message over
 //! [`limits::MAX_MESSAGE_BYTES`] closes that socket with one error.
 
 pub mod limits;
 pub mod protocol;
+pub mod rate;
 
 use std::error::Error as _;
 use std::net::SocketAddr;
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -30,6 +32,7 @@ use tokio::time::{interval, MissedTickBehavior};
 
 use limits::{ConnectionLimit, ConnectionPermit, Origin, OriginRefusal, MAX_MESSAGE_BYTES};
 use protocol::ClientMsg;
+use rate::UpgradeRate;
 
 /// The single-page instrument.
 pub const INDEX_HTML: &str = include_str!("../web/index.html");
@@ -50,6 +53,8 @@ pub struct ServerOptions {
     pub max_connections: usize,
     /// Page origins admitted besides the server's own.
     pub allowed_origins: Vec<Origin>,
+    /// New WebSockets per second (sustained; bursts of as many).
+    pub max_upgrades_per_second: u32,
 }
 
 impl Default for ServerOptions {
@@ -57,6 +62,7 @@ impl Default for ServerOptions {
         ServerOptions {
             max_connections: limits::DEFAULT_MAX_CONNECTIONS,
             allowed_origins: Vec::new(),
+            max_upgrades_per_second: rate::DEFAULT_UPGRADES_PER_SECOND,
         }
     }
 }
@@ -68,6 +74,7 @@ pub struct AppState {
     pub info: serde_json::Value,
     allowed_origins: Vec<Origin>,
     connections: ConnectionLimit,
+    upgrades: UpgradeRate,
 }
 
 impl AppState {
@@ -77,6 +84,7 @@ impl AppState {
             info,
             allowed_origins: options.allowed_origins,
             connections: ConnectionLimit::new(options.max_connections),
+            upgrades: UpgradeRate::new(options.max_upgrades_per_second),
         }
     }
 }
@@ -125,8 +133,9 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
     Json(v)
 }
 
-/// The upgrade: origin first (a foreign page learns nothing else), then a
-/// connection slot, held by the socket task until it ends.
+/// The upgrade: origin first (a foreign page learns nothing else and spends no
+/// upgrade budget), then the upgrade rate, then a connection slot, held by the
+/// socket task until it ends.
 async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppState>>) -> Response {
     if let Err(refusal) = limits::check_origin(&headers, &st.allowed_origins) {
         let why = match refusal {
@@ -139,6 +148,19 @@ async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppSt
             "forbidden: {why}; open the instrument from this server, or start rill serve with --allow-origin ORIGIN\n"
         );
         return (StatusCode::FORBIDDEN, body).into_response();
+    }
+    if let Err(wait) = st.upgrades.try_admit() {
+        let secs = wait.as_secs() + 1;
+        let body = format!(
+            "too many new connections: this server opens at most {} WebSockets per second (rill serve --max-upgrade-rate); retry in {secs} s\n",
+            st.upgrades.per_second()
+        );
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, secs.to_string())],
+            body,
+        )
+            .into_response();
     }
     let Some(permit) = st.connections.try_acquire() else {
         let body = format!(

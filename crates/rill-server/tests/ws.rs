@@ -404,3 +404,40 @@ async fn reqwest_lite(addr: &str, path: &str) -> String {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_flood_gets_429_with_retry_after() {
+    let options = ServerOptions {
+        max_upgrades_per_second: 5,
+        ..Default::default()
+    };
+    let addr = server_with(1, options).await;
+    let (mut open, mut refused) = (Vec::new(), Vec::new());
+    for _ in 0..12 {
+        match tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await {
+            Ok((ws, _)) => open.push(ws),
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => refused.push((
+                resp.status().as_u16(),
+                resp.headers().get("retry-after").cloned(),
+            )),
+            Err(e) => panic!("handshake failed without an HTTP status: {e}"),
+        }
+    }
+    // A burst of 5 (plus at most what refilled while the loop ran) is admitted.
+    assert!(
+        (5..=7).contains(&open.len()),
+        "{} of 12 upgrades admitted at 5/s",
+        open.len()
+    );
+    for (status, retry) in &refused {
+        assert_eq!(*status, 429);
+        assert_eq!(retry.as_ref().map(|v| v.to_str().unwrap()), Some("1"));
+    }
+    // The admitted sockets work, and after a pause new ones are admitted again.
+    send(&mut open[0], serde_json::json!({"type": "jump"})).await;
+    assert_eq!(next_json(&mut open[0]).await["code"], "bad_request");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .is_ok());
+}

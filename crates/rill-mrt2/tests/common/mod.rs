@@ -48,6 +48,8 @@ impl Recording {
     pub fn precision(&self) -> Precision {
         match self.meta["precision"].as_str().unwrap() {
             "fp32" => Precision::F32,
+            // `nn.quantize(bits=8)` after the bf16 load: upstream's default.
+            "bf16" if self.meta["bits"].as_u64() == Some(8) => Precision::MlxInt8,
             "bf16" => Precision::Bf16,
             p => panic!("unknown precision {p}"),
         }
