@@ -62,7 +62,8 @@ def _bits_precision(bits: Optional[int], group: Optional[int], precision: Option
     if bits is None or bits >= 32:
         name, default_group = None, None
     elif bits == 8:
-        name, default_group = "int8", 64
+        # upstream's own int8 (MLX g64 of bf16 weights, bf16 arithmetic), reproduced
+        name, default_group = "mlx-int8" if "mlx-int8" in _rill.precisions() else "int8", 64
     elif bits == 4:
         name, default_group = "int4", 32
     else:
@@ -106,7 +107,8 @@ class MagentaRT2:
       codec: SpectroStream decoder weights: ``"f32"`` (exact), ``"i16"`` or ``"f16"``
         (faster early layers, ≈86 / ≈64 dB SNR).
       bits, quantize_group_size: upstream's quantisation arguments, accepted for
-        compatibility (``bits=8`` is ``precision="int8"``, ``bits=4`` ``"int4"``).
+        compatibility (``bits=8`` is ``precision="mlx-int8"``, upstream's default
+        quantisation reproduced; ``bits=4`` is ``"int4"``).
         Unlike upstream, the default is unquantised f32. Also as upstream, a size name
         as ``checkpoint`` selects the size, and a relative file name that is not a
         file here is looked up in upstream's checkpoints directory.

@@ -63,3 +63,16 @@ def test_d1_bf16_teacher_forced_logits(checkpoint, d1_bf16):
     # crates/rill-mrt2/tests/parity.rs, BF16: logits cosine ≥ 1 − 2e-4.
     worst = min(cosine(logits[n, k], want[n, k]) for n in range(frames) for k in range(12))
     assert worst >= 1 - 2e-4, 1 - worst
+
+
+def test_d1_mlx_int8_free_running_tokens(checkpoint):
+    """Upstream's default (bits=8) is rill's mlx-int8: D1-int8's tokens (the Rust tests
+    compare its first 22 frames)."""
+    from conftest import Recording
+
+    rec = Recording("D1-int8")
+    m = rill_mrt.MagentaRT2(checkpoint=checkpoint, bits=8)
+    assert m.precision == "mlx-int8"
+    frames = 6
+    tokens, _ = m.generate_tokens(rec.conditioning(), frames=frames, **rec.sampling())
+    np.testing.assert_array_equal(tokens, rec.tokens[:frames])
