@@ -142,7 +142,10 @@ impl Model {
         } else {
             None
         };
-        let state = State::parsed(out.state.expect("a finished call has a state"), core);
+        let state = out
+            .state
+            .ok_or_else(|| to_py(Error::Runtime("the call returned no state".into())))?;
+        let state = State::parsed(state, core);
         Ok((tokens, samples, logits, state))
     }
 
