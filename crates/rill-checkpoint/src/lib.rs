@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod layout;
+pub mod locate;
 pub mod quantized;
 pub mod synth;
 pub mod writer;

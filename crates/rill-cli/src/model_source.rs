@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use rill_checkpoint::{synth, Checkpoint, ModelKind};
+use rill_checkpoint::{locate, synth, Checkpoint, ModelKind};
 use rill_codec::{Codec, CodecOptions, CodecPrecision};
 use rill_mrt2::{Mrt2, Precision};
 
@@ -13,34 +13,15 @@ use crate::args::{CodecArg, ModelArgs};
 use crate::progress;
 
 /// How to get real weights, printed whenever none are found.
-pub const DOWNLOAD_HELP: &str = "\
-Get the real weights (Google's Magenta RealTime 2, CC-BY 4.0) from Hugging Face:
-    pip install -U huggingface_hub
-    huggingface-cli download google/magenta-realtime-2 checkpoints/mrt2_small.safetensors \\
-        --local-dir ~/Documents/Magenta/magenta-rt-v2
-  (or: curl -L -o mrt2_small.safetensors \\
-        https://huggingface.co/google/magenta-realtime-2/resolve/main/checkpoints/mrt2_small.safetensors)
+pub fn download_help() -> String {
+    format!(
+        "{}
 then pass --checkpoint PATH (or set RILL_CHECKPOINT).
 To try rill without downloading anything, add --random-weights: a checkpoint with
 random weights in the real layout is synthesised (~1.1 GB, ~10 s); the output is
-not music, but every stage runs exactly as with real weights.";
-
-/// Default locations, in search order.
-fn default_candidates() -> Vec<PathBuf> {
-    let mut c = Vec::new();
-    if let Some(p) = std::env::var_os("RILL_CHECKPOINT") {
-        c.push(PathBuf::from(p));
-    }
-    if let Some(h) = std::env::var_os("MAGENTA_HOME") {
-        c.push(PathBuf::from(h).join("checkpoints/mrt2_small.safetensors"));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        c.push(
-            PathBuf::from(home)
-                .join("Documents/Magenta/magenta-rt-v2/checkpoints/mrt2_small.safetensors"),
-        );
-    }
-    c
+not music, but every stage runs exactly as with real weights.",
+        locate::download_instructions("mrt2_small")
+    )
 }
 
 /// Cache directory for synthesised checkpoints: `$XDG_CACHE_HOME/rill` or `~/.cache/rill`.
@@ -74,18 +55,20 @@ pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
     if let Some(p) = &args.checkpoint {
         if !p.exists() {
             bail!(
-                "checkpoint {} does not exist\n\n{DOWNLOAD_HELP}",
-                p.display()
+                "checkpoint {} does not exist\n\n{}",
+                p.display(),
+                download_help()
             );
         }
         return Ok(p.clone());
     }
-    for c in default_candidates() {
-        if c.exists() {
-            return Ok(c);
-        }
+    if let Some(c) = locate::find_default("mrt2_small") {
+        return Ok(c);
     }
-    bail!("no MRT2 checkpoint given and none found in the default locations\n\n{DOWNLOAD_HELP}")
+    bail!(
+        "no MRT2 checkpoint given and none found in the default locations\n\n{}",
+        download_help()
+    )
 }
 
 fn is_complete_synth(path: &Path, seed: u64) -> bool {

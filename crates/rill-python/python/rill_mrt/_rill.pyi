@@ -1,0 +1,73 @@
+# Type stubs of the extension module (crates/rill-python/src/py). The public API is
+# the rill_mrt package, which wraps these.
+from os import PathLike
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+_Controls = Tuple[
+    Optional[Sequence[int]],  # style: 12 codes or None
+    Optional[Sequence[int]],  # notes: 128 raw pianoroll values or None
+    Optional[int],  # drums: -1, 0, 1 or None
+    Tuple[float, float, float],  # cfg scales: musiccoca, notes, drums
+    float,  # temperature
+    int,  # top_k
+]
+
+class State:
+    @staticmethod
+    def from_bytes(data: bytes) -> State: ...
+    def to_bytes(self) -> bytes: ...
+    def __bytes__(self) -> bytes: ...
+    @property
+    def frame(self) -> Optional[int]: ...
+    @property
+    def has_audio(self) -> Optional[bool]: ...
+
+class Stream(Iterator[Tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]]):
+    def __next__(self) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]: ...
+    def update(self, controls: _Controls) -> None: ...
+    def state(self) -> State: ...
+
+class Model:
+    def __init__(
+        self,
+        checkpoint: Optional[str | PathLike[str]],
+        size: str,
+        precision: Optional[str],
+        codec: str,
+        threads: Optional[int],
+    ) -> None: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def size(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def threads(self) -> str: ...
+    def generate(
+        self,
+        controls: _Controls,
+        frames: int,
+        seed: int,
+        state: Optional[State],
+        forced: Optional[npt.NDArray[np.int64]],
+        audio: bool,
+        logits: bool,
+    ) -> Tuple[
+        npt.NDArray[np.int32],
+        Optional[npt.NDArray[np.float32]],
+        Optional[npt.NDArray[np.float32]],
+        State,
+    ]: ...
+    def stream(
+        self, controls: _Controls, seed: int, state: Optional[State], frames: Optional[int]
+    ) -> Stream: ...
+
+def check_controls(controls: _Controls) -> None: ...
+def conditioning_tokens(controls: _Controls) -> List[int]: ...
+def precisions() -> List[str]: ...
+def isa() -> str: ...
+def synth_checkpoint(path: str, size: str = ..., seed: int = ...) -> Tuple[str, int, int, int, bool]: ...

@@ -1,0 +1,33 @@
+//! Python bindings of rill: the `rill-mrt` distribution, imported as `rill_mrt`,
+//! a drop-in for users of upstream's `magenta_rt.mlx.system.MagentaRT2System`.
+//!
+//! The crate has two layers:
+//! * a pure-Rust core, always built and tested by `cargo test`: [`Model`] (checkpoint
+//!   resolution and loading as the `rill` command does, one generation call over
+//!   [`rill_stream::FramePipeline`]), [`Stream`] (frame by frame), [`State`] (a resumable
+//!   snapshot, serialised to opaque bytes) and [`controls`] (upstream's raw
+//!   conditioning values → [`rill_mrt2::conditioning::Conditioning`]);
+//! * the extension module `rill_mrt._rill` (feature `extension-module`, turned on
+//!   only by maturin, see `pyproject.toml`): thin PyO3 classes over the core that
+//!   release the GIL while generating, hand out numpy arrays without copies and turn
+//!   every error (and any panic) into a Python exception.
+
+pub mod controls;
+pub mod error;
+pub mod model;
+pub mod state;
+pub mod stream;
+
+#[cfg(feature = "extension-module")]
+mod py;
+
+pub use controls::Controls;
+pub use error::Error;
+pub use model::{Generated, LoadOptions, Model, Request};
+pub use state::State;
+pub use stream::{Frame, Stream};
+
+/// Audio sample rate (Hz).
+pub const SAMPLE_RATE: u32 = 48_000;
+/// Stereo sample frames per 40 ms model frame.
+pub const FRAME_SAMPLES: usize = rill_codec::SAMPLES_PER_FRAME;
