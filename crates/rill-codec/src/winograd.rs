@@ -25,9 +25,9 @@
 
 use std::ops::{Add, Mul, Sub};
 
-use rill_kernels::{Isa, Pool};
 #[cfg(target_arch = "x86_64")]
 use rill_kernels::Tier;
+use rill_kernels::{Isa, Pool};
 
 use crate::grid::{AVec, Grid};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
