@@ -4,6 +4,7 @@
 //! with connect/start/disconnect cycles, while checking that the admitted
 //! streams keep playing without underruns and that the server's memory returns
 //! to its baseline afterwards. A command, not a test: it needs a quiet machine.
+//! Its own threads run at nice +10, standing in for clients on other machines.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,8 +62,13 @@ pub fn run(args: OverloadArgs) -> Result<()> {
             args.addr
         );
     }
+    // The load runs on the server's own cores but stands in for remote clients,
+    // so it yields to the server's generation threads as the server's own network
+    // threads do (nice +10): what is measured is the server's cost of a flood.
+    rill_server::rate::lower_thread_priority();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        .on_thread_start(rill_server::rate::lower_thread_priority)
         .enable_all()
         .build()?;
     rt.block_on(overload(args))

@@ -85,6 +85,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .on_thread_start(rate::lower_thread_priority)
         .enable_all()
         .build()?;
+    // The accept loop runs on this thread; the engine's threads, started above,
+    // keep their priority.
+    rate::lower_thread_priority();
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
         eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits})");
