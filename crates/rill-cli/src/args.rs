@@ -26,8 +26,8 @@ pub struct ModelArgs {
     /// Weight precision of the language model: f32 (parity with upstream's fp32
     /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
     /// mlx-int8 (upstream's default app exactly: bf16 weights quantised by MLX g64
-    /// 8-bit, embeddings included, with MLX's CPU bf16 arithmetic — the same music
-    /// as upstream's int8; ≈2.3× slower than int8, not real time on 2 cores), int8
+    /// 8-bit, embeddings included, with MLX's CPU bf16 arithmetic — upstream's int8
+    /// tokens bit for bit; ≈2.3× slower than int8, not real time on 2 cores), int8
     /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
     /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
     /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).

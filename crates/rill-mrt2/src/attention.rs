@@ -132,8 +132,7 @@ impl Attention {
             n += 1;
             if self.bf16 {
                 ops_bf16::round(&mut scores[..n]);
-                ops::softmax(&mut scores[..n]);
-                ops_bf16::round(&mut scores[..n]);
+                ops_bf16::softmax(&mut scores[..n]);
             } else {
                 ops::softmax(&mut scores[..n]);
             }

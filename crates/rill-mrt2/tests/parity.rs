@@ -273,25 +273,23 @@ fn d1_bf16_teacher_forced() {
 }
 
 // mlx-int8 against upstream's int8 (`nn.quantize(64, 8)` after the bf16 load):
-// every operation is emulated in bf16 where MLX rounds, so the first frames are
-// bit-identical (D1: frames 0–21, D2: all 30 temporal outputs). MLX's own f32
-// sums (matmul, softmax) are summed in another order than rill's; once in a while
-// that flips one bf16 rounding, and upstream's bf16 running sums carry the flip on
-// (D1 from frame 22: temporal_out 1 − 4.1e-4, logits 1 − 4.4e-3; a depth-stack
-// flip stays in its frame: D1 3.1e-7, D2 frame 25 1.2e-4). rill's `int8` on the
-// same recording: encoder 1 − 5.3e-4, temporal_out 1 − 5.2e-3, logits 1 − 7.9e-3.
+// every operation is emulated where MLX rounds to bf16, with MLX's own f32 orders
+// and functions where they decide a rounding (sequential reductions, `·(1/n)`
+// means, MLX's polynomial `exp` in softmax), so every value is bit-identical
+// (measured: D1-int8 and D2-int8, all 30 frames, every tier; max |logit diff| 0).
+// rill's `int8` on D1-int8: encoder 1 − 5.3e-4, temporal_out 1 − 5.2e-3, logits
+// 1 − 7.9e-3.
 const MLX_INT8: Thresholds = Thresholds {
     encoder: 1.0 - 1e-14,
     temporal_in: 1.0 - 1e-14,
-    temporal_out: 1.0 - 6e-4,
-    logits: 1.0 - 6e-3,
-    logit_abs: f32::INFINITY,
-    exact_frames: 0,
+    temporal_out: 1.0 - 1e-14,
+    logits: 1.0 - 1e-14,
+    logit_abs: 0.0,
+    exact_frames: usize::MAX,
 };
 
 /// mlx-int8 free-running: rill's own tokens, from the fresh state, equal the
-/// reference's frame by frame for at least `frames` frames (bit-exact arithmetic up
-/// to the first reordered f32 sum, see [`MLX_INT8`]); returns how many matched.
+/// reference's frame by frame for at least `frames` frames (see [`MLX_INT8`]).
 fn mlx_int8_free_running(name: &str, frames: usize) {
     let rec = Recording::load(name);
     let pool = pool();
@@ -318,7 +316,7 @@ fn mlx_int8_free_running(name: &str, frames: usize) {
 
 #[test]
 fn d1_mlx_int8_free_running() {
-    mlx_int8_free_running("D1-int8", 22);
+    mlx_int8_free_running("D1-int8", 30);
 }
 
 #[test]
@@ -328,20 +326,12 @@ fn d2_mlx_int8_free_running() {
 
 #[test]
 fn d1_mlx_int8_teacher_forced() {
-    let th = Thresholds {
-        exact_frames: 22,
-        ..MLX_INT8
-    };
-    teacher_forced("D1-int8", &th, false);
+    teacher_forced("D1-int8", &MLX_INT8, true);
 }
 
 #[test]
 fn d2_mlx_int8_teacher_forced() {
-    let th = Thresholds {
-        exact_frames: 30,
-        ..MLX_INT8
-    };
-    teacher_forced("D2-int8", &th, false);
+    teacher_forced("D2-int8", &MLX_INT8, true);
 }
 
 #[test]
