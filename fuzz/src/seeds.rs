@@ -19,14 +19,15 @@ use rill_mrt2::{LmState, Precision, LEVELS};
 /// One seed: target, file name, bytes.
 pub type Seed = (&'static str, String, Vec<u8>);
 
-/// A scratch file path for the writers (which write files, not buffers); unique
-/// per call, since tests build the seeds on several threads at once.
+/// A scratch file path for the writers (which write files, not buffers), in a
+/// directory of its own: tests build the seeds on several threads at once, and a
+/// shared directory could be removed under another thread's writer.
 fn scratch(name: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("rill-fuzz-seeds-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("rill-fuzz-seeds-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("creating a scratch directory");
-    dir.join(format!("{n}-{name}"))
+    dir.join(name)
 }
 
 /// Runs a writer on a scratch file and returns the bytes it wrote.
@@ -35,6 +36,7 @@ fn written(name: &str, write: impl FnOnce(&std::path::Path)) -> Vec<u8> {
     write(&p);
     let bytes = std::fs::read(&p).expect("reading a scratch file");
     std::fs::remove_file(&p).expect("removing a scratch file");
+    let _ = std::fs::remove_dir(p.parent().expect("scratch dir"));
     bytes
 }
 
@@ -336,6 +338,5 @@ pub fn all() -> Vec<Seed> {
     v.extend(session_seeds());
     v.extend(codec_state_seeds());
     v.extend(protocol_seeds());
-    let _ = std::fs::remove_dir(scratch("x").parent().expect("scratch dir"));
     v
 }
