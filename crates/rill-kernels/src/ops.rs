@@ -131,10 +131,16 @@ pub fn soft_cap(x: &mut [f32], cap: f32) {
 
 /// In-place softmax in f32 (max-subtracted).
 pub fn softmax(x: &mut [f32]) {
+    softmax_with(x, f32::exp);
+}
+
+/// [`softmax`] with a given `exp`: max-subtracted, summed in order, `·(1/sum)`
+/// (MLX's CPU order).
+pub fn softmax_with(x: &mut [f32], exp: impl Fn(f32) -> f32) {
     let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut s = 0f32;
     for v in x.iter_mut() {
-        *v = (*v - m).exp();
+        *v = exp(*v - m);
         s += *v;
     }
     let inv = 1.0 / s;

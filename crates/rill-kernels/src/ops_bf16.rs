@@ -98,16 +98,8 @@ pub fn mlx_exp(v: f32) -> f32 {
 /// MLX's precise softmax of bf16 values: in f32 with [`mlx_exp`], the sum in
 /// order, `· (1/sum)`, rounded to bf16.
 pub fn softmax(x: &mut [f32]) {
-    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut s = 0f32;
-    for v in x.iter_mut() {
-        *v = mlx_exp(*v - m);
-        s += *v;
-    }
-    let inv = 1.0 / s;
-    for v in x.iter_mut() {
-        *v = bf(*v * inv);
-    }
+    crate::ops::softmax_with(x, mlx_exp);
+    round(x);
 }
 
 /// The logit soft cap `tanh(x/cap)·cap` on bf16.
