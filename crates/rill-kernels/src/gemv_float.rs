@@ -4,7 +4,7 @@
 //! weight element loads.
 
 use crate::isa::Isa;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::isa::Tier;
 
 /// A weight element type the float GEMV can widen to f32.
@@ -16,6 +16,9 @@ pub(crate) trait FloatWeight: Copy {
     /// 8 weights as a ymm of f32.
     #[cfg(target_arch = "x86_64")]
     unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+    /// 4 weights as a NEON vector of f32.
+    #[cfg(target_arch = "aarch64")]
+    unsafe fn load4(p: *const Self) -> std::arch::aarch64::float32x4_t;
 }
 
 impl FloatWeight for f32 {
@@ -32,6 +35,11 @@ impl FloatWeight for f32 {
     #[inline(always)]
     unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
         std::arch::x86_64::_mm256_loadu_ps(p)
+    }
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn load4(p: *const f32) -> std::arch::aarch64::float32x4_t {
+        std::arch::aarch64::vld1q_f32(p)
     }
 }
 
@@ -55,6 +63,12 @@ impl FloatWeight for u16 {
         let h = _mm_loadu_si128(p as *const __m128i);
         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
     }
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn load4(p: *const u16) -> std::arch::aarch64::float32x4_t {
+        use std::arch::aarch64::*;
+        vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p)))
+    }
 }
 
 #[inline]
@@ -73,6 +87,9 @@ pub(crate) fn rows<W: FloatWeight>(isa: Isa, w: &[W], cols: usize, x: &[f32], y:
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of tier AVX2 comes only from detecting avx2, fma and f16c.
         Tier::Avx2 => unsafe { x86::rows_avx2(w, cols, x, y) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: an `Isa` of tier NEON comes only from detecting neon.
+        Tier::Neon => unsafe { arm::rows_neon(w, cols, x, y) },
         _ => rows_portable(w, cols, x, y),
     }
 }
@@ -193,6 +210,62 @@ mod x86 {
                 c += 8;
             }
             let mut sum = hsum256(a);
+            tail(p, &mut sum);
+            y[r] = sum;
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::FloatWeight;
+    use std::arch::aarch64::*;
+
+    /// Four distant rows at a time (four memory streams, as the x86 kernels), each
+    /// with two accumulators so the FMA latency is hidden.
+    ///
+    /// # Safety
+    /// The CPU must support NEON.
+    #[target_feature(enable = "neon")]
+    pub unsafe fn rows_neon<W: FloatWeight>(w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
+        let n8 = cols / 8 * 8;
+        let xp = x.as_ptr();
+        let tail = |p: *const W, s: &mut f32| {
+            for c in n8..cols {
+                *s += (*p.add(c)).to_f32() * x[c];
+            }
+        };
+        let s = y.len() / 4;
+        for r in 0..s {
+            let rows = [r, r + s, r + 2 * s, r + 3 * s];
+            let mut a = [[vdupq_n_f32(0.0); 2]; 4];
+            let mut c = 0;
+            while c < n8 {
+                let x0 = vld1q_f32(xp.add(c));
+                let x1 = vld1q_f32(xp.add(c + 4));
+                for k in 0..4 {
+                    let p = w.as_ptr().add(rows[k] * cols + c);
+                    a[k][0] = vfmaq_f32(a[k][0], W::load4(p), x0);
+                    a[k][1] = vfmaq_f32(a[k][1], W::load4(p.add(4)), x1);
+                }
+                c += 8;
+            }
+            for k in 0..4 {
+                let mut sum = vaddvq_f32(vaddq_f32(a[k][0], a[k][1]));
+                tail(w.as_ptr().add(rows[k] * cols), &mut sum);
+                y[rows[k]] = sum;
+            }
+        }
+        for r in 4 * s..y.len() {
+            let p = w.as_ptr().add(r * cols);
+            let mut a = [vdupq_n_f32(0.0); 2];
+            let mut c = 0;
+            while c < n8 {
+                a[0] = vfmaq_f32(a[0], W::load4(p.add(c)), vld1q_f32(xp.add(c)));
+                a[1] = vfmaq_f32(a[1], W::load4(p.add(c + 4)), vld1q_f32(xp.add(c + 4)));
+                c += 8;
+            }
+            let mut sum = vaddvq_f32(vaddq_f32(a[0], a[1]));
             tail(p, &mut sum);
             y[r] = sum;
         }

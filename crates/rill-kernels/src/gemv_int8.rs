@@ -16,7 +16,7 @@
 //! below the int8 weight error, so quality matches MLX's float-activation int8.
 
 use crate::isa::Isa;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::isa::Tier;
 use crate::quant::Affine;
 
@@ -167,6 +167,12 @@ impl Q8 {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
             Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: an `Isa` with dotprod comes only from detecting neon and dotprod.
+            Tier::Neon if isa.dotprod() => unsafe { arm::blocks_sdot(self, blocks, act, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: an `Isa` of tier NEON comes only from detecting neon.
+            Tier::Neon => unsafe { arm::blocks_neon(self, blocks, act, out) },
             _ => blocks_portable(self, blocks, act, out),
         }
         scatter(blocks, range, out, y);
@@ -350,6 +356,133 @@ mod x86 {
             for q4 in 0..4 {
                 let v = _mm_mul_ps(sx, _mm_add_ps(acc[k][q4], bias[k][q4]));
                 _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::{Act, BLOCK, GROUP, Q8, QUADS};
+    use std::arch::aarch64::*;
+
+    /// `acc += a·b` per 4-byte group (`SDOT`). `vdotq_s32` is not stable yet, so
+    /// the instruction is written out.
+    ///
+    /// # Safety
+    /// The CPU must support FEAT_DotProd.
+    #[inline]
+    #[target_feature(enable = "neon,dotprod")]
+    unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+        let mut acc = acc;
+        // SAFETY: register-only arithmetic; the caller guarantees dotprod.
+        std::arch::asm!(
+            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+            acc = inout(vreg) acc,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack)
+        );
+        acc
+    }
+
+    /// One block at a time with `SDOT` (signed × signed bytes). The weights are
+    /// stored unsigned, so each is flipped to `q' = q − 128` in the register; with
+    /// `xq = 256·hi + lo' + 128` the exact integer dot product of a row and group is
+    /// `Σq·xq = 256·Σq'·hi + Σq'·lo' + 128·(Σxq − 128·64) + 128·Σq`
+    /// (the last term is `qsum128`, the third is the same for every row).
+    ///
+    /// # Safety
+    /// The CPU must support NEON and FEAT_DotProd.
+    #[target_feature(enable = "neon,dotprod")]
+    pub unsafe fn blocks_sdot(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+        let groups = m.groups();
+        let flip = vdupq_n_u8(0x80);
+        let (hp, lp) = (act.hi.as_ptr() as *const i32, act.lo.as_ptr() as *const i32);
+        for (bi, &b) in blocks.iter().enumerate() {
+            let mut acc = [vdupq_n_f32(0.0); 4];
+            let mut bias = [vdupq_n_f32(0.0); 4];
+            for g in 0..groups {
+                let mut dh = [vdupq_n_s32(0); 4];
+                let mut dl = [vdupq_n_s32(0); 4];
+                let p = m.q.as_ptr().add((b * groups + g) * QUADS * BLOCK * 4);
+                for j in 0..QUADS {
+                    let h = vreinterpretq_s8_s32(vld1q_dup_s32(hp.add(g * QUADS + j)));
+                    let l = vreinterpretq_s8_s32(vld1q_dup_s32(lp.add(g * QUADS + j)));
+                    for k in 0..4 {
+                        let w = vld1q_u8(p.add((j * 4 + k) * 16));
+                        let w = vreinterpretq_s8_u8(veorq_u8(w, flip));
+                        dh[k] = sdot(dh[k], w, h);
+                        dl[k] = sdot(dl[k], w, l);
+                    }
+                }
+                // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+                let shift = vdupq_n_s32(128 * (act.sums[g] as i32 - 128 * GROUP as i32));
+                let xs = vdupq_n_f32(act.sums[g]);
+                let meta = (b * groups + g) * BLOCK;
+                for k in 0..4 {
+                    let c = vld1q_s32(m.qsum128.as_ptr().add(meta + 4 * k));
+                    let d = vaddq_s32(vaddq_s32(vshlq_n_s32::<8>(dh[k]), dl[k]), c);
+                    let d = vaddq_s32(d, shift);
+                    let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
+                    acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(d), sc);
+                    let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
+                    bias[k] = vfmaq_f32(bias[k], bs, xs);
+                }
+            }
+            let sx = vdupq_n_f32(act.scale);
+            for k in 0..4 {
+                let v = vmulq_f32(sx, vaddq_f32(acc[k], bias[k]));
+                vst1q_f32(out.as_mut_ptr().add(bi * BLOCK + 4 * k), v);
+            }
+        }
+    }
+
+    /// Without `SDOT`: the weight bytes widen to int16 and multiply the int16
+    /// activations with a widening multiply-accumulate (`SMLAL`), one i32
+    /// accumulator per row (lanes = the quad's 4 inputs, |lane| < 16·255·32768).
+    ///
+    /// # Safety
+    /// The CPU must support NEON.
+    #[target_feature(enable = "neon")]
+    pub unsafe fn blocks_neon(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+        let groups = m.groups();
+        for (bi, &b) in blocks.iter().enumerate() {
+            let mut acc = [vdupq_n_f32(0.0); 4];
+            let mut bias = [vdupq_n_f32(0.0); 4];
+            for g in 0..groups {
+                let mut d = [vdupq_n_s32(0); BLOCK];
+                let p = m.q.as_ptr().add((b * groups + g) * QUADS * BLOCK * 4);
+                for j in 0..QUADS {
+                    let x4 = vld1_s16(act.xq.as_ptr().add(g * GROUP + 4 * j));
+                    let x8 = vcombine_s16(x4, x4);
+                    for k in 0..4 {
+                        let w = vld1q_u8(p.add((j * 4 + k) * 16));
+                        let lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(w)));
+                        let hi = vreinterpretq_s16_u16(vmovl_high_u8(w));
+                        d[4 * k] = vmlal_s16(d[4 * k], vget_low_s16(lo), x4);
+                        d[4 * k + 1] = vmlal_high_s16(d[4 * k + 1], lo, x8);
+                        d[4 * k + 2] = vmlal_s16(d[4 * k + 2], vget_low_s16(hi), x4);
+                        d[4 * k + 3] = vmlal_high_s16(d[4 * k + 3], hi, x8);
+                    }
+                }
+                let xs = vdupq_n_f32(act.sums[g]);
+                let meta = (b * groups + g) * BLOCK;
+                for k in 0..4 {
+                    // Fold each row's four lanes: [r0, r1, r2, r3] of this quarter.
+                    let s01 = vpaddq_s32(d[4 * k], d[4 * k + 1]);
+                    let s23 = vpaddq_s32(d[4 * k + 2], d[4 * k + 3]);
+                    let rows = vpaddq_s32(s01, s23);
+                    let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
+                    acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(rows), sc);
+                    let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
+                    bias[k] = vfmaq_f32(bias[k], bs, xs);
+                }
+            }
+            let sx = vdupq_n_f32(act.scale);
+            for k in 0..4 {
+                let v = vmulq_f32(sx, vaddq_f32(acc[k], bias[k]));
+                vst1q_f32(out.as_mut_ptr().add(bi * BLOCK + 4 * k), v);
             }
         }
     }

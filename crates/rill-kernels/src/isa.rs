@@ -12,11 +12,15 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// A family of kernels. Ordered: a higher tier implies the lower ones.
+/// A family of kernels. Ordered within one architecture: a higher tier implies
+/// the lower ones (NEON and the x86 tiers never meet on one CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tier {
     /// Plain Rust in fixed-width chunks, auto-vectorised for the compile target.
     Portable,
+    /// AArch64 Advanced SIMD (NEON, part of every ARMv8-A CPU), with the optional
+    /// dot-product and FP16 extensions detected separately.
+    Neon,
     /// x86-64 AVX2 + FMA + F16C.
     Avx2,
     /// x86-64 AVX-512 F + BW (and everything AVX2 needs).
@@ -27,13 +31,15 @@ pub enum Tier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Isa {
     tier: Tier,
-    /// AVX-512 VNNI (`vpdpbusd`) for the int8 and 4-bit kernels; only with
-    /// [`Tier::Avx512`].
-    vnni: bool,
+    /// The int8 dot product for the int8 and 4-bit kernels: AVX-512 VNNI
+    /// (`vpdpbusd`) with [`Tier::Avx512`], `SDOT` (FEAT_DotProd) with [`Tier::Neon`].
+    dot: bool,
+    /// Half-precision arithmetic (FEAT_FP16), only with [`Tier::Neon`].
+    fp16: bool,
 }
 
 /// Every value `RILL_ISA` accepts.
-pub const RILL_ISA_VALUES: &str = "portable, avx2, avx512, avx512-novnni";
+pub const RILL_ISA_VALUES: &str = "portable, avx2, avx512, avx512-novnni, neon, neon-baseline";
 
 /// A bad `RILL_ISA` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,8 +81,13 @@ impl Isa {
     /// The portable tier, valid on every CPU.
     pub const PORTABLE: Isa = Isa {
         tier: Tier::Portable,
-        vnni: false,
+        dot: false,
+        fp16: false,
     };
+
+    const fn new(tier: Tier, dot: bool, fp16: bool) -> Isa {
+        Isa { tier, dot, fp16 }
+    }
 
     pub fn tier(self) -> Tier {
         self.tier
@@ -84,16 +95,28 @@ impl Isa {
 
     /// Whether the AVX-512 VNNI int8 dot product is available (and allowed).
     pub fn vnni(self) -> bool {
-        self.vnni
+        self.dot && self.tier == Tier::Avx512
+    }
+
+    /// Whether the NEON `SDOT` int8 dot product is available (and allowed).
+    pub fn dotprod(self) -> bool {
+        self.dot && self.tier == Tier::Neon
+    }
+
+    /// Whether NEON half-precision arithmetic is available (and allowed).
+    pub fn fp16(self) -> bool {
+        self.fp16 && self.tier == Tier::Neon
     }
 
     /// The name `RILL_ISA` accepts for this tier.
     pub fn name(self) -> &'static str {
-        match (self.tier, self.vnni) {
-            (Tier::Portable, _) => "portable",
-            (Tier::Avx2, _) => "avx2",
-            (Tier::Avx512, true) => "avx512",
-            (Tier::Avx512, false) => "avx512-novnni",
+        match (self.tier, self.dot, self.fp16) {
+            (Tier::Portable, ..) => "portable",
+            (Tier::Avx2, ..) => "avx2",
+            (Tier::Avx512, true, _) => "avx512",
+            (Tier::Avx512, false, _) => "avx512-novnni",
+            (Tier::Neon, false, false) => "neon-baseline",
+            (Tier::Neon, ..) => "neon",
         }
     }
 
@@ -104,38 +127,42 @@ impl Isa {
             use std::arch::is_x86_feature_detected as has;
             if has!("avx2") && has!("fma") && has!("f16c") {
                 if has!("avx512f") && has!("avx512bw") {
-                    return Isa {
-                        tier: Tier::Avx512,
-                        vnni: has!("avx512vnni"),
-                    };
+                    return Isa::new(Tier::Avx512, has!("avx512vnni"), false);
                 }
-                return Isa {
-                    tier: Tier::Avx2,
-                    vnni: false,
-                };
+                return Isa::new(Tier::Avx2, false, false);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            use std::arch::is_aarch64_feature_detected as has;
+            if has!("neon") {
+                return Isa::new(Tier::Neon, has!("dotprod"), has!("fp16"));
             }
         }
         Isa::PORTABLE
     }
 
     /// Every tier this CPU can run, lowest first (including AVX-512 without its
-    /// VNNI extension where VNNI exists, so the fallback kernels get tested).
+    /// VNNI extension where VNNI exists, and NEON without its extensions where
+    /// they exist, so the fallback kernels get tested).
     pub fn available() -> Vec<Isa> {
         let best = Isa::detect();
         let mut v = vec![Isa::PORTABLE];
-        if best.tier >= Tier::Avx2 {
-            v.push(Isa {
-                tier: Tier::Avx2,
-                vnni: false,
-            });
-        }
-        if best.tier >= Tier::Avx512 {
-            v.push(Isa {
-                tier: Tier::Avx512,
-                vnni: false,
-            });
-            if best.vnni {
-                v.push(best);
+        match best.tier {
+            Tier::Portable => {}
+            Tier::Neon => {
+                v.push(Isa::new(Tier::Neon, false, false));
+                if best.dot || best.fp16 {
+                    v.push(best);
+                }
+            }
+            Tier::Avx2 => v.push(best),
+            Tier::Avx512 => {
+                v.push(Isa::new(Tier::Avx2, false, false));
+                v.push(Isa::new(Tier::Avx512, false, false));
+                if best.dot {
+                    v.push(best);
+                }
             }
         }
         v
@@ -144,25 +171,43 @@ impl Isa {
     /// The tier named `name` if this CPU runs it.
     pub fn parse(name: &str) -> Result<Isa, IsaError> {
         let wanted = name.trim().to_ascii_lowercase();
-        let (tier, vnni) = match wanted.as_str() {
-            "portable" | "scalar" => (Tier::Portable, false),
-            "avx2" => (Tier::Avx2, false),
-            "avx512" => (Tier::Avx512, true),
-            "avx512-novnni" => (Tier::Avx512, false),
+        let best = Isa::detect();
+        // `avx512` and `neon` mean "with whatever extensions this CPU has".
+        let want = match wanted.as_str() {
+            "portable" | "scalar" => Isa::PORTABLE,
+            "avx2" => Isa::new(Tier::Avx2, false, false),
+            "avx512" => Isa::new(Tier::Avx512, best.dot, false),
+            "avx512-novnni" => Isa::new(Tier::Avx512, false, false),
+            "neon" => Isa::new(Tier::Neon, best.dot, best.fp16),
+            "neon-baseline" => Isa::new(Tier::Neon, false, false),
             _ => return Err(IsaError::Unknown(name.to_string())),
         };
-        let best = Isa::detect();
-        // `avx512` means "AVX-512 with whatever extensions this CPU has".
-        let vnni = vnni && best.vnni;
         Isa::available()
             .into_iter()
-            .find(|i| i.tier == tier && i.vnni == vnni)
+            .find(|i| *i == want)
             .ok_or(IsaError::Unsupported { wanted, best })
     }
 }
 
-/// Every tier name, lowest first (what [`Isa::name`] returns on a CPU that has them all).
-pub const TIER_NAMES: [&str; 4] = ["portable", "avx2", "avx512-novnni", "avx512"];
+/// Every tier name on every architecture (what `RILL_REQUIRE_ISA` may name).
+pub const TIER_NAMES: [&str; 6] = [
+    "portable",
+    "avx2",
+    "avx512-novnni",
+    "avx512",
+    "neon-baseline",
+    "neon",
+];
+
+/// The tier names of this build's architecture, lowest first (what
+/// [`Isa::name`] returns on a CPU that has them all).
+pub const ARCH_TIER_NAMES: &[&str] = if cfg!(target_arch = "x86_64") {
+    &["portable", "avx2", "avx512-novnni", "avx512"]
+} else if cfg!(target_arch = "aarch64") {
+    &["portable", "neon-baseline", "neon"]
+} else {
+    &["portable"]
+};
 
 /// [`Isa::available`] for a test or benchmark that runs every tier: writes one line
 /// to stderr naming the tiers `what` runs and the ones this CPU lacks (straight to
@@ -172,7 +217,7 @@ pub fn tiers_under_test(what: &str) -> Vec<Isa> {
     use std::io::Write;
     let v = Isa::available();
     let names: Vec<&str> = v.iter().map(|i| i.name()).collect();
-    let missing: Vec<&str> = TIER_NAMES
+    let missing: Vec<&str> = ARCH_TIER_NAMES
         .iter()
         .copied()
         .filter(|n| !names.contains(n))
@@ -205,19 +250,17 @@ static ACTIVE: AtomicU8 = AtomicU8::new(0);
 
 impl Isa {
     fn code(self) -> u8 {
-        1 + 2 * self.tier as u8 + self.vnni as u8
+        1 + 4 * self.tier as u8 + 2 * self.fp16 as u8 + self.dot as u8
     }
 
     fn from_code(c: u8) -> Isa {
-        let tier = match (c - 1) / 2 {
+        let tier = match (c - 1) / 4 {
             0 => Tier::Portable,
-            1 => Tier::Avx2,
+            1 => Tier::Neon,
+            2 => Tier::Avx2,
             _ => Tier::Avx512,
         };
-        Isa {
-            tier,
-            vnni: (c - 1) % 2 == 1,
-        }
+        Isa::new(tier, (c - 1) & 1 == 1, (c - 1) & 2 == 2)
     }
 }
 
@@ -253,7 +296,7 @@ mod tests {
     fn available_tiers_are_ordered_and_end_at_the_best() {
         let v = Isa::available();
         for isa in &v {
-            assert!(TIER_NAMES.contains(&isa.name()), "{isa}");
+            assert!(ARCH_TIER_NAMES.contains(&isa.name()), "{isa}");
         }
         assert_eq!(v[0], Isa::PORTABLE);
         assert_eq!(*v.last().unwrap(), Isa::detect());
@@ -261,6 +304,8 @@ mod tests {
         for isa in &v {
             assert_eq!(Isa::parse(isa.name()), Ok(*isa), "{isa}");
             assert!(isa.vnni() <= (isa.tier() == Tier::Avx512));
+            assert!(isa.dotprod() <= (isa.tier() == Tier::Neon));
+            assert!(isa.fp16() <= (isa.tier() == Tier::Neon));
         }
     }
 
@@ -269,8 +314,12 @@ mod tests {
         let e = Isa::parse("avx-512").unwrap_err();
         assert_eq!(e, IsaError::Unknown("avx-512".into()));
         assert!(e.to_string().contains(RILL_ISA_VALUES), "{e}");
-        if Isa::detect().tier() < Tier::Avx512 {
+        if Isa::detect().tier() != Tier::Avx512 {
             let e = Isa::parse("avx512").unwrap_err();
+            assert!(matches!(e, IsaError::Unsupported { .. }), "{e}");
+        }
+        if Isa::detect().tier() != Tier::Neon {
+            let e = Isa::parse("neon-baseline").unwrap_err();
             assert!(matches!(e, IsaError::Unsupported { .. }), "{e}");
         }
         assert_eq!(Isa::parse(" Portable "), Ok(Isa::PORTABLE));
