@@ -15,10 +15,9 @@
 //!   results are identical for any thread count and for any number of rows — the
 //!   streaming step and the batched decoder produce the same bits.
 //! * Micro-kernels: AVX-512 (6 rows × 64 columns, 24 zmm accumulators), AVX2
-//!   (6 × 16), portable (4 × 16, auto-vectorised). The AVX2 and AVX-512 panel kernels
-//!   use FMA in the same order and the same ELU polynomial, so they agree bit for bit
-//!   (the narrow kernel has an AVX-512 and a portable version only); the portable path
-//!   rounds products separately.
+//!   (6 × 16), NEON (6 × 16), portable (4 × 16, auto-vectorised). The AVX2, AVX-512
+//!   and NEON kernels use FMA in the same order and the same ELU polynomial, so they
+//!   agree bit for bit; the portable path rounds products separately.
 
 use std::marker::PhantomData;
 
@@ -26,6 +25,8 @@ use rill_kernels::{Isa, Pool, Tier};
 
 use crate::grid::AVec;
 
+#[cfg(target_arch = "aarch64")]
+mod arm_neon;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
@@ -150,7 +151,7 @@ impl Packed {
         for v in self.data.iter_mut() {
             *v = f16_to_f32(f32_to_f16(*v));
         }
-        if isa.tier() >= Tier::Avx2 && self.layout == Layout::Panels {
+        if has_narrow_kernel(isa, EarlyWeights::F16) && self.layout == Layout::Panels {
             self.narrow = Some(Narrow::F16(
                 self.data.iter().map(|&v| f32_to_f16(v)).collect(),
             ));
@@ -184,7 +185,7 @@ impl Packed {
             q.push(qi);
             *v = qi as f32 * s;
         }
-        if isa.tier() >= Tier::Avx2 && self.layout == Layout::Panels {
+        if has_narrow_kernel(isa, EarlyWeights::I16) && self.layout == Layout::Panels {
             self.narrow = Some(Narrow::I16 { q, scale });
             self.data = AVec::zeros(0);
         }
@@ -194,6 +195,17 @@ impl Packed {
         let lo = self.taps.iter().copied().min().unwrap_or(0);
         let hi = self.taps.iter().copied().max().unwrap_or(0);
         (lo, hi)
+    }
+}
+
+/// Whether `isa` has a panel kernel that widens `format` in registers (elsewhere
+/// the rounded or dequantised weights are kept as f32, which computes the same
+/// products).
+fn has_narrow_kernel(isa: Isa, format: EarlyWeights) -> bool {
+    match isa.tier() {
+        Tier::Avx2 | Tier::Avx512 => true,
+        Tier::Neon => format == EarlyWeights::I16,
+        Tier::Portable => false,
     }
 }
 
@@ -294,14 +306,20 @@ pub(crate) struct Tile<'a> {
     /// Weights: the panel of the tile's first column (panels layout) or its first row (rows layout).
     pub b: *const f32,
     /// As `b` for f16 panels (then `b` is null); `b_stride` counts halves.
-    /// (The narrow panels are read only by the x86 kernels.)
+    /// (The f16 panels are read only by the x86 kernels.)
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub b16: *const u16,
     /// As `b` for int16 panels (then `b` is null), with `bscale` the per-column
     /// scales from the tile's first column.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
     pub bq: *const i16,
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
     pub bscale: *const f32,
     /// Elements between consecutive panels (panels) or weight rows (rows layout).
     pub b_stride: usize,
@@ -351,7 +369,11 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     }
     let n = r1 - r0;
     assert!(
-        w.narrow.is_none() || isa.tier() >= Tier::Avx2,
+        match &w.narrow {
+            None => true,
+            Some(Narrow::F16(_)) => has_narrow_kernel(isa, EarlyWeights::F16),
+            Some(Narrow::I16 { .. }) => has_narrow_kernel(isa, EarlyWeights::I16),
+        },
         "narrow weight panels need a SIMD kernel"
     );
     let null = (
@@ -406,6 +428,13 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
                 Some(Narrow::F16(_)) => x86_avx2::tile_w::<{ x86_avx2::W_F16 }>(&tile),
                 Some(Narrow::I16 { .. }) => x86_avx2::tile_w::<{ x86_avx2::W_I16 }>(&tile),
                 None => x86_avx2::tile_w::<{ x86_avx2::W_F32 }>(&tile),
+            },
+            #[cfg(target_arch = "aarch64")]
+            (Tier::Neon, Layout::Rows) => arm_neon::narrow(&tile),
+            #[cfg(target_arch = "aarch64")]
+            (Tier::Neon, Layout::Panels) => match w.narrow {
+                Some(Narrow::I16 { .. }) => arm_neon::tile_w::<{ arm_neon::W_I16 }>(&tile),
+                _ => arm_neon::tile_w::<{ arm_neon::W_F32 }>(&tile),
             },
             (_, Layout::Panels) => portable::tile(&tile),
             (_, Layout::Rows) => portable::narrow(&tile),
@@ -499,6 +528,9 @@ unsafe fn elu_raw(isa: Isa, src: *const f32, dst: *mut f32, n: usize) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Tier::Avx2 => x86_avx2::elu_raw(src, dst, n),
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        Tier::Neon => arm_neon::elu_raw(src, dst, n),
         _ => portable::elu_raw(src, dst, n),
     }
 }

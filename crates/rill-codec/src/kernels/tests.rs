@@ -224,7 +224,10 @@ fn f16_panels_match_rounded_f32() {
         for &isa in &tiers {
             let mut q = p.clone();
             q.round_to_f16(isa);
-            assert_eq!(q.narrow.is_some(), isa.tier() >= Tier::Avx2);
+            assert_eq!(
+                q.narrow.is_some(),
+                has_narrow_kernel(isa, EarlyWeights::F16)
+            );
             let mut out = vec![0f32; m * n];
             let job = Job {
                 w: &q,
@@ -275,7 +278,7 @@ fn i16_panels_match_dequantised_f32() {
         for &isa in &tiers {
             let mut q = p.clone();
             q.quantize_i16(isa);
-            let wide = p.layout == Layout::Panels && isa.tier() >= Tier::Avx2;
+            let wide = p.layout == Layout::Panels && has_narrow_kernel(isa, EarlyWeights::I16);
             assert_eq!(q.narrow.is_some(), wide, "{isa:?}");
             // The same products as the dequantised weights on the same tier.
             let mut deq = p.clone();
@@ -301,6 +304,52 @@ fn i16_panels_match_dequantised_f32() {
                 snr > 90.0,
                 "{isa:?} ({m},{k},{n}): int16 weights SNR {snr:.1} dB"
             );
+        }
+    }
+}
+
+/// FNV-1a over the bits of `v`.
+fn bits_hash(v: &[f32]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for x in v {
+        for b in x.to_bits().to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Every SIMD tier (AVX2, AVX-512, NEON) computes the same bits: the same FMAs in
+/// the same order and the same ELU polynomial. The expected hashes were produced
+/// by the AVX2 and AVX-512 kernels on x86-64, so an ARM run checks NEON against
+/// the x86 tiers' results on the same inputs.
+#[test]
+fn simd_tiers_reproduce_the_x86_bits() {
+    let tiers =
+        rill_kernels::isa::tiers_under_test("codec_kernels::simd_tiers_reproduce_the_x86_bits");
+    let pool = Pool::new(2);
+    // (m, k, n) → hashes for the Store and Elu epilogues (n < 16: the narrow kernels).
+    let cases: [((usize, usize, usize), [u64; 2]); 4] = [
+        ((13, 40, 64), [0xccd829671902d99d, 0xa3f18082572e91dd]),
+        ((50, 17, 80), [0x40a40b80990c4b27, 0x58fe4b88f4eb1b10]),
+        ((7, 33, 2), [0xb14fe3a7d1014604, 0x6465e6913bebaa40]),
+        ((3, 16, 5), [0xed8387298957fc0e, 0x4f11bc5fb40e27f9]),
+    ];
+    for &((m, k, n), want) in &cases {
+        let (p, x, rows, _) = dense(m, k, n, n);
+        for &isa in tiers.iter().filter(|i| **i != Isa::PORTABLE) {
+            for (e, epi) in [Epilogue::Store, Epilogue::Elu].into_iter().enumerate() {
+                let mut out = vec![0f32; m * n];
+                let job = Job {
+                    w: &p,
+                    rows,
+                    input: &x,
+                    epi,
+                };
+                gemm(isa, &[job], &mut out, &pool);
+                let got = bits_hash(&out);
+                assert_eq!(got, want[e], "({m},{k},{n}) {isa} {epi:?}: {got:#018x}");
+            }
         }
     }
 }
