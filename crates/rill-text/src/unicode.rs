@@ -1,0 +1,179 @@
+//! The Unicode operations NeMo's English front end performs, on the tables of the
+//! Python that ran the oracle (`unicode_tables.rs`, Unicode 14.0.0), so that an
+//! accent, a singleton decomposition or a digit of another script is treated exactly
+//! as upstream treats it.
+
+use crate::unicode_tables as tables;
+
+fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
+    let cp = c as u32;
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// General category Mn (what `english_text_preprocessing` drops after NFD).
+pub fn is_nonspacing_mark(c: char) -> bool {
+    in_ranges(tables::NONSPACING, c)
+}
+
+/// General category Nd: what Python's `\d` matches in a `str` pattern.
+pub fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit() || (!c.is_ascii() && in_ranges(tables::DECIMAL, c))
+}
+
+/// Python's `str.isspace()` (it differs from `char::is_whitespace` on U+001C..U+001F).
+pub fn is_py_space(c: char) -> bool {
+    tables::PY_WHITESPACE.binary_search(&(c as u32)).is_ok()
+}
+
+/// Python's `str.strip()` without arguments.
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(is_py_space)
+}
+
+fn combining_class(c: char) -> u8 {
+    let cp = c as u32;
+    if cp < 0x300 {
+        return 0;
+    }
+    match tables::COMBINING.binary_search_by(|&(lo, hi, _)| {
+        if hi < cp {
+            std::cmp::Ordering::Less
+        } else if lo > cp {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }) {
+        Ok(i) => tables::COMBINING[i].2,
+        Err(_) => 0,
+    }
+}
+
+const HANGUL_S_BASE: u32 = 0xAC00;
+const HANGUL_L_BASE: u32 = 0x1100;
+const HANGUL_V_BASE: u32 = 0x1161;
+const HANGUL_T_BASE: u32 = 0x11A7;
+const HANGUL_T_COUNT: u32 = 28;
+const HANGUL_N_COUNT: u32 = 21 * 28;
+const HANGUL_S_COUNT: u32 = 19 * HANGUL_N_COUNT;
+
+/// Appends the full canonical decomposition of `c` (not yet canonically ordered).
+fn decompose_into(c: char, out: &mut Vec<char>) {
+    let cp = c as u32;
+    if c.is_ascii() {
+        out.push(c);
+        return;
+    }
+    if (HANGUL_S_BASE..HANGUL_S_BASE + HANGUL_S_COUNT).contains(&cp) {
+        let s = cp - HANGUL_S_BASE;
+        let jamo = [
+            HANGUL_L_BASE + s / HANGUL_N_COUNT,
+            HANGUL_V_BASE + (s % HANGUL_N_COUNT) / HANGUL_T_COUNT,
+            HANGUL_T_BASE + s % HANGUL_T_COUNT,
+        ];
+        let n = if jamo[2] == HANGUL_T_BASE { 2 } else { 3 };
+        out.extend(jamo[..n].iter().filter_map(|&j| char::from_u32(j)));
+        return;
+    }
+    match tables::DECOMPOSITIONS.binary_search_by_key(&cp, |&(k, _)| k) {
+        Ok(i) => out.extend(tables::DECOMPOSITIONS[i].1.chars()),
+        Err(_) => out.push(c),
+    }
+}
+
+/// Canonical ordering: a stable sort of every run of non-starters by combining class.
+fn canonical_order(chars: &mut [char]) {
+    let mut i = 0;
+    while i < chars.len() {
+        if combining_class(chars[i]) == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && combining_class(chars[i]) != 0 {
+            i += 1;
+        }
+        chars[start..i].sort_by_key(|&c| combining_class(c));
+    }
+}
+
+/// `english_text_preprocessing(text, lower=False)` (NeMo `tokenizer_utils.py`): NFD,
+/// drop every Mn character (accents), then map the typographic quotes ’ ” “ to ASCII.
+///
+/// The NFC that `IpaG2p.__call__` applies next is not repeated here: after this step
+/// the only canonical compositions left are of Hangul jamo and of Indic, Balinese and
+/// musical-symbol vowel signs (category Mc) — checked when the tables were made — and
+/// their results are neither ASCII, Latin-1 letters, digits nor token symbols, so they
+/// cannot change a word boundary, a dictionary look-up or a token id.
+pub fn english_text_preprocessing(text: &str) -> String {
+    let mut decomposed = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        decompose_into(c, &mut decomposed);
+    }
+    canonical_order(&mut decomposed);
+    decomposed
+        .into_iter()
+        .filter(|&c| c.is_ascii() || !is_nonspacing_mark(c))
+        .map(|c| match c {
+            '\u{2019}' => '\'',
+            '\u{201D}' | '\u{201C}' => '"',
+            other => other,
+        })
+        .collect()
+}
+
+/// True if NFC certainly leaves `s` unchanged: no character with a non-zero combining
+/// class and none that NFC could replace or join to what precedes it. Dictionary lines
+/// are NFC-normalised by NeMo; rill checks instead (the shipped files pass).
+pub fn is_certainly_nfc(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii() || (combining_class(c) == 0 && !in_ranges(tables::NFC_TRAILING, c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_the_oracles_unicode() {
+        assert_eq!(tables::UNICODE_VERSION, "14.0.0");
+    }
+
+    #[test]
+    fn accents_are_dropped_and_quotes_mapped() {
+        assert_eq!(
+            english_text_preprocessing("Café naïve ’x’ “y”"),
+            "Cafe naive 'x' \"y\""
+        );
+        // A singleton decomposition (KELVIN SIGN → K) and a Hangul syllable (jamo stay).
+        assert_eq!(english_text_preprocessing("\u{212A}"), "K");
+        assert_eq!(
+            english_text_preprocessing("\u{D55C}"),
+            "\u{1112}\u{1161}\u{11AB}"
+        );
+    }
+
+    #[test]
+    fn python_whitespace_and_digits() {
+        assert!(is_py_space('\u{1C}') && is_py_space(' ') && is_py_space('\u{3000}'));
+        assert!(!is_py_space('\u{200B}') && !is_py_space('a'));
+        assert!(is_decimal_digit('7') && is_decimal_digit('\u{0663}') && !is_decimal_digit('²'));
+    }
+
+    #[test]
+    fn nfc_check() {
+        assert!(is_certainly_nfc("ÉCOLE  eɪˈkoʊl"));
+        assert!(!is_certainly_nfc("E\u{301}COLE"));
+        assert!(!is_certainly_nfc("\u{212B}"));
+    }
+}
