@@ -3,12 +3,12 @@
 //! (`nemo/collections/tts/g2p/models/i18n_ipa.py`), keeping only what the
 //! deterministic English path reads: the first pronunciation of every word.
 
-use std::collections::{HashMap, HashSet};
-use std::ops::Range;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use crate::unicode::{is_certainly_nfc, is_py_space, py_strip};
+use crate::word_table::WordTable;
 use crate::TextError;
 
 /// The CMU IPA dictionary NeMo ships and the released Magpie `.nemo` packs (see
@@ -34,9 +34,7 @@ pub const MAX_DICT_BYTES: u64 = 64 << 20;
 
 /// Word → first pronunciation (each `char` is one G2P symbol), plus the heteronyms.
 pub struct Lexicon {
-    /// Every first pronunciation, concatenated; `words` holds ranges into it.
-    prons: String,
-    words: HashMap<Box<str>, Range<u32>>,
+    words: WordTable,
     heteronyms: HashSet<Box<str>>,
 }
 
@@ -77,7 +75,7 @@ impl Lexicon {
             line: line_of_offset(heteronyms, e.valid_up_to()),
             reason: "is not valid UTF-8".into(),
         })?;
-        let (prons, words) = parse_dict(dict)?;
+        let words = parse_dict(dict)?;
         let heteronyms = python_lines(heteronyms)
             .map(|line| {
                 line.trim_end_matches(is_py_space)
@@ -85,11 +83,7 @@ impl Lexicon {
                     .into_boxed_str()
             })
             .collect();
-        Ok(Lexicon {
-            prons,
-            words,
-            heteronyms,
-        })
+        Ok(Lexicon { words, heteronyms })
     }
 
     /// Reads the two files from disk (`dict` and `heteronyms` paths).
@@ -123,14 +117,12 @@ impl Lexicon {
 
     /// True if the dictionary has no word (never for a parsed one).
     pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
+        self.words.len() == 0
     }
 
     /// The first pronunciation of an upper-case word, one symbol per `char`.
     pub fn pronunciation(&self, word: &str) -> Option<&str> {
-        self.words
-            .get(word)
-            .map(|r| &self.prons[r.start as usize..r.end as usize])
+        self.words.get(word)
     }
 
     /// True if the upper-case word is a heteronym.
@@ -202,17 +194,32 @@ fn strip_variant_markers(word: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
+/// Appends a pronunciation with every (Python) whitespace character removed.
+fn push_without_spaces(pron: &str, arena: &mut String) {
+    // Fast path: no byte that can start a whitespace character (ASCII controls and
+    // space, or the lead bytes of U+0085, U+00A0, U+1680, U+2000.., U+3000).
+    let may_have_space = pron
+        .bytes()
+        .any(|b| matches!(b, 0x09..=0x0D | 0x1C..=0x20 | 0xC2 | 0xE1 | 0xE2 | 0xE3));
+    if may_have_space {
+        arena.extend(pron.chars().filter(|&c| !is_py_space(c)));
+    } else {
+        arena.push_str(pron);
+    }
+}
+
 /// Parses the dictionary. NeMo appends every line's pronunciation to its word (file
 /// order, variant markers removed), then stores each word under its upper-case form;
 /// two spellings with the same upper case overwrite each other in the order the
 /// words first appeared. rill keeps the first pronunciation of the winner.
-fn parse_dict(text: &str) -> Result<(String, HashMap<Box<str>, Range<u32>>), TextError> {
-    struct First {
-        order: u32,
-        pron: Range<u32>,
-    }
-    let mut prons = String::with_capacity(text.len() / 3);
-    let mut first: HashMap<Box<str>, First> = HashMap::with_capacity(140_000);
+fn parse_dict(text: &str) -> Result<WordTable, TextError> {
+    let too_large = |line| TextError::Dictionary {
+        file: IPA_DICT_FILE,
+        line,
+        reason: "makes the dictionary larger than 4 GB".into(),
+    };
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    let mut first = WordTable::with_capacity(lines, text.len());
     let mut all_upper = true;
     for (index, line) in python_lines(text).enumerate() {
         let Some(c0) = line.chars().next() else {
@@ -238,46 +245,40 @@ fn parse_dict(text: &str) -> Result<(String, HashMap<Box<str>, Range<u32>>), Tex
             return Err(bad("has a word but no pronunciation".into()));
         };
         let word = strip_variant_markers(&entry[..split]);
-        if first.contains_key(&*word) {
-            continue;
+        let pron = entry[split..].trim_start_matches(is_py_space);
+        let inserted = first
+            .insert_new(&word, |arena| push_without_spaces(pron, arena))
+            .map_err(|_| too_large(index + 1))?;
+        if inserted && all_upper {
+            all_upper = is_upper_case(&word);
         }
-        let start = prons.len();
-        prons.extend(entry[split..].chars().filter(|&c| !is_py_space(c)));
-        let (Ok(start), Ok(end), Ok(order)) = (
-            u32::try_from(start),
-            u32::try_from(prons.len()),
-            u32::try_from(first.len()),
-        ) else {
-            return Err(bad("makes the dictionary larger than 4 GB".into()));
-        };
-        all_upper &= word.to_uppercase() == *word;
-        first.insert(
-            word.into_owned().into_boxed_str(),
-            First {
-                order,
-                pron: start..end,
-            },
-        );
     }
-    if first.is_empty() {
+    if first.len() == 0 {
         return Err(TextError::Dictionary {
             file: IPA_DICT_FILE,
             line: 0,
             reason: "contains no entries".into(),
         });
     }
-    let words = if all_upper {
-        first.into_iter().map(|(word, f)| (word, f.pron)).collect()
-    } else {
-        let mut ordered: Vec<(Box<str>, First)> = first.into_iter().collect();
-        ordered.sort_by_key(|(_, f)| f.order);
-        let mut words = HashMap::with_capacity(ordered.len());
-        for (word, f) in ordered {
-            words.insert(word.to_uppercase().into_boxed_str(), f.pron);
-        }
+    if all_upper {
+        return Ok(first);
+    }
+    let mut words = WordTable::with_capacity(first.len(), text.len());
+    for (word, pron) in first.iter() {
         words
-    };
-    Ok((prons, words))
+            .insert(&word.to_uppercase(), |arena| arena.push_str(pron))
+            .map_err(|_| too_large(0))?;
+    }
+    Ok(words)
+}
+
+/// `word.upper() == word`.
+fn is_upper_case(word: &str) -> bool {
+    if word.is_ascii() {
+        !word.bytes().any(|b| b.is_ascii_lowercase())
+    } else {
+        word.to_uppercase() == word
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod lexicon;
 mod sentences;
 mod tokenizer;
 mod unicode;
+mod word_table;
 #[rustfmt::skip]
 mod unicode_tables;
 

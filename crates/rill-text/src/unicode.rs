@@ -32,7 +32,11 @@ pub fn is_decimal_digit(c: char) -> bool {
 
 /// Python's `str.isspace()` (it differs from `char::is_whitespace` on U+001C..U+001F).
 pub fn is_py_space(c: char) -> bool {
-    tables::PY_WHITESPACE.binary_search(&(c as u32)).is_ok()
+    match c {
+        '\t'..='\r' | '\u{1C}'..='\u{20}' => true,
+        _ if (c as u32) < 0x85 => false,
+        _ => tables::PY_WHITESPACE.binary_search(&(c as u32)).is_ok(),
+    }
 }
 
 /// Python's `str.strip()` without arguments.
@@ -136,6 +140,11 @@ pub fn english_text_preprocessing(text: &str) -> String {
 /// class and none that NFC could replace or join to what precedes it. Dictionary lines
 /// are NFC-normalised by NeMo; rill checks instead (the shipped files pass).
 pub fn is_certainly_nfc(s: &str) -> bool {
+    // Below U+0300 (UTF-8 lead bytes < 0xCC) nothing has a combining class or composes
+    // with what precedes it.
+    if s.bytes().all(|b| b < 0xCC) {
+        return true;
+    }
     s.chars()
         .all(|c| c.is_ascii() || (combining_class(c) == 0 && !in_ranges(tables::NFC_TRAILING, c)))
 }
