@@ -5,7 +5,7 @@
 //! `__call__`) and `english_word_tokenize` in `tokenizer_utils.py`.
 
 use crate::lexicon::Lexicon;
-use crate::unicode::is_decimal_digit;
+use crate::unicode::{is_decimal_digit, recompose_preprocessed};
 
 /// One piece of `english_word_tokenize`'s output (`_WORDS_RE_EN` groups).
 #[derive(Debug, PartialEq, Eq)]
@@ -147,8 +147,9 @@ fn found_stem(lexicon: &Lexicon, word: &str, suffix_len: usize) -> Option<String
 /// `IpaG2p.__call__` on text that `english_text_preprocessing` already prepared:
 /// the G2P symbols (phonemes, graphemes, punctuation, spaces), one string each.
 pub fn g2p(lexicon: &Lexicon, text: &str) -> Vec<String> {
+    let text = recompose_preprocessed(text);
     let mut out = Vec::with_capacity(text.len() * 2);
-    for piece in word_pieces(text) {
+    for piece in word_pieces(&text) {
         match piece {
             Piece::Unchanged(inner) => out.extend(inner.split(' ').map(String::from)),
             Piece::Word(word) => parse_with_hyphens(lexicon, &word.to_ascii_lowercase(), &mut out),

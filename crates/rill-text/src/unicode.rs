@@ -113,13 +113,10 @@ fn canonical_order(chars: &mut [char]) {
 
 /// `english_text_preprocessing(text, lower=False)` (NeMo `tokenizer_utils.py`): NFD,
 /// drop every Mn character (accents), then map the typographic quotes ’ ” “ to ASCII.
-///
-/// The NFC that `IpaG2p.__call__` applies next is not repeated here: after this step
-/// the only canonical compositions left are of Hangul jamo and of Indic, Balinese and
-/// musical-symbol vowel signs (category Mc) — checked when the tables were made — and
-/// their results are neither ASCII, Latin-1 letters, digits nor token symbols, so they
-/// cannot change a word boundary, a dictionary look-up or a token id.
 pub fn english_text_preprocessing(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_string();
+    }
     let mut decomposed = Vec::with_capacity(text.len());
     for c in text.chars() {
         decompose_into(c, &mut decomposed);
@@ -134,6 +131,53 @@ pub fn english_text_preprocessing(text: &str) -> String {
             other => other,
         })
         .collect()
+}
+
+/// The NFC that `IpaG2p.__call__` applies next, for text that
+/// [`english_text_preprocessing`] produced (fully decomposed, no Mn left). The only
+/// compositions such text allows have a second character that is not Mn: Hangul
+/// jamo and the two-part vowel signs of some Indic and Balinese scripts
+/// (`COMPOSITIONS`); all of those join adjacent characters.
+pub fn recompose_preprocessed(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_ascii() {
+        return text.into();
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    canonical_order(&mut chars);
+    let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    for c in chars {
+        if let Some(last) = out.last_mut() {
+            if let Some(composite) = compose_pair(*last, c) {
+                *last = composite;
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out.into_iter().collect::<String>().into()
+}
+
+fn compose_pair(first: char, second: char) -> Option<char> {
+    let (a, b) = (first as u32, second as u32);
+    let l_count = 19;
+    let v_count = 21;
+    if (HANGUL_L_BASE..HANGUL_L_BASE + l_count).contains(&a)
+        && (HANGUL_V_BASE..HANGUL_V_BASE + v_count).contains(&b)
+    {
+        let s =
+            HANGUL_S_BASE + ((a - HANGUL_L_BASE) * v_count + (b - HANGUL_V_BASE)) * HANGUL_T_COUNT;
+        return char::from_u32(s);
+    }
+    if (HANGUL_S_BASE..HANGUL_S_BASE + HANGUL_S_COUNT).contains(&a)
+        && (a - HANGUL_S_BASE).is_multiple_of(HANGUL_T_COUNT)
+        && (HANGUL_T_BASE + 1..HANGUL_T_BASE + HANGUL_T_COUNT).contains(&b)
+    {
+        return char::from_u32(a + (b - HANGUL_T_BASE));
+    }
+    tables::COMPOSITIONS
+        .binary_search_by_key(&(a, b), |&(x, y, _)| (x, y))
+        .ok()
+        .and_then(|i| char::from_u32(tables::COMPOSITIONS[i].2))
 }
 
 /// True if NFC certainly leaves `s` unchanged: no character with a non-zero combining
@@ -170,6 +214,29 @@ mod tests {
             english_text_preprocessing("\u{D55C}"),
             "\u{1112}\u{1161}\u{11AB}"
         );
+    }
+
+    #[test]
+    fn recomposition_undoes_what_survives_decomposition() {
+        // Hangul (LV and LVT syllables), Bengali and Balinese two-part vowels; Kannada
+        // U+0CCB loses its Mn first part, so the rest stays apart (values from Python:
+        // NFC(NFD(text) without Mn)).
+        let cases = [
+            (
+                "\u{D55C}\u{AD6D}\u{C5B4} \u{AC00}",
+                "\u{D55C}\u{AD6D}\u{C5B4} \u{AC00}",
+            ),
+            (
+                "\u{09CB}\u{0CCB}\u{1B06}",
+                "\u{09CB}\u{0CC2}\u{0CD5}\u{1B06}",
+            ),
+            ("plain é", "plain e"),
+        ];
+        for (text, want) in cases {
+            let pre = english_text_preprocessing(text);
+            assert_ne!(pre, text);
+            assert_eq!(recompose_preprocessed(&pre), want);
+        }
     }
 
     #[test]

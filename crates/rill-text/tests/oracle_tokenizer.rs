@@ -138,3 +138,42 @@ fn released_vocabulary_only_changes_eos() {
         assert_eq!(released.encode(text).unwrap(), want);
     }
 }
+
+/// Edge cases run through NeMo's own IpaG2p + IPATokenizer code by
+/// `testdata/magpie/make_tokenizer_extra.py` (which first re-checks the 12 recorded
+/// sentences). Where NeMo itself fails (text that is only spaces once unknown symbols
+/// are dropped: `IndexError`), rill must return an error instead.
+#[test]
+fn nemo_edge_cases_match() {
+    let reference = fixture("tokenizer_en_extra.json");
+    let front = EnglishFrontEnd::new(TextVocabulary::v2602());
+    let sentences = reference["sentences"].as_array().unwrap();
+    assert!(sentences.len() >= 30);
+    let mut failures = 0;
+    for s in sentences {
+        let text = s["text"].as_str().unwrap();
+        assert_eq!(
+            english_text_preprocessing(text),
+            s["preprocessed"].as_str().unwrap(),
+            "{text:?}"
+        );
+        assert_eq!(
+            front.phonemes(text).unwrap(),
+            strings(&s["g2p"]),
+            "G2P of {text:?}"
+        );
+        if s.get("nemo_error").is_some() {
+            failures += 1;
+            assert!(front.encode(text).is_err(), "{text:?}");
+            continue;
+        }
+        let want = ids(&s["ids"]);
+        assert_eq!(front.token_ids(text).unwrap(), want, "ids of {text:?}");
+        if want.is_empty() {
+            assert!(front.encode(text).is_err(), "{text:?}");
+        } else {
+            assert_eq!(front.encode(text).unwrap(), [want, vec![2361]].concat());
+        }
+    }
+    assert!(failures >= 1);
+}

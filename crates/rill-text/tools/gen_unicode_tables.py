@@ -15,6 +15,9 @@ Tables (all sorted, for binary search):
                   them (NFC_Quick_Check No/Maybe); with COMBINING this decides whether a
                   line is certainly NFC already
   PY_WHITESPACE   the code points for which Python's str.isspace() is true
+  COMPOSITIONS    the canonical compositions (first, second, composite) whose second character
+                  is not Mn: after NFD and dropping Mn, the only ones NFC can still apply
+                  (Hangul aside, composed arithmetically)
 """
 import pathlib
 import sys
@@ -103,6 +106,26 @@ out.append('pub static NFC_TRAILING: &[(u32, u32)] = &[')
 out += [f'    (0x{a:x}, 0x{b:x}),' for a, b in ranges(nfc_unsafe)]
 out.append('];')
 out.append('')
+compositions = []
+for cp in range(0x110000):
+  if 0xD800 <= cp <= 0xDFFF or cp in HANGUL:
+    continue
+  raw = ud.decomposition(chr(cp))
+  if not raw or raw.startswith('<'):
+    continue
+  parts = [int(x, 16) for x in raw.split()]
+  if len(parts) != 2 or ud.category(chr(parts[1])) == 'Mn':
+    continue
+  if ud.normalize('NFC', chr(parts[0]) + chr(parts[1])) != chr(cp):
+    continue  # a composition exclusion
+  # Only ccc-0 second characters occur, so composition is of adjacent pairs only.
+  assert ud.combining(chr(parts[1])) == 0 and ud.combining(chr(parts[0])) == 0, hex(cp)
+  compositions.append((parts[0], parts[1], cp))
+compositions.sort()
+out.append('pub static COMPOSITIONS: &[(u32, u32, u32)] = &[')
+out += [f'    (0x{a:x}, 0x{b:x}, 0x{c:x}),' for a, b, c in compositions]
+out.append('];')
+out.append('')
 spaces = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
 out.append('pub static PY_WHITESPACE: &[u32] = &[')
 out += [f'    0x{cp:x},' for cp in spaces]
@@ -110,4 +133,4 @@ out.append('];')
 
 with open(pathlib.Path(__file__).resolve().parent.parent / 'src' / 'unicode_tables.rs', 'w') as f:
   f.write('\n'.join(out) + '\n')
-print(len(decomp), 'decompositions;', len(spaces), 'spaces')
+print(len(decomp), 'decompositions;', len(compositions), 'compositions;', len(spaces), 'spaces')
