@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes testdata/magpie/tokenizer_en_extra.json: upstream NeMo's English front end on edge cases
 the oracle's 12 sentences do not reach (`'s` / `s` rules, `|...|` spans, hyphen storms, Unicode
-oddities, control characters), for crates/rill-text/tests/oracle_tokenizer.rs.
+oddities, control characters) and on 600 deterministic random texts (word salad of dictionary
+words, heteronyms, suffixes, punctuation and odd code points), for
+crates/rill-text/tests/oracle_tokenizer.rs.
 
     python3 testdata/magpie/make_tokenizer_extra.py --nemo PATH/TO/NeMo --data crates/rill-text/data
 
@@ -77,6 +79,48 @@ SENTENCES = [
 ]
 
 
+def random_texts(data: pathlib.Path, n: int, seed: int = 2026):
+  """Deterministic word salad: dictionary words (every 509th entry), heteronyms, invented
+  words, suffixes, hyphen and apostrophe joins, punctuation, spans and random code points."""
+  import random
+  rng = random.Random(seed)
+  lines = (data / 'ipa_cmudict-0.7b_nv23.01.txt').read_text(encoding='utf-8').splitlines()
+  entries = [l.split()[0] for l in lines if l[:1].isalpha() or l[:1] == "'"]
+  words = [w.split('(')[0] for w in entries[::509]]
+  heteronyms = (data / 'heteronyms-052722').read_text(encoding='utf-8').split()
+  invented = ['blorp', 'zqx', 'Frobnicate', 'xyzzy', 'rill', 'Magpie', 'NeMo', 'qwrtp']
+  extras = [' ', ' ', ' ', '  ', ', ', '. ', '? ', '! ', '; ', ': ', '-', '--', "'", '"', '(', ')',
+            '[', ']', '{', '}', '/', '|', '||', '| a b |', '\t', '\n', '3', '42', '3.14', '$5',
+            '\u2014', '\u2019', '\u201c', '\u00e9', '\u00df', '\u017f', '\u00e6', '\u0301',
+            '\u0259', '\u02c8', '\uac00', '\u0663', '\U0001F600', '\x00', '\x1c', '_', '=']
+
+  def piece():
+    r = rng.random()
+    if r < 0.35:
+      w = rng.choice(words)
+    elif r < 0.45:
+      w = rng.choice(heteronyms)
+    elif r < 0.5:
+      w = rng.choice(invented)
+    elif r < 0.55:
+      w = chr(rng.choice([rng.randrange(0x20, 0x250), rng.randrange(0x250, 0x3100),
+                          rng.randrange(0xAC00, 0xD7A4), rng.randrange(0x1F300, 0x1F700)]))
+    else:
+      return rng.choice(extras)
+    case = rng.random()
+    w = w.lower() if case < 0.6 else (w.capitalize() if case < 0.85 else w.upper())
+    suffix = rng.random()
+    if suffix < 0.1:
+      w += "'s"
+    elif suffix < 0.2:
+      w += 's'
+    elif suffix < 0.25:
+      w += '-' + rng.choice(words).lower()
+    return w
+
+  return [''.join(piece() for _ in range(rng.randrange(1, 16))) for _ in range(n)]
+
+
 def read_upstream(nemo: pathlib.Path, rel: str) -> str:
   if (nemo / rel).exists():
     return (nemo / rel).read_text(encoding='utf-8')
@@ -131,10 +175,12 @@ def main():
       for key in ('preprocessed', 'g2p', 'ids'):
         assert got[key] == s[key], (s['text'], key, got[key], s[key])
     rows = [run(s) for s in SENTENCES]
-  out = dict(description=__doc__, nemo_files=FILES, sentences=rows)
+    salad = [run(s) for s in random_texts(a.data, 600)]
+  out = dict(description=__doc__, nemo_files=FILES, sentences=rows, random=salad)
   with open(a.out, 'w', encoding='utf-8') as f:
     json.dump(out, f, ensure_ascii=False, indent=1)
-  print('checked the 12 recorded sentences; wrote', a.out, 'with', len(rows), 'sentences')
+  print('checked the 12 recorded sentences; wrote', a.out, 'with', len(rows), 'sentences and',
+        len(salad), 'random texts')
 
 
 if __name__ == '__main__':

@@ -139,6 +139,33 @@ fn released_vocabulary_only_changes_eos() {
     }
 }
 
+/// One case of `tokenizer_en_extra.json`; returns whether NeMo itself failed on it.
+fn check_case(front: &EnglishFrontEnd, case: &Value) -> bool {
+    let text = case["text"].as_str().unwrap();
+    assert_eq!(
+        english_text_preprocessing(text),
+        case["preprocessed"].as_str().unwrap(),
+        "{text:?}"
+    );
+    assert_eq!(
+        front.phonemes(text).unwrap(),
+        strings(&case["g2p"]),
+        "G2P of {text:?}"
+    );
+    if case.get("nemo_error").is_some() {
+        assert!(front.encode(text).is_err(), "{text:?}");
+        return true;
+    }
+    let want = ids(&case["ids"]);
+    assert_eq!(front.token_ids(text).unwrap(), want, "ids of {text:?}");
+    if want.is_empty() {
+        assert!(front.encode(text).is_err(), "{text:?}");
+    } else {
+        assert_eq!(front.encode(text).unwrap(), [want, vec![2361]].concat());
+    }
+    false
+}
+
 /// Edge cases run through NeMo's own IpaG2p + IPATokenizer code by
 /// `testdata/magpie/make_tokenizer_extra.py` (which first re-checks the 12 recorded
 /// sentences). Where NeMo itself fails (text that is only spaces once unknown symbols
@@ -147,33 +174,21 @@ fn released_vocabulary_only_changes_eos() {
 fn nemo_edge_cases_match() {
     let reference = fixture("tokenizer_en_extra.json");
     let front = EnglishFrontEnd::new(TextVocabulary::v2602());
-    let sentences = reference["sentences"].as_array().unwrap();
-    assert!(sentences.len() >= 30);
-    let mut failures = 0;
-    for s in sentences {
-        let text = s["text"].as_str().unwrap();
-        assert_eq!(
-            english_text_preprocessing(text),
-            s["preprocessed"].as_str().unwrap(),
-            "{text:?}"
-        );
-        assert_eq!(
-            front.phonemes(text).unwrap(),
-            strings(&s["g2p"]),
-            "G2P of {text:?}"
-        );
-        if s.get("nemo_error").is_some() {
-            failures += 1;
-            assert!(front.encode(text).is_err(), "{text:?}");
-            continue;
-        }
-        let want = ids(&s["ids"]);
-        assert_eq!(front.token_ids(text).unwrap(), want, "ids of {text:?}");
-        if want.is_empty() {
-            assert!(front.encode(text).is_err(), "{text:?}");
-        } else {
-            assert_eq!(front.encode(text).unwrap(), [want, vec![2361]].concat());
-        }
-    }
+    let cases = reference["sentences"].as_array().unwrap();
+    assert!(cases.len() >= 30);
+    let failures = cases.iter().filter(|case| check_case(&front, case)).count();
     assert!(failures >= 1);
+}
+
+/// 600 deterministic random texts (dictionary words, heteronyms, suffixes, hyphens,
+/// punctuation, odd code points) through the same NeMo code.
+#[test]
+fn nemo_random_texts_match() {
+    let reference = fixture("tokenizer_en_extra.json");
+    let front = EnglishFrontEnd::new(TextVocabulary::v2602());
+    let cases = reference["random"].as_array().unwrap();
+    assert_eq!(cases.len(), 600);
+    for case in cases {
+        check_case(&front, case);
+    }
 }
