@@ -5,7 +5,7 @@
 //! `__call__`) and `english_word_tokenize` in `tokenizer_utils.py`.
 
 use crate::lexicon::Lexicon;
-use crate::unicode::{is_decimal_digit, recompose_preprocessed};
+use crate::unicode::{is_decimal_digit, py_upper, recompose_preprocessed};
 
 /// One piece of `english_word_tokenize`'s output (`_WORDS_RE_EN` groups).
 #[derive(Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ fn push_pron(pron: &str, out: &mut Vec<String>) {
 /// `parse_one_word`: appends the word's symbols and returns whether it was handled
 /// (false only for an out-of-vocabulary word, which the caller may split at hyphens).
 fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool {
-    let word = word.to_uppercase();
+    let word = py_upper(word);
     // Punctuation (no letter or digit): the characters themselves.
     if !word.chars().any(is_word_char) {
         graphemes(&word, out);
@@ -132,14 +132,14 @@ fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool 
 /// when the dictionary lacks the word itself but has the stem.
 fn found_stem(lexicon: &Lexicon, word: &str, suffix_len: usize) -> Option<String> {
     let known = |w: &str| lexicon.pronunciation(w).is_some();
-    if known(word) || known(&word.to_uppercase()) {
+    if known(word) || known(&py_upper(word)) {
         return None;
     }
     let stem = &word[..word.len() - suffix_len];
     if known(stem) {
         Some(stem.to_string())
     } else {
-        let upper = stem.to_uppercase();
+        let upper = py_upper(stem);
         known(&upper).then_some(upper)
     }
 }

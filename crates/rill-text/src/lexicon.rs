@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use crate::unicode::{is_certainly_nfc, is_py_space, py_strip};
+use crate::unicode::{is_certainly_nfc, is_py_space, py_strip, py_upper};
 use crate::word_table::WordTable;
 use crate::TextError;
 
@@ -77,11 +77,7 @@ impl Lexicon {
         })?;
         let words = parse_dict(dict)?;
         let heteronyms = python_lines(heteronyms)
-            .map(|line| {
-                line.trim_end_matches(is_py_space)
-                    .to_uppercase()
-                    .into_boxed_str()
-            })
+            .map(|line| py_upper(line.trim_end_matches(is_py_space)).into_boxed_str())
             .collect();
         Ok(Lexicon { words, heteronyms })
     }
@@ -266,7 +262,7 @@ fn parse_dict(text: &str) -> Result<WordTable, TextError> {
     let mut words = WordTable::with_capacity(first.len(), text.len());
     for (word, pron) in first.iter() {
         words
-            .insert(&word.to_uppercase(), |arena| arena.push_str(pron))
+            .insert(&py_upper(word), |arena| arena.push_str(pron))
             .map_err(|_| too_large(0))?;
     }
     Ok(words)
@@ -277,7 +273,7 @@ fn is_upper_case(word: &str) -> bool {
     if word.is_ascii() {
         !word.bytes().any(|b| b.is_ascii_lowercase())
     } else {
-        word.to_uppercase() == word
+        py_upper(word) == word
     }
 }
 

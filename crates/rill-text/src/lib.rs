@@ -164,13 +164,14 @@ impl EnglishFrontEnd {
     /// The English token ids of `text` without EOS (NeMo's `tokenizer.encode`), with
     /// the vocabulary's English offset applied. May be empty.
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
-        let offset = self.vocabulary.english_offset;
+        let offset = self.vocabulary.english_offset();
         let ids = encode_from_g2p(&self.phonemes(text)?);
         Ok(ids.into_iter().map(|id| id + offset).collect())
     }
 
     /// One utterance: token ids + EOS, what the text encoder takes (no BOS).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        check_size(text)?;
         if py_blank(text) {
             return Err(TextError::Empty);
         }
@@ -178,7 +179,7 @@ impl EnglishFrontEnd {
         if ids.is_empty() {
             return Err(TextError::Unencodable(excerpt(text)));
         }
-        ids.push(self.vocabulary.eos_id);
+        ids.push(self.vocabulary.eos_id());
         if ids.len() > self.max_utterance_tokens {
             return Err(TextError::UtteranceTooLong {
                 tokens: ids.len(),

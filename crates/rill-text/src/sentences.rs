@@ -3,7 +3,7 @@
 //! `split_by_sentence`, `LanguageThresholds`; spec §3.3). NeMo runs the sentences of a
 //! long text through its long-form path; rill synthesises each as its own utterance.
 
-use crate::unicode::{is_py_space, py_strip};
+use crate::unicode::{is_py_space, py_isupper, py_lower, py_strip, py_upper};
 
 /// English texts of at least this many words (Python `len(text.split())`) are split
 /// into sentences; shorter ones stay one utterance (NeMo's threshold, ≈ 20 s of audio).
@@ -78,7 +78,7 @@ fn is_title_before(span: &[char]) -> bool {
         }
         word.push(c);
     }
-    let word: String = word.iter().rev().collect::<String>().to_lowercase();
+    let word = py_lower(&word.iter().rev().collect::<String>());
     TITLES.contains(&word.as_str())
 }
 
@@ -87,10 +87,10 @@ fn push_sentence(span: &[char], sentences: &mut Vec<String>) {
     let text = py_strip(&text);
     let mut chars = text.chars();
     let Some(first) = chars.next() else { return };
-    if first.is_uppercase() {
+    if py_isupper(first) {
         sentences.push(text.to_string());
     } else {
-        sentences.push(first.to_uppercase().chain(chars).collect());
+        sentences.push(py_upper(&first.to_string()) + chars.as_str());
     }
 }
 

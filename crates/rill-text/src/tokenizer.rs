@@ -63,12 +63,9 @@ pub fn encode_from_g2p(symbols: &[String]) -> Vec<u32> {
 /// English-only model 98 (EOS 97).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextVocabulary {
-    /// Offset of `english_phoneme` in the aggregated vocabulary (0 in every release).
-    pub english_offset: u32,
-    /// Beginning-of-text id (not used at inference, spec trap T8).
-    pub bos_id: u32,
-    /// End-of-text id, appended to every utterance.
-    pub eos_id: u32,
+    english_offset: u32,
+    bos_id: u32,
+    eos_id: u32,
 }
 
 impl TextVocabulary {
@@ -100,6 +97,21 @@ impl TextVocabulary {
             bos_id: 2360,
             eos_id: 2361,
         }
+    }
+
+    /// Offset of `english_phoneme` in the aggregated vocabulary (0 in every release).
+    pub fn english_offset(&self) -> u32 {
+        self.english_offset
+    }
+
+    /// Beginning-of-text id (not used at inference, spec trap T8).
+    pub fn bos_id(&self) -> u32 {
+        self.bos_id
+    }
+
+    /// End-of-text id, appended to every utterance.
+    pub fn eos_id(&self) -> u32 {
+        self.eos_id
     }
 }
 
@@ -134,7 +146,7 @@ mod tests {
             TextVocabulary::v2602()
         );
         let oracle = TextVocabulary::from_embedding_rows(98, 0).unwrap();
-        assert_eq!((oracle.bos_id, oracle.eos_id), (96, 97));
+        assert_eq!((oracle.bos_id(), oracle.eos_id()), (96, 97));
         assert!(TextVocabulary::from_embedding_rows(97, 0).is_err());
         assert!(TextVocabulary::from_embedding_rows(2362, 2300).is_err());
     }

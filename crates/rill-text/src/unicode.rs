@@ -44,6 +44,53 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
 
+/// Assigned in Unicode 14 (Python 3.11's `unicodedata`).
+fn is_assigned(c: char) -> bool {
+    c.is_ascii() || !in_ranges(tables::UNASSIGNED, c)
+}
+
+/// Appends `mapped` (Rust's case mapping of `c`) where Python 3.11 has the same
+/// mapping, else `c`: Rust's tables are newer, and case pairs only ever gain mappings
+/// to newly encoded characters, so a mapping from or to a character Unicode 14 lacks
+/// is one Python does not have.
+fn push_py_case(c: char, mapped: impl Iterator<Item = char> + Clone, out: &mut String) {
+    if is_assigned(c) && mapped.clone().all(is_assigned) {
+        out.extend(mapped);
+    } else {
+        out.push(c);
+    }
+}
+
+/// Python's `str.upper()` (full, unconditional case mapping, e.g. `ß` → `SS`).
+pub fn py_upper(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_uppercase();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_py_case(c, c.to_uppercase(), &mut out);
+    }
+    out
+}
+
+/// Python's `str.lower()` character by character (without the final-sigma rule, which
+/// only matters for Greek words; rill compares the result with ASCII only).
+pub fn py_lower(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_lowercase();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_py_case(c, c.to_lowercase(), &mut out);
+    }
+    out
+}
+
+/// Python's `c.isupper()` for one character.
+pub fn py_isupper(c: char) -> bool {
+    is_assigned(c) && c.is_uppercase()
+}
+
 fn combining_class(c: char) -> u8 {
     let cp = c as u32;
     if cp < 0x300 {
@@ -236,6 +283,38 @@ mod tests {
             let pre = english_text_preprocessing(text);
             assert_ne!(pre, text);
             assert_eq!(recompose_preprocessed(&pre), want);
+        }
+    }
+
+    #[test]
+    fn case_mapping_is_pythons() {
+        let table = include_str!("../tests/data/python_case_14.txt");
+        let hex_chars = |field: &str| -> String {
+            field
+                .split_whitespace()
+                .map(|h| char::from_u32(u32::from_str_radix(h, 16).unwrap()).unwrap())
+                .collect()
+        };
+        let mut listed = std::collections::HashMap::new();
+        for line in table.lines() {
+            let fields: Vec<&str> = line.split(';').collect();
+            let cp = u32::from_str_radix(fields[0], 16).unwrap();
+            listed.insert(
+                cp,
+                (hex_chars(fields[1]), hex_chars(fields[2]), fields[3] == "1"),
+            );
+        }
+        assert!(listed.len() > 2800, "{}", listed.len());
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let same = c.to_string();
+            let (upper, lower, isupper) =
+                listed
+                    .remove(&(c as u32))
+                    .unwrap_or((same.clone(), same, false));
+            let s = c.to_string();
+            assert_eq!(py_upper(&s), upper, "upper of U+{:04X}", c as u32);
+            assert_eq!(py_lower(&s), lower, "lower of U+{:04X}", c as u32);
+            assert_eq!(py_isupper(c), isupper, "isupper of U+{:04X}", c as u32);
         }
     }
 

@@ -46,7 +46,7 @@ fn oracle_front_end(reference: &Value) -> EnglishFrontEnd {
     let eos = reference["eos_id_this_vocab"].as_u64().unwrap() as usize;
     let vocabulary = TextVocabulary::from_embedding_rows(eos + 1, 0).unwrap();
     assert_eq!(
-        vocabulary.bos_id as u64,
+        vocabulary.bos_id() as u64,
         reference["bos_id_this_vocab"].as_u64().unwrap()
     );
     EnglishFrontEnd::new(vocabulary)
@@ -62,8 +62,8 @@ fn token_table_and_data_files_are_the_recorded_ones() {
     let released = &reference["released_v2602"];
     let rows = released["text_vocab"].as_u64().unwrap() as usize;
     let v2602 = TextVocabulary::from_embedding_rows(rows, 0).unwrap();
-    assert_eq!(v2602.bos_id as u64, released["bos_id"].as_u64().unwrap());
-    assert_eq!(v2602.eos_id as u64, released["eos_id"].as_u64().unwrap());
+    assert_eq!(v2602.bos_id() as u64, released["bos_id"].as_u64().unwrap());
+    assert_eq!(v2602.eos_id() as u64, released["eos_id"].as_u64().unwrap());
     assert_eq!(v2602, TextVocabulary::v2602());
 }
 

@@ -45,7 +45,7 @@ impl SplitMix {
 }
 
 fn check(front: &EnglishFrontEnd, text: &str) {
-    let eos = front.vocabulary().eos_id;
+    let eos = front.vocabulary().eos_id();
     match front.encode(text) {
         Ok(ids) => {
             assert_eq!(ids.last(), Some(&eos));

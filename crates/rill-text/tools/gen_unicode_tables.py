@@ -15,6 +15,8 @@ Tables (all sorted, for binary search):
                   them (NFC_Quick_Check No/Maybe); with COMBINING this decides whether a
                   line is certainly NFC already
   PY_WHITESPACE   the code points for which Python's str.isspace() is true
+  UNASSIGNED      ranges of general category Cn: Python 3.11 has no case mapping for them, nor
+                  for a character whose newer mapping (Rust's) leads to one of them
   COMPOSITIONS    the canonical compositions (first, second, composite) whose second character
                   is not Mn: after NFD and dropping Mn, the only ones NFC can still apply
                   (Hangul aside, composed arithmetically)
@@ -106,6 +108,11 @@ out.append('pub static NFC_TRAILING: &[(u32, u32)] = &[')
 out += [f'    (0x{a:x}, 0x{b:x}),' for a, b in ranges(nfc_unsafe)]
 out.append('];')
 out.append('')
+out.append('pub static UNASSIGNED: &[(u32, u32)] = &[')
+out += [f'    (0x{a:x}, 0x{b:x}),' for a, b in ranges(
+    lambda cp: not 0xD800 <= cp <= 0xDFFF and ud.category(chr(cp)) == 'Cn')]
+out.append('];')
+out.append('')
 compositions = []
 for cp in range(0x110000):
   if 0xD800 <= cp <= 0xDFFF or cp in HANGUL:
@@ -133,4 +140,19 @@ out.append('];')
 
 with open(pathlib.Path(__file__).resolve().parent.parent / 'src' / 'unicode_tables.rs', 'w') as f:
   f.write('\n'.join(out) + '\n')
+# Python's case behaviour for every code point where it is not the identity, for the test
+# `unicode::tests::case_mapping_is_pythons` (code point, upper, lower, isupper; hex).
+case_lines = []
+for cp in range(0x110000):
+  if 0xD800 <= cp <= 0xDFFF:
+    continue
+  c = chr(cp)
+  up, low = c.upper(), c.lower()
+  if up != c or low != c or c.isupper():
+    hexs = lambda t: ' '.join(f'{ord(x):x}' for x in t)
+    case_lines.append(f'{cp:x};{hexs(up)};{hexs(low)};{int(c.isupper())}')
+case_file = pathlib.Path(__file__).resolve().parent.parent / 'tests' / 'data' / 'python_case_14.txt'
+case_file.parent.mkdir(parents=True, exist_ok=True)
+case_file.write_text('\n'.join(case_lines) + '\n')
+
 print(len(decomp), 'decompositions;', len(compositions), 'compositions;', len(spaces), 'spaces')
