@@ -23,10 +23,11 @@ pub const HETERONYMS_FILE: &str = "heteronyms-052722";
 pub const HETERONYMS_SHA256: &str =
     "b701909aedf753172eff223950f8859cd4b9b4c80199cf0a6e9ac4a307c8f8ec";
 
-/// The embedded copies of the two files (3 MB; parsed on first use only).
-pub static EMBEDDED_IPA_DICT: &[u8] = include_bytes!("../data/ipa_cmudict-0.7b_nv23.01.txt");
+/// The embedded copies of the two files (3 MB; parsed on first use only). Text, so
+/// the compiler has checked the UTF-8 already.
+pub static EMBEDDED_IPA_DICT: &str = include_str!("../data/ipa_cmudict-0.7b_nv23.01.txt");
 /// See [`EMBEDDED_IPA_DICT`].
-pub static EMBEDDED_HETERONYMS: &[u8] = include_bytes!("../data/heteronyms-052722");
+pub static EMBEDDED_HETERONYMS: &str = include_str!("../data/heteronyms-052722");
 
 /// A dictionary larger than this is not a pronunciation dictionary (the real one is
 /// 3.1 MB); reject it before reading it whole.
@@ -55,7 +56,7 @@ impl Lexicon {
             .get_or_init(|| {
                 // The embedded files are checked by the tests (hashes and parse), so a
                 // failure here is a build defect, not a user error.
-                let lexicon = Lexicon::from_bytes(EMBEDDED_IPA_DICT, EMBEDDED_HETERONYMS)
+                let lexicon = Lexicon::from_text(EMBEDDED_IPA_DICT, EMBEDDED_HETERONYMS)
                     .expect("the embedded dictionary parses (checked by the tests)");
                 Arc::new(lexicon)
             })
@@ -75,6 +76,11 @@ impl Lexicon {
             line: line_of_offset(heteronyms, e.valid_up_to()),
             reason: "is not valid UTF-8".into(),
         })?;
+        Lexicon::from_text(dict, heteronyms)
+    }
+
+    /// [`from_bytes`](Self::from_bytes) for text already known to be UTF-8.
+    pub fn from_text(dict: &str, heteronyms: &str) -> Result<Lexicon, TextError> {
         let words = parse_dict(dict)?;
         let heteronyms = python_lines(heteronyms)
             .map(|line| py_upper(line.trim_end_matches(is_py_space)).into_boxed_str())
