@@ -93,14 +93,12 @@ fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool 
         graphemes(&word, out);
         return true;
     }
-    let known = |w: &str| lexicon.pronunciation(w).is_some();
     let n_chars = word.chars().count();
     // `'s` suffix of a word the dictionary lacks but whose stem it has.
     if n_chars > 2 && (word.ends_with("'s") || word.ends_with("'S")) {
-        if let Some(stem) = found_stem(lexicon, &word, 2) {
-            let pron = lexicon.pronunciation(&stem).unwrap_or_default();
+        if let Some((pron, last)) = stem_pronunciation(lexicon, &word, 2) {
             push_pron(pron, out);
-            match stem.chars().last() {
+            match last {
                 Some('T' | 't') => out.push("s".into()),
                 Some('S' | 's') => out.extend(["ɪ".into(), "z".into()]),
                 _ => out.push("z".into()),
@@ -110,38 +108,43 @@ fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool 
     }
     // `s` suffix without an apostrophe.
     if n_chars > 1 && (word.ends_with('s') || word.ends_with('S')) {
-        if let Some(stem) = found_stem(lexicon, &word, 1) {
-            let pron = lexicon.pronunciation(&stem).unwrap_or_default();
+        if let Some((pron, last)) = stem_pronunciation(lexicon, &word, 1) {
             push_pron(pron, out);
-            match stem.chars().last() {
+            match last {
                 Some('T' | 't') => out.push("s".into()),
                 _ => out.push("z".into()),
             }
             return true;
         }
     }
-    if known(&word) {
-        push_pron(lexicon.pronunciation(&word).unwrap_or_default(), out);
+    if let Some(pron) = lexicon.pronunciation(&word) {
+        push_pron(pron, out);
         return true;
     }
     graphemes(&word, out);
     false
 }
 
-/// The stem (word minus its last `suffix_len` ASCII characters, as spelt or upper-cased)
-/// when the dictionary lacks the word itself but has the stem.
-fn found_stem(lexicon: &Lexicon, word: &str, suffix_len: usize) -> Option<String> {
+/// When the dictionary lacks `word` but has its stem (the word without its last
+/// `suffix_len` ASCII characters, as spelt or upper-cased): the stem's pronunciation
+/// and its last letter.
+fn stem_pronunciation<'l>(
+    lexicon: &'l Lexicon,
+    word: &str,
+    suffix_len: usize,
+) -> Option<(&'l str, Option<char>)> {
     let known = |w: &str| lexicon.pronunciation(w).is_some();
     if known(word) || known(&py_upper(word)) {
         return None;
     }
     let stem = &word[..word.len() - suffix_len];
-    if known(stem) {
-        Some(stem.to_string())
-    } else {
-        let upper = py_upper(stem);
-        known(&upper).then_some(upper)
+    if let Some(pron) = lexicon.pronunciation(stem) {
+        return Some((pron, stem.chars().last()));
     }
+    let upper = py_upper(stem);
+    lexicon
+        .pronunciation(&upper)
+        .map(|pron| (pron, upper.chars().last()))
 }
 
 /// `IpaG2p.__call__` on text that `english_text_preprocessing` already prepared:
