@@ -67,13 +67,13 @@ impl Lexicon {
     /// word a line), e.g. the members of a `.nemo` archive.
     pub fn from_bytes(dict: &[u8], heteronyms: &[u8]) -> Result<Lexicon, TextError> {
         let dict = std::str::from_utf8(dict).map_err(|e| TextError::Dictionary {
-            file: IPA_DICT_FILE,
-            line: line_of_offset(dict, e.valid_up_to()),
+            file: IPA_DICT_FILE.into(),
+            line: Some(line_of_offset(dict, e.valid_up_to())),
             reason: "is not valid UTF-8".into(),
         })?;
         let heteronyms = std::str::from_utf8(heteronyms).map_err(|e| TextError::Dictionary {
-            file: HETERONYMS_FILE,
-            line: line_of_offset(heteronyms, e.valid_up_to()),
+            file: HETERONYMS_FILE.into(),
+            line: Some(line_of_offset(heteronyms, e.valid_up_to())),
             reason: "is not valid UTF-8".into(),
         })?;
         Lexicon::from_text(dict, heteronyms)
@@ -98,12 +98,11 @@ impl Lexicon {
             let len = std::fs::metadata(path).map_err(io)?.len();
             if len > MAX_DICT_BYTES {
                 return Err(TextError::Dictionary {
-                    file: "dictionary",
-                    line: 0,
+                    file: path.display().to_string(),
+                    line: None,
                     reason: format!(
-                        "{} is {len} bytes, more than the {MAX_DICT_BYTES} a pronunciation \
-                         dictionary can be; pass the right file",
-                        path.display()
+                        "{len} bytes is more than the {MAX_DICT_BYTES} a pronunciation \
+                         dictionary or heteronym list can be; pass the right file"
                     ),
                 });
             }
@@ -216,7 +215,7 @@ fn push_without_spaces(pron: &str, arena: &mut String) {
 /// words first appeared. rill keeps the first pronunciation of the winner.
 fn parse_dict(text: &str) -> Result<WordTable, TextError> {
     let too_large = |line| TextError::Dictionary {
-        file: IPA_DICT_FILE,
+        file: IPA_DICT_FILE.into(),
         line,
         reason: "makes the dictionary larger than 4 GB".into(),
     };
@@ -231,8 +230,8 @@ fn parse_dict(text: &str) -> Result<WordTable, TextError> {
             continue;
         }
         let bad = |reason: String| TextError::Dictionary {
-            file: IPA_DICT_FILE,
-            line: index + 1,
+            file: IPA_DICT_FILE.into(),
+            line: Some(index + 1),
             reason,
         };
         if !is_certainly_nfc(line) {
@@ -250,15 +249,15 @@ fn parse_dict(text: &str) -> Result<WordTable, TextError> {
         let pron = entry[split..].trim_start_matches(is_py_space);
         let inserted = first
             .insert_new(&word, |arena| push_without_spaces(pron, arena))
-            .map_err(|_| too_large(index + 1))?;
+            .map_err(|_| too_large(Some(index + 1)))?;
         if inserted && all_upper {
             all_upper = is_upper_case(&word);
         }
     }
     if first.len() == 0 {
         return Err(TextError::Dictionary {
-            file: IPA_DICT_FILE,
-            line: 0,
+            file: IPA_DICT_FILE.into(),
+            line: None,
             reason: "contains no entries".into(),
         });
     }
@@ -269,7 +268,7 @@ fn parse_dict(text: &str) -> Result<WordTable, TextError> {
     for (word, pron) in first.iter() {
         words
             .insert(&py_upper(word), |arena| arena.push_str(pron))
-            .map_err(|_| too_large(0))?;
+            .map_err(|_| too_large(None))?;
     }
     Ok(words)
 }

@@ -72,10 +72,11 @@ pub enum TextError {
         max: usize,
         excerpt: String,
     },
-    #[error("{file}, line {line}: {reason}")]
+    /// A dictionary or heteronym file that cannot be used; `line` is 1-based.
+    #[error("{file}{}: {reason}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
     Dictionary {
-        file: &'static str,
-        line: usize,
+        file: String,
+        line: Option<usize>,
         reason: String,
     },
     #[error("cannot read {path}: {source}")]

@@ -97,3 +97,26 @@ fn token_table_follows_from_the_dictionary() {
     derived.extend([" ", "<pad>", "<oov>"].map(String::from));
     assert_eq!(derived, ENGLISH_TOKENS);
 }
+
+/// Loading the same files from disk (as a `.nemo` loader would pass them) gives the same
+/// dictionary; a missing file is an error naming it.
+#[test]
+fn files_load_from_paths_too() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let dict = data.join(rill_text::IPA_DICT_FILE);
+    let heteronyms = data.join(rill_text::HETERONYMS_FILE);
+    let loaded = Lexicon::from_files(&dict, &heteronyms).unwrap();
+    let embedded = Lexicon::embedded();
+    assert_eq!(loaded.len(), embedded.len());
+    for word in ["HELLO", "DR.", "'BOUT", "TTS", "ZYWICKI"] {
+        assert_eq!(
+            loaded.pronunciation(word),
+            embedded.pronunciation(word),
+            "{word}"
+        );
+    }
+    assert!(loaded.is_heteronym("READ"));
+    let missing = data.join("no-such-file");
+    let err = Lexicon::from_files(&missing, &heteronyms).unwrap_err();
+    assert!(err.to_string().contains("no-such-file"), "{err}");
+}
