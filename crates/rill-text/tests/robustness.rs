@@ -196,3 +196,26 @@ fn only_english_is_supported() {
     }
     assert_eq!(Language::English.code(), "en");
 }
+
+#[test]
+fn front_end_is_shareable_and_parsed_once() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<EnglishFrontEnd>();
+    assert!(std::sync::Arc::ptr_eq(
+        &rill_text::Lexicon::embedded(),
+        &rill_text::Lexicon::embedded()
+    ));
+    // Threads share one front end and get the same ids.
+    let front = EnglishFrontEnd::new(TextVocabulary::v2602());
+    let want = front.encode("Hello world, I read the rill docs.").unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                assert_eq!(
+                    front.encode("Hello world, I read the rill docs.").unwrap(),
+                    want
+                )
+            });
+        }
+    });
+}
