@@ -147,6 +147,9 @@ mod tests {
         );
         let oracle = TextVocabulary::from_embedding_rows(98, 0).unwrap();
         assert_eq!((oracle.bos_id(), oracle.eos_id()), (96, 97));
+        // v2607 (spec §1.1): 3359 rows, BOS 3357, EOS 3358.
+        let v2607 = TextVocabulary::from_embedding_rows(3359, 0).unwrap();
+        assert_eq!((v2607.bos_id(), v2607.eos_id()), (3357, 3358));
         assert!(TextVocabulary::from_embedding_rows(97, 0).is_err());
         assert!(TextVocabulary::from_embedding_rows(2362, 2300).is_err());
     }
