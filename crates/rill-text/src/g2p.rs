@@ -1,0 +1,206 @@
+//! NeMo's `IpaG2p.__call__` for `en-US` with `phoneme_probability = 1.0` (what NeMo's
+//! inference runner sets, spec trap T2): every word that the dictionary knows becomes
+//! its first pronunciation, heteronyms and unknown words become upper-case graphemes.
+//! Upstream: `nemo/collections/tts/g2p/models/i18n_ipa.py` (`parse_one_word`,
+//! `__call__`) and `english_word_tokenize` in `tokenizer_utils.py`.
+
+use crate::lexicon::Lexicon;
+use crate::unicode::{is_decimal_digit, py_upper, recompose_preprocessed};
+
+/// One piece of `english_word_tokenize`'s output (`_WORDS_RE_EN` groups).
+#[derive(Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    /// Group 1, `[A-Za-z]+(?:[A-Za-z\-']*[A-Za-z]+)*` (lower-cased by the tokenizer).
+    Word(&'a str),
+    /// Group 2, `\|[^|]*\|`: passed through unchanged, split at spaces.
+    Unchanged(&'a str),
+    /// Group 3, `[^A-Za-z|]+`: punctuation, spaces, digits, any other script.
+    Other(&'a str),
+}
+
+/// `_WORDS_RE_EN.findall(text)` without a regex engine. The three alternatives start on
+/// disjoint characters (an ASCII letter, `|`, anything else), so each position has at
+/// most one candidate: group 1 is the longest run of `[A-Za-z'-]` that ends on a
+/// letter (what the backtracking pattern settles on); a `|` with no closing `|`
+/// matches nothing and is skipped, as `findall` skips it.
+fn word_pieces(text: &str) -> Vec<Piece<'_>> {
+    let bytes = text.as_bytes();
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_alphabetic() {
+            let mut end = i + 1;
+            let mut j = i + 1;
+            while j < bytes.len()
+                && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'-' || bytes[j] == b'\'')
+            {
+                if bytes[j].is_ascii_alphabetic() {
+                    end = j + 1;
+                }
+                j += 1;
+            }
+            pieces.push(Piece::Word(&text[i..end]));
+            i = end;
+        } else if b == b'|' {
+            match bytes[i + 1..].iter().position(|&c| c == b'|') {
+                Some(k) => {
+                    pieces.push(Piece::Unchanged(&text[i + 1..i + 1 + k]));
+                    i += k + 2;
+                }
+                None => i += 1,
+            }
+        } else {
+            let len = bytes[i..]
+                .iter()
+                .position(|&c| c.is_ascii_alphabetic() || c == b'|')
+                .unwrap_or(bytes.len() - i);
+            pieces.push(Piece::Other(&text[i..i + len]));
+            i += len;
+        }
+    }
+    pieces
+}
+
+/// `IpaG2p.CHAR_REGEX`: `[A-Za-zÀ-ÖØ-öø-ÿ\d]`.
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphabetic()
+        || ('À'..='Ö').contains(&c)
+        || ('Ø'..='ö').contains(&c)
+        || ('ø'..='ÿ').contains(&c)
+        || is_decimal_digit(c)
+}
+
+fn graphemes(word: &str, out: &mut Vec<String>) {
+    out.extend(word.chars().map(String::from));
+}
+
+fn push_pron(pron: &str, out: &mut Vec<String>) {
+    out.extend(pron.chars().map(String::from));
+}
+
+/// `parse_one_word`: appends the word's symbols and returns whether it was handled
+/// (false only for an out-of-vocabulary word, which the caller may split at hyphens).
+fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool {
+    let word = py_upper(word);
+    // Punctuation (no letter or digit): the characters themselves.
+    if !word.chars().any(is_word_char) {
+        graphemes(&word, out);
+        return true;
+    }
+    // phoneme_probability = 1.0: the random "keep as graphemes" branch never fires.
+    if lexicon.is_heteronym(&word) {
+        graphemes(&word, out);
+        return true;
+    }
+    let n_chars = word.chars().count();
+    // `'s` suffix of a word the dictionary lacks but whose stem it has.
+    if n_chars > 2 && (word.ends_with("'s") || word.ends_with("'S")) {
+        if let Some((pron, last)) = stem_pronunciation(lexicon, &word, 2) {
+            push_pron(pron, out);
+            match last {
+                Some('T' | 't') => out.push("s".into()),
+                Some('S' | 's') => out.extend(["ɪ".into(), "z".into()]),
+                _ => out.push("z".into()),
+            }
+            return true;
+        }
+    }
+    // `s` suffix without an apostrophe.
+    if n_chars > 1 && (word.ends_with('s') || word.ends_with('S')) {
+        if let Some((pron, last)) = stem_pronunciation(lexicon, &word, 1) {
+            push_pron(pron, out);
+            match last {
+                Some('T' | 't') => out.push("s".into()),
+                _ => out.push("z".into()),
+            }
+            return true;
+        }
+    }
+    if let Some(pron) = lexicon.pronunciation(&word) {
+        push_pron(pron, out);
+        return true;
+    }
+    graphemes(&word, out);
+    false
+}
+
+/// When the dictionary lacks `word` but has its stem (the word without its last
+/// `suffix_len` ASCII characters, as spelt or upper-cased): the stem's pronunciation
+/// and its last letter.
+fn stem_pronunciation<'l>(
+    lexicon: &'l Lexicon,
+    word: &str,
+    suffix_len: usize,
+) -> Option<(&'l str, Option<char>)> {
+    let known = |w: &str| lexicon.pronunciation(w).is_some();
+    if known(word) || known(&py_upper(word)) {
+        return None;
+    }
+    let stem = &word[..word.len() - suffix_len];
+    if let Some(pron) = lexicon.pronunciation(stem) {
+        return Some((pron, stem.chars().last()));
+    }
+    let upper = py_upper(stem);
+    lexicon
+        .pronunciation(&upper)
+        .map(|pron| (pron, upper.chars().last()))
+}
+
+/// `IpaG2p.__call__` on text that `english_text_preprocessing` already prepared:
+/// the G2P symbols (phonemes, graphemes, punctuation, spaces), one string each.
+pub fn g2p(lexicon: &Lexicon, text: &str) -> Vec<String> {
+    let text = recompose_preprocessed(text);
+    let mut out = Vec::with_capacity(text.len() * 2);
+    for piece in word_pieces(&text) {
+        match piece {
+            Piece::Unchanged(inner) => out.extend(inner.split(' ').map(String::from)),
+            Piece::Word(word) => parse_with_hyphens(lexicon, &word.to_ascii_lowercase(), &mut out),
+            Piece::Other(other) => parse_with_hyphens(lexicon, other, &mut out),
+        }
+    }
+    out
+}
+
+/// An out-of-vocabulary word containing hyphens is parsed again piece by piece,
+/// the pieces joined by `-`.
+fn parse_with_hyphens(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) {
+    let mark = out.len();
+    if parse_one_word(lexicon, word, out) || !word.contains('-') {
+        return;
+    }
+    out.truncate(mark);
+    for (k, sub) in word.split('-').enumerate() {
+        if k > 0 {
+            out.push("-".into());
+        }
+        parse_one_word(lexicon, sub, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_follow_the_regex() {
+        use Piece::*;
+        assert_eq!(
+            word_pieces("It's 5 o'clock-- |a b| x|y z-'"),
+            [
+                Word("It's"),
+                Other(" 5 "),
+                Word("o'clock"),
+                Other("-- "),
+                Unchanged("a b"),
+                Other(" "),
+                Word("x"),
+                Word("y"),
+                Other(" "),
+                Word("z"),
+                Other("-'"),
+            ]
+        );
+        assert_eq!(word_pieces("é|"), [Other("é")]);
+    }
+}

@@ -1,0 +1,255 @@
+//! The text front end of Magpie TTS: text → token ids for the text encoder.
+//!
+//! English only for now, reproducing NeMo's `english_phoneme` tokenizer of the released
+//! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
+//! dictionary and heteronym list, deterministic (`phoneme_probability = 1.0`, spec trap
+//! T2) → `IPATokenizer.encode_from_g2p` → ids + EOS, no BOS (trap T8). The two data
+//! files are embedded (`data/`, parsed once on first use) or can be passed as bytes,
+//! e.g. from a `.nemo` archive. The EOS id comes from the model's vocabulary size
+//! ([`TextVocabulary`]), never a constant (trap T21).
+//!
+//! Long texts: [`EnglishFrontEnd::encode_utterances`] splits them into sentences where
+//! NeMo would ([`split_sentences`], spec §3.3); each is synthesised as its own utterance.
+//!
+//! Exactness: every id and G2P symbol equals upstream's on the oracle's recordings and
+//! on 633 more texts run through NeMo's own code (`testdata/magpie/`). Python's Unicode
+//! behaviour (NFD/NFC, `\d`, `isspace`, `upper`) is reproduced on Python 3.11's tables
+//! (Unicode 14.0, `tools/gen_unicode_tables.py`), so no regex or Unicode crate is needed.
+//!
+//! Where rill differs from NeMo, on purpose: text that is empty or has nothing speakable
+//! is an error (NeMo feeds EOS alone, or raises `IndexError` when only spaces are left);
+//! [`EnglishFrontEnd::encode_utterances`] leaves such sentences out; input is bounded
+//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]); a dictionary line that is not NFC is
+//! rejected instead of normalised. Short inputs are not padded (NeMo-Speech.cpp's
+//! addition, not NeMo's: trap T8).
+//!
+//! ```
+//! use rill_text::{EnglishFrontEnd, TextVocabulary};
+//! let front = EnglishFrontEnd::new(TextVocabulary::v2602());
+//! let ids = front.encode("Hello world.").unwrap();
+//! assert_eq!(ids.last(), Some(&2361));
+//! ```
+
+mod g2p;
+mod lexicon;
+mod sentences;
+mod tokenizer;
+mod unicode;
+mod word_table;
+#[rustfmt::skip]
+mod unicode_tables;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+pub use lexicon::{
+    Lexicon, EMBEDDED_HETERONYMS, EMBEDDED_IPA_DICT, HETERONYMS_FILE, HETERONYMS_SHA256,
+    IPA_DICT_FILE, IPA_DICT_SHA256, MAX_DICT_BYTES,
+};
+pub use sentences::{needs_splitting, split_sentences, word_count, SPLIT_THRESHOLD_WORDS};
+pub use tokenizer::{encode_from_g2p, token_id, TextVocabulary, ENGLISH_TOKENS, PAD_ID, SPACE_ID};
+pub use unicode::english_text_preprocessing;
+/// Unicode version of the tables (that of the Python 3.11 which ran the oracle).
+pub use unicode_tables::UNICODE_VERSION;
+
+/// Longest text accepted by one call, in UTF-8 bytes (64 KiB ≈ 10,000 English words,
+/// over an hour of speech). Longer input is rejected, not truncated: send it in parts.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// Most tokens (EOS included) in one utterance by default: the text encoder's learned
+/// position table has 2048 rows (`max_length_causal_mask`, spec §1.2).
+pub const MAX_UTTERANCE_TOKENS: usize = 2048;
+
+/// Errors of the text front end; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    #[error("language {0:?} is not supported yet (English only): pass \"en\"")]
+    UnsupportedLanguage(String),
+    #[error("the text is empty: give at least one word to speak")]
+    Empty,
+    #[error(
+        "the text has nothing the English tokenizer can speak (all of its characters are \
+         outside the 96-symbol English table): {0:?}"
+    )]
+    Unencodable(String),
+    #[error("the text is {bytes} bytes, more than the {max} one call accepts: send it in parts")]
+    TooLong { bytes: usize, max: usize },
+    #[error(
+        "an utterance of {tokens} tokens is longer than the {max} the model takes: split the \
+         text into shorter sentences (. ? ! end a sentence): {excerpt:?}"
+    )]
+    UtteranceTooLong {
+        tokens: usize,
+        max: usize,
+        excerpt: String,
+    },
+    /// A dictionary or heteronym file that cannot be used; `line` is 1-based.
+    #[error("{file}{}: {reason}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    Dictionary {
+        file: String,
+        line: Option<usize>,
+        reason: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid text vocabulary: {0}")]
+    InvalidVocabulary(String),
+}
+
+pub type Result<T> = std::result::Result<T, TextError>;
+
+/// Languages of the text front end. Only English exists so far; parsing any other
+/// name fails with [`TextError::UnsupportedLanguage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Language {
+    #[default]
+    English,
+}
+
+impl FromStr for Language {
+    type Err = TextError;
+
+    /// Accepts `en`, `en-US`, `en_US`, `english` (any case).
+    fn from_str(name: &str) -> Result<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "en" | "en-us" | "en_us" | "english" => Ok(Language::English),
+            _ => Err(TextError::UnsupportedLanguage(name.to_string())),
+        }
+    }
+}
+
+impl Language {
+    /// The code NeMo's `do_tts` takes (`"en"`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::English => "en",
+        }
+    }
+}
+
+/// English text → Magpie token ids.
+#[derive(Debug, Clone)]
+pub struct EnglishFrontEnd {
+    lexicon: Arc<Lexicon>,
+    vocabulary: TextVocabulary,
+    max_utterance_tokens: usize,
+}
+
+impl EnglishFrontEnd {
+    /// With the embedded dictionary (parsed on first use in the process, then shared).
+    pub fn new(vocabulary: TextVocabulary) -> Self {
+        Self::with_lexicon(Lexicon::embedded(), vocabulary)
+    }
+
+    /// With a dictionary loaded elsewhere (e.g. from a `.nemo` archive's members).
+    pub fn with_lexicon(lexicon: Arc<Lexicon>, vocabulary: TextVocabulary) -> Self {
+        EnglishFrontEnd {
+            lexicon,
+            vocabulary,
+            max_utterance_tokens: MAX_UTTERANCE_TOKENS,
+        }
+    }
+
+    /// Sets the longest utterance (EOS included) that [`encode`](Self::encode) accepts.
+    pub fn with_max_utterance_tokens(mut self, max: usize) -> Self {
+        self.max_utterance_tokens = max;
+        self
+    }
+
+    /// The vocabulary the ids refer to.
+    pub fn vocabulary(&self) -> TextVocabulary {
+        self.vocabulary
+    }
+
+    /// The G2P symbols of `text` (NeMo's `g2p(text_preprocessing_func(text))`), before
+    /// the tokenizer drops unknown symbols.
+    pub fn phonemes(&self, text: &str) -> Result<Vec<String>> {
+        check_size(text)?;
+        let text = english_text_preprocessing(text);
+        Ok(g2p::g2p(&self.lexicon, &text))
+    }
+
+    /// The English token ids of `text` without EOS (NeMo's `tokenizer.encode`), with
+    /// the vocabulary's English offset applied. May be empty.
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
+        let offset = self.vocabulary.english_offset();
+        let ids = encode_from_g2p(&self.phonemes(text)?);
+        Ok(ids.into_iter().map(|id| id + offset).collect())
+    }
+
+    /// One utterance: token ids + EOS, what the text encoder takes (no BOS).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        check_size(text)?;
+        if py_blank(text) {
+            return Err(TextError::Empty);
+        }
+        let mut ids = self.token_ids(text)?;
+        if ids.is_empty() {
+            return Err(TextError::Unencodable(excerpt(text)));
+        }
+        ids.push(self.vocabulary.eos_id());
+        if ids.len() > self.max_utterance_tokens {
+            return Err(TextError::UtteranceTooLong {
+                tokens: ids.len(),
+                max: self.max_utterance_tokens,
+                excerpt: excerpt(text),
+            });
+        }
+        Ok(ids)
+    }
+
+    /// Utterances to synthesise one after the other, each ids + EOS. Texts of
+    /// [`SPLIT_THRESHOLD_WORDS`] words or more are split into sentences (NeMo's
+    /// `chunk_text_for_inference`); shorter texts are one utterance. A sentence with
+    /// nothing speakable (only emoji, say) is left out; if none is left, this fails.
+    pub fn encode_utterances(&self, text: &str) -> Result<Vec<Vec<u32>>> {
+        check_size(text)?;
+        if py_blank(text) {
+            return Err(TextError::Empty);
+        }
+        if !needs_splitting(text) {
+            return Ok(vec![self.encode(text)?]);
+        }
+        let mut utterances = Vec::new();
+        for sentence in split_sentences(text) {
+            match self.encode(&sentence) {
+                Ok(ids) => utterances.push(ids),
+                Err(TextError::Unencodable(_) | TextError::Empty) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        if utterances.is_empty() {
+            return Err(TextError::Unencodable(excerpt(text)));
+        }
+        Ok(utterances)
+    }
+}
+
+fn check_size(text: &str) -> Result<()> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(TextError::TooLong {
+            bytes: text.len(),
+            max: MAX_TEXT_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn py_blank(text: &str) -> bool {
+    unicode::py_strip(text).is_empty()
+}
+
+/// The start of a text for an error message.
+fn excerpt(text: &str) -> String {
+    const MAX_CHARS: usize = 60;
+    let mut out: String = text.chars().take(MAX_CHARS).collect();
+    if text.chars().nth(MAX_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
