@@ -57,7 +57,7 @@ pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
     let shape = w.get(name).map(|t| t.shape.clone()).unwrap_or_default();
     let v = w.take_f32(name)?;
     let rows = shape.first().copied().unwrap_or(0);
-    let cols = if rows == 0 { 0 } else { v.len() / rows };
+    let cols = v.len().checked_div(rows).unwrap_or(0);
     Ok(Matrix::from_f32(rows, cols, v, WeightFormat::F32))
 }
 
