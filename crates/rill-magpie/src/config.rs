@@ -231,7 +231,7 @@ impl Config {
                 reason: format!("{} rows leave no text ids besides BOS/EOS", text[0]),
             });
         }
-        Ok(Config {
+        let c = Config {
             dim,
             text_vocab: text[0],
             encoder_layers: count(&|i| format!("encoder.layers.{i}.norm_self.weight")),
@@ -250,7 +250,38 @@ impl Config {
             lt_layers: count(&|i| format!("local_transformer.layers.{i}.norm_self.weight")),
             speakers: baked[0],
             context_frames: baked[1] / dim,
-        })
+        };
+        let sizes = [
+            ("encoder layers", c.encoder_layers),
+            ("encoder conv kernel", c.encoder_kernel),
+            ("decoder layers", c.decoder_layers),
+            ("FFN width", c.ffn),
+            ("cross-attention width", c.xattn_dim),
+            ("codebooks", c.codebooks),
+            ("local transformer width", c.lt_dim),
+            ("local transformer FFN width", c.lt_ffn),
+            ("local transformer layers", c.lt_layers),
+            ("speakers", c.speakers),
+            ("context frames", c.context_frames),
+        ];
+        if let Some((what, _)) = sizes.iter().find(|(_, n)| *n == 0) {
+            return Err(MagpieError::BadTensor {
+                name: "(checkpoint shapes)".into(),
+                reason: format!(
+                    "the {what} come out as 0; the file is not a usable Magpie checkpoint"
+                ),
+            });
+        }
+        if c.lt_positions < c.codebooks {
+            return Err(MagpieError::BadTensor {
+                name: "local_transformer.position_embeddings.weight".into(),
+                reason: format!(
+                    "{} positions cannot hold the {} codebooks of a frame",
+                    c.lt_positions, c.codebooks
+                ),
+            });
+        }
+        Ok(c)
     }
 }
 

@@ -104,3 +104,74 @@ impl AttentionPrior {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(p: &mut AttentionPrior, align: &[f32]) -> usize {
+        p.alignment(std::iter::once(align));
+        p.update()
+    }
+
+    #[test]
+    fn window_follows_the_attended_position() {
+        let mut p = AttentionPrior::new(20, 0.1, 5);
+        assert!(p.row().is_none(), "no prior before the first step");
+        let mut a = vec![0.0f32; 20];
+        a[0] = 0.9; // position 0 is never chosen: the search starts at last_attended = 1
+        a[3] = 0.5;
+        assert_eq!(step(&mut p, &a), 3);
+        let ones: Vec<usize> = (0..20).filter(|&i| p.row().unwrap()[i] == 1.0).collect();
+        assert_eq!(ones, vec![2, 3, 4, 5, 6, 7, 8]);
+        // Only the window [last, last + W) is searched, never backwards.
+        a.fill(0.0);
+        a[1] = 1.0;
+        a[12] = 1.0;
+        assert_eq!(step(&mut p, &a), 3, "first maximum of an all-equal window");
+    }
+
+    #[test]
+    fn stuck_positions_are_left_and_suppressed() {
+        let mut p = AttentionPrior::new(12, 0.1, 2);
+        let a = vec![0.0f32; 12];
+        // Zero alignment: the window's first position (= last) wins every time.
+        for _ in 0..8 {
+            assert_eq!(step(&mut p, &a), 1);
+        }
+        // Attended 8 times: the search starts one further.
+        assert_eq!(step(&mut p, &a), 2);
+        for _ in 0..9 {
+            step(&mut p, &a);
+        }
+        // Position 2 reached 8 hits after 7 more steps, so the last two land on 3.
+        assert_eq!(p.attended(), 3);
+        assert_eq!((p.counter[1], p.counter[2], p.counter[3]), (8, 8, 2));
+        // Short texts: the prior is all ones.
+        let mut s = AttentionPrior::new(5, 0.1, 5);
+        step(&mut s, &[0.0; 5]);
+        assert_eq!(s.row().unwrap(), &[1.0; 5]);
+        // Near the end the window is empty and the last position is taken.
+        let mut e = AttentionPrior::new(6, 0.1, 5);
+        e.last = 3;
+        assert_eq!(step(&mut e, &[0.0; 6]), 5);
+    }
+
+    #[test]
+    fn ten_hits_suppress_everything_before() {
+        let mut p = AttentionPrior::new(30, 0.1, 3);
+        p.last = 4;
+        p.counter[4] = 7; // below 8: the search starts at 4
+        let mut a = vec![0.0f32; 30];
+        a[4] = 1.0;
+        assert_eq!(step(&mut p, &a), 4);
+        p.counter[4] = 9;
+        p.last = 3;
+        let mut b = vec![0.0f32; 30];
+        b[4] = 1.0;
+        assert_eq!(step(&mut p, &b), 4); // counter[4] = 10 now
+        let row = p.row().unwrap();
+        assert!(row[..=4].iter().all(|&v| v == 0.1), "{row:?}");
+        assert!(row[5..=7].iter().all(|&v| v == 1.0));
+    }
+}

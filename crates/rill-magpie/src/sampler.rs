@@ -78,3 +78,44 @@ pub fn argmax(x: &[f32]) -> usize {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_ids_and_ties() {
+        let c = Config::oracle();
+        let mut l = vec![0.5f32; 2024];
+        mask_forbidden(&mut l, &c, true);
+        let inf: Vec<usize> = (0..2024).filter(|&i| l[i] == f32::NEG_INFINITY).collect();
+        assert_eq!(inf, vec![2016, 2017, 2018, 2019, 2020, 2021, 2022, 2023]);
+        let mut l = vec![0.5f32; 2024];
+        mask_forbidden(&mut l, &c, false);
+        assert_eq!(l[2017], 0.5, "EOS allowed from min_generated_frames on");
+        // top-k keeps every value equal to the k-th.
+        let mut x = vec![1.0f32, 3.0, 2.0, 2.0, 2.0, 0.0];
+        let mut s = vec![0f32; 6];
+        top_k(&mut x, 2, &mut s);
+        assert_eq!(
+            x,
+            vec![f32::NEG_INFINITY, 3.0, 2.0, 2.0, 2.0, f32::NEG_INFINITY]
+        );
+        let mut one = vec![1.0f32, 3.0, 3.0, 0.0];
+        top_k(&mut one, 1, &mut s);
+        softmax_temperature(&mut one, 0.01);
+        assert_eq!(one, vec![0.0, 0.5, 0.5, 0.0]);
+    }
+
+    #[test]
+    fn pick_is_the_exponential_race() {
+        assert_eq!(pick(&[0.2, 0.5, 0.3], &[1.0, 1.0, 1.0]), 1);
+        assert_eq!(pick(&[0.2, 0.5, 0.3], &[0.1, 1.0, 1.0]), 0);
+        assert_eq!(pick(&[0.0, 1.0, 0.0], &[1e-30, 5.0, 1e-30]), 1);
+        assert_eq!(
+            pick(&[0.0, 1.0, 0.0], &[0.0, 5.0, 1.0]),
+            0,
+            "0/0 is NaN, which torch's argmax returns"
+        );
+    }
+}
