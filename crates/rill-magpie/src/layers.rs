@@ -61,12 +61,9 @@ pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
     Ok(Matrix::from_f32(rows, cols, v, WeightFormat::F32))
 }
 
-/// `y[r] = W·x[r]` for each of the rows of `x`.
+/// `y[r] = W·x[r]` for each of the rows of `x` (weights read once, [`crate::gemm`]).
 pub(crate) fn gemv_rows(m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
-    let (c, r) = (m.cols(), m.rows());
-    for (xi, yi) in x.chunks_exact(c).zip(y.chunks_exact_mut(r)) {
-        m.gemv(xi, yi, pool);
-    }
+    crate::gemm::matmul(m, x, y, pool);
 }
 
 /// Past keys and values of one attention layer: `rows` rows of `H·Dh` floats each.
@@ -94,6 +91,32 @@ pub struct CrossInput<'a> {
     pub prior: Option<&'a [f32]>,
 }
 
+/// One sequence of a layer call: its past (read-only), where its new rows' keys and
+/// values go (`n × H·Dh` each), its cross-attention memory (`None` for the CFG
+/// unconditional row, whose cross-attention output is exactly zero) and where the
+/// cross-attention probabilities of its last row go.
+#[derive(Debug)]
+pub struct SeqIo<'a> {
+    pub past: KvPast<'a>,
+    pub new_k: &'a mut [f32],
+    pub new_v: &'a mut [f32],
+    pub cross: Option<CrossInput<'a>>,
+    pub probs: Option<&'a mut [f32]>,
+}
+
+impl SeqIo<'_> {
+    /// A placeholder for unused slots of a fixed-size batch array.
+    pub fn unused() -> SeqIo<'static> {
+        SeqIo {
+            past: KvPast::EMPTY,
+            new_k: &mut [],
+            new_v: &mut [],
+            cross: None,
+            probs: None,
+        }
+    }
+}
+
 /// Activations of a forward call over up to `rows` rows (allocated once).
 #[derive(Debug, Clone)]
 pub struct LayerScratch {
@@ -110,7 +133,7 @@ pub struct LayerScratch {
 }
 
 impl LayerScratch {
-    /// For `rows` new rows of width `dim`, FFN `ffn`, conv kernel `kernel`, up to
+    /// For `rows` new rows in all (sequences × rows each) of width `dim`, FFN `ffn`, conv kernel `kernel`, up to
     /// `keys` visible keys and `text` memory rows of cross-attention width `xattn`.
     pub fn new(
         rows: usize,
@@ -127,10 +150,14 @@ impl LayerScratch {
             ctx: vec![0.0; rows * dim],
             out: vec![0.0; rows * dim],
             hidden: vec![0.0; rows * ffn],
-            conv_in: vec![0.0; kernel * ffn.max(dim)],
+            conv_in: if kernel > 1 {
+                vec![0.0; rows * kernel * ffn.max(dim)]
+            } else {
+                Vec::new()
+            },
             scores: vec![0.0; keys],
-            xq: vec![0.0; xattn],
-            xctx: vec![0.0; xattn],
+            xq: vec![0.0; rows * xattn],
+            xctx: vec![0.0; rows * xattn],
             probs: vec![0.0; text],
         }
     }
@@ -159,59 +186,72 @@ impl SelfAttention {
         })
     }
 
-    /// `x[r] += o_net(attn(h[r]))` for the `n` rows of `h`; writes their K/V.
+    /// `x[r] += o_net(attn(h[r]))` for the `n` rows of each sequence; writes their K/V.
     fn forward(
         &self,
         n: usize,
         x: &mut [f32],
-        past: KvPast<'_>,
-        new_k: &mut [f32],
-        new_v: &mut [f32],
+        seqs: &mut [SeqIo<'_>],
         s: &mut LayerScratch,
         pool: &Pool,
     ) {
         let (hn, dh) = (self.heads, self.head_dim);
         let hd = hn * dh;
         let d = self.o_net.rows();
-        gemv_rows(&self.qkv_net, &s.h[..n * d], &mut s.qkv[..n * 3 * hd], pool);
-        for r in 0..n {
-            let row = &s.qkv[r * 3 * hd..(r + 1) * 3 * hd];
-            new_k[r * hd..(r + 1) * hd].copy_from_slice(&row[hd..2 * hd]);
-            new_v[r * hd..(r + 1) * hd].copy_from_slice(&row[2 * hd..]);
-        }
+        let bn = seqs.len() * n;
+        gemv_rows(
+            &self.qkv_net,
+            &s.h[..bn * d],
+            &mut s.qkv[..bn * 3 * hd],
+            pool,
+        );
         let scale = 1.0 / (dh as f32).sqrt();
-        for r in 0..n {
-            let keys = past.rows + r + 1;
-            for h in 0..hn {
-                let q = &s.qkv[r * 3 * hd + h * dh..r * 3 * hd + (h + 1) * dh];
-                let key = |j: usize| {
-                    if j < past.rows {
-                        &past.k[j * hd + h * dh..j * hd + (h + 1) * dh]
-                    } else {
-                        let j = j - past.rows;
-                        &new_k[j * hd + h * dh..j * hd + (h + 1) * dh]
-                    }
-                };
-                let sc = &mut s.scores[..keys];
-                for (j, o) in sc.iter_mut().enumerate() {
-                    *o = ops::dot(q, key(j)) * scale;
-                }
-                ops::softmax(sc);
-                let out = &mut s.ctx[r * hd + h * dh..r * hd + (h + 1) * dh];
-                out.fill(0.0);
-                for (j, &p) in sc.iter().enumerate() {
-                    let val = if j < past.rows {
-                        &past.v[j * hd + h * dh..j * hd + (h + 1) * dh]
-                    } else {
-                        let j = j - past.rows;
-                        &new_v[j * hd + h * dh..j * hd + (h + 1) * dh]
+        for (b, io) in seqs.iter_mut().enumerate() {
+            for r in 0..n {
+                let row = &s.qkv[(b * n + r) * 3 * hd..(b * n + r + 1) * 3 * hd];
+                io.new_k[r * hd..(r + 1) * hd].copy_from_slice(&row[hd..2 * hd]);
+                io.new_v[r * hd..(r + 1) * hd].copy_from_slice(&row[2 * hd..]);
+            }
+            let past = io.past;
+            let (new_k, new_v) = (&*io.new_k, &*io.new_v);
+            for r in 0..n {
+                let keys = past.rows + r + 1;
+                let qo = (b * n + r) * 3 * hd;
+                for h in 0..hn {
+                    let q = &s.qkv[qo + h * dh..qo + (h + 1) * dh];
+                    // Key j: a past row, or new row j − past.rows.
+                    let head = |j: usize| {
+                        let j = if j < past.rows { j } else { j - past.rows };
+                        j * hd + h * dh..j * hd + (h + 1) * dh
                     };
-                    ops::axpy(p, val, out);
+                    let sc = &mut s.scores[..keys];
+                    for (j, o) in sc.iter_mut().enumerate() {
+                        let kr = head(j);
+                        let key = if j < past.rows {
+                            &past.k[kr]
+                        } else {
+                            &new_k[kr]
+                        };
+                        *o = ops::dot(q, key) * scale;
+                    }
+                    ops::softmax(sc);
+                    let co = (b * n + r) * hd;
+                    let out = &mut s.ctx[co + h * dh..co + (h + 1) * dh];
+                    out.fill(0.0);
+                    for (j, &p) in sc.iter().enumerate() {
+                        let vr = head(j);
+                        let val = if j < past.rows {
+                            &past.v[vr]
+                        } else {
+                            &new_v[vr]
+                        };
+                        ops::axpy(p, val, out);
+                    }
                 }
             }
         }
-        gemv_rows(&self.o_net, &s.ctx[..n * hd], &mut s.out[..n * d], pool);
-        ops::add_in_place(&mut x[..n * d], &s.out[..n * d]);
+        gemv_rows(&self.o_net, &s.ctx[..bn * hd], &mut s.out[..bn * d], pool);
+        ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
 
@@ -247,40 +287,58 @@ impl CrossAttention {
         }
     }
 
-    /// `x += o_net(attn(h))` for one row; leaves the probabilities in `s.probs[..T]`.
-    fn forward_row(
+    /// `x[r] += o_net(attn(h[r]))` for the rows of `s.h` of the sequences that have a
+    /// memory (the others get exactly zero); copies each such sequence's last-row
+    /// probabilities to its `probs`.
+    fn forward(
         &self,
-        h: &[f32],
+        n: usize,
         x: &mut [f32],
-        mem: CrossInput<'_>,
+        seqs: &mut [SeqIo<'_>],
         s: &mut LayerScratch,
         pool: &Pool,
     ) {
-        let xd = self.q_net.rows();
-        let t = mem.k.len() / xd;
-        self.q_net.gemv(h, &mut s.xq, pool);
+        let (d, xd) = (self.q_net.cols(), self.q_net.rows());
+        let bn = seqs.len() * n;
+        gemv_rows(&self.q_net, &s.h[..bn * d], &mut s.xq[..bn * xd], pool);
         let scale = 1.0 / (xd as f32).sqrt();
-        let p = &mut s.probs[..t];
-        for (j, o) in p.iter_mut().enumerate() {
-            *o = ops::dot(&s.xq, &mem.k[j * xd..(j + 1) * xd]) * scale;
-        }
-        ops::softmax(p);
-        if let Some(prior) = mem.prior {
-            for (pi, &a) in p.iter_mut().zip(prior) {
-                *pi *= a + TINY_F32;
+        for (b, io) in seqs.iter_mut().enumerate() {
+            let rows = b * n * xd..(b + 1) * n * xd;
+            let Some(mem) = io.cross else {
+                s.xctx[rows].fill(0.0);
+                continue;
+            };
+            let t = mem.k.len() / xd;
+            for r in 0..n {
+                let o = (b * n + r) * xd;
+                let q = &s.xq[o..o + xd];
+                let p = &mut s.probs[..t];
+                for (j, pj) in p.iter_mut().enumerate() {
+                    *pj = ops::dot(q, &mem.k[j * xd..(j + 1) * xd]) * scale;
+                }
+                ops::softmax(p);
+                if let Some(prior) = mem.prior {
+                    for (pi, &a) in p.iter_mut().zip(prior) {
+                        *pi *= a + TINY_F32;
+                    }
+                    let sum = ops::sum(p);
+                    for pi in p.iter_mut() {
+                        *pi /= sum;
+                    }
+                }
+                let ctx = &mut s.xctx[o..o + xd];
+                ctx.fill(0.0);
+                for (j, &pj) in p.iter().enumerate() {
+                    ops::axpy(pj, &mem.v[j * xd..(j + 1) * xd], ctx);
+                }
             }
-            let inv = ops::sum(p);
-            for pi in p.iter_mut() {
-                *pi /= inv;
+            if let Some(out) = io.probs.as_deref_mut() {
+                out[..t].copy_from_slice(&s.probs[..t]);
             }
         }
-        s.xctx.fill(0.0);
-        for (j, &pj) in p.iter().enumerate() {
-            ops::axpy(pj, &mem.v[j * xd..(j + 1) * xd], &mut s.xctx);
-        }
-        let d = self.o_net.rows();
-        self.o_net.gemv(&s.xctx, &mut s.out[..d], pool);
-        ops::add_in_place(x, &s.out[..d]);
+        // The rows without memory have a zero context, so o_net adds exactly 0.
+        gemv_rows(&self.o_net, &s.xctx[..bn * xd], &mut s.out[..bn * d], pool);
+        ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
 
@@ -308,30 +366,58 @@ impl PositionwiseConvFF {
         })
     }
 
-    /// `x[t] += ff(h)[t]` for `n` rows; with kernel > 1 the rows must start at
-    /// position 0 (the zero left padding), which is how the encoder runs.
-    fn forward(&self, n: usize, x: &mut [f32], s: &mut LayerScratch, pool: &Pool) {
+    /// `x[t] += ff(h)[t]` for the `n` rows of each of `seqs` sequences; with a kernel
+    /// wider than 1 every sequence must start at position 0 (the zero left padding),
+    /// which is how the encoder runs.
+    fn forward(&self, seqs: usize, n: usize, x: &mut [f32], s: &mut LayerScratch, pool: &Pool) {
         let (d, f, k) = (self.o_net.rows(), self.proj.rows(), self.kernel);
-        for t in 0..n {
-            let hid = &mut s.hidden[t * f..(t + 1) * f];
-            if k == 1 {
-                self.proj.gemv(&s.h[t * d..(t + 1) * d], hid, pool);
-            } else {
-                interleave(&s.h, d, t, k, &mut s.conv_in[..k * d]);
-                self.proj.gemv(&s.conv_in[..k * d], hid, pool);
+        let bn = seqs * n;
+        if k == 1 {
+            gemv_rows(&self.proj, &s.h[..bn * d], &mut s.hidden[..bn * f], pool);
+        } else {
+            for b in 0..seqs {
+                for t in 0..n {
+                    let o = (b * n + t) * k * d;
+                    interleave(
+                        &s.h[b * n * d..(b + 1) * n * d],
+                        d,
+                        t,
+                        k,
+                        &mut s.conv_in[o..o + k * d],
+                    );
+                }
             }
-            ops::gelu_tanh(hid);
+            gemv_rows(
+                &self.proj,
+                &s.conv_in[..bn * k * d],
+                &mut s.hidden[..bn * f],
+                pool,
+            );
         }
-        for t in 0..n {
-            let out = &mut s.out[t * d..(t + 1) * d];
-            if k == 1 {
-                self.o_net.gemv(&s.hidden[t * f..(t + 1) * f], out, pool);
-            } else {
-                interleave(&s.hidden, f, t, k, &mut s.conv_in[..k * f]);
-                self.o_net.gemv(&s.conv_in[..k * f], out, pool);
+        ops::gelu_tanh(&mut s.hidden[..bn * f]);
+        if k == 1 {
+            gemv_rows(&self.o_net, &s.hidden[..bn * f], &mut s.out[..bn * d], pool);
+        } else {
+            for b in 0..seqs {
+                for t in 0..n {
+                    let o = (b * n + t) * k * f;
+                    interleave(
+                        &s.hidden[b * n * f..(b + 1) * n * f],
+                        f,
+                        t,
+                        k,
+                        &mut s.conv_in[o..o + k * f],
+                    );
+                }
             }
-            ops::add_in_place(&mut x[t * d..(t + 1) * d], out);
+            gemv_rows(
+                &self.o_net,
+                &s.conv_in[..bn * k * f],
+                &mut s.out[..bn * d],
+                pool,
+            );
         }
+        ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
 
@@ -385,48 +471,32 @@ impl TransformerLayer {
         })
     }
 
-    /// Runs the layer over the `n` rows of `x` (`n × D`, in place). `cross`: the
-    /// memory of this sequence, or `None` for the CFG unconditional row, whose
-    /// cross-attention output is exactly zero (zero memory, spec §4.2). Returns the
-    /// cross-attention probabilities of the last row in `probs` when given.
+    /// Runs the layer over `n` new rows of each sequence (`x`: `seqs.len() × n × D`,
+    /// in place). Sequences are independent (attention never crosses them); they
+    /// share each weight read.
     pub fn forward(
         &self,
         n: usize,
         x: &mut [f32],
-        past: KvPast<'_>,
-        new_k: &mut [f32],
-        new_v: &mut [f32],
-        cross: Option<CrossInput<'_>>,
-        probs: Option<&mut [f32]>,
+        seqs: &mut [SeqIo<'_>],
         s: &mut LayerScratch,
         pool: &Pool,
     ) {
         let d = self.norm_self.weight.len();
-        for r in 0..n {
-            self.norm_self
-                .apply(&x[r * d..(r + 1) * d], &mut s.h[r * d..(r + 1) * d]);
-        }
-        self.self_attention
-            .forward(n, x, past, new_k, new_v, s, pool);
-        if let (Some(c), Some(mem)) = (&self.cross, cross) {
-            let mut h = std::mem::take(&mut s.h);
-            for r in 0..n {
-                let hr = &mut h[..d];
-                c.norm_xattn_query.apply(&x[r * d..(r + 1) * d], hr);
-                c.cross_attention
-                    .forward_row(hr, &mut x[r * d..(r + 1) * d], mem, s, pool);
+        let bn = seqs.len() * n;
+        let norm = |ln: &LayerNorm, x: &[f32], h: &mut [f32]| {
+            for (xr, hr) in x[..bn * d].chunks_exact(d).zip(h.chunks_exact_mut(d)) {
+                ln.apply(xr, hr);
             }
-            s.h = h;
-            if let Some(out) = probs {
-                let t = mem.k.len() / c.cross_attention.q_net.rows();
-                out[..t].copy_from_slice(&s.probs[..t]);
-            }
+        };
+        norm(&self.norm_self, x, &mut s.h);
+        self.self_attention.forward(n, x, seqs, s, pool);
+        if let Some(c) = &self.cross {
+            norm(&c.norm_xattn_query, x, &mut s.h);
+            c.cross_attention.forward(n, x, seqs, s, pool);
         }
-        for r in 0..n {
-            self.norm_pos_ff
-                .apply(&x[r * d..(r + 1) * d], &mut s.h[r * d..(r + 1) * d]);
-        }
-        self.pos_ff.forward(n, x, s, pool);
+        norm(&self.norm_pos_ff, x, &mut s.h);
+        self.pos_ff.forward(seqs.len(), n, x, s, pool);
     }
 }
 
@@ -471,7 +541,7 @@ mod tests {
         s.h[..n * d].copy_from_slice(&h);
         let mut x = vec![0f32; n * d];
         let pool = Pool::new(1);
-        ff.forward(n, &mut x, &mut s, &pool);
+        ff.forward(1, n, &mut x, &mut s, &pool);
         let gelu = |v: f64| {
             0.5 * v
                 * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh())
@@ -552,17 +622,14 @@ mod tests {
         let (mut k, mut v) = (vec![0f32; n * d], vec![0f32; n * d]);
         let mut s = LayerScratch::new(n, d, f, 1, n, xd, t);
         let mut p_all = vec![0f32; t];
-        layer.forward(
-            n,
-            &mut all,
-            KvPast::EMPTY,
-            &mut k,
-            &mut v,
-            Some(mem),
-            Some(&mut p_all),
-            &mut s,
-            &pool,
-        );
+        let mut io = [SeqIo {
+            past: KvPast::EMPTY,
+            new_k: &mut k,
+            new_v: &mut v,
+            cross: Some(mem),
+            probs: Some(&mut p_all),
+        }];
+        layer.forward(n, &mut all, &mut io, &mut s, &pool);
         let (mut ck, mut cv) = (vec![0f32; n * d], vec![0f32; n * d]);
         let mut s1 = LayerScratch::new(1, d, f, 1, n, xd, t);
         let mut p_one = vec![0f32; t];
@@ -575,17 +642,14 @@ mod tests {
                 v: past_v,
                 rows: r,
             };
-            layer.forward(
-                1,
-                &mut row,
+            let mut io = [SeqIo {
                 past,
-                &mut new_k[..d],
-                &mut new_v[..d],
-                Some(mem),
-                Some(&mut p_one),
-                &mut s1,
-                &pool,
-            );
+                new_k: &mut new_k[..d],
+                new_v: &mut new_v[..d],
+                cross: Some(mem),
+                probs: Some(&mut p_one),
+            }];
+            layer.forward(1, &mut row, &mut io, &mut s1, &pool);
             for (a, b) in row.iter().zip(&all[r * d..(r + 1) * d]) {
                 assert!((a - b).abs() < 1e-5, "row {r}: {a} vs {b}");
             }

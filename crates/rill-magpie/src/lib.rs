@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod error;
+pub mod gemm;
 pub mod layers;
 pub mod model;
 pub mod prior;

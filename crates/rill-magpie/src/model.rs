@@ -6,10 +6,12 @@ use rill_kernels::{ops, Matrix, Pool};
 
 use crate::config::Config;
 use crate::error::{MagpieError, Result};
-use crate::layers::{
-    gemv_rows, linear, CrossInput, KvPast, LayerNorm, LayerScratch, TransformerLayer,
-};
+use crate::gemm::matmul;
+use crate::layers::{linear, CrossInput, KvPast, LayerNorm, LayerScratch, SeqIo, TransformerLayer};
 use crate::weights::Weights;
+
+/// Most sequences one decoder call runs (conditional + CFG unconditional).
+pub const MAX_BATCH: usize = 2;
 
 /// The model's weights in engine layout (f32).
 #[derive(Debug, Clone)]
@@ -268,17 +270,14 @@ impl Model {
         let mut s = LayerScratch::new(t, d, c.ffn, c.encoder_kernel, t, c.xattn_dim, t);
         let (mut k, mut v) = (vec![0f32; t * d], vec![0f32; t * d]);
         for layer in &self.encoder {
-            layer.forward(
-                t,
-                &mut x,
-                KvPast::EMPTY,
-                &mut k,
-                &mut v,
-                None,
-                None,
-                &mut s,
-                pool,
-            );
+            let mut io = [SeqIo {
+                past: KvPast::EMPTY,
+                new_k: &mut k,
+                new_v: &mut v,
+                cross: None,
+                probs: None,
+            }];
+            layer.forward(t, &mut x, &mut io, &mut s, pool);
         }
         for (xi, oi) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
             self.encoder_norm_out.apply(xi, oi);
@@ -366,32 +365,37 @@ impl Model {
         pool: &Pool,
     ) {
         let d = self.config.dim;
-        let batch = out.batch;
+        let batch = out.batch.min(MAX_BATCH);
         let t = mem.text_len;
+        let stride = out.max_rows * d;
         out.rows = n;
         for (l, layer) in self.decoder.iter().enumerate() {
             let layer_prior = prior.and_then(|p| match p.layers {
                 Some(ls) if !ls.contains(&l) => None,
                 _ => Some(p.row),
             });
-            for b in 0..batch {
-                let xb = &mut x[b * n * d..(b + 1) * n * d];
-                let o = out.kv_index(l, b, 0);
-                let (k, v) = (&mut out.k[o..o + n * d], &mut out.v[o..o + n * d]);
-                let (cross, probs) = if b == 0 {
-                    (
-                        Some(CrossInput {
-                            k: &mem.k[l],
-                            v: &mem.v[l],
-                            prior: layer_prior,
-                        }),
-                        Some(&mut out.probs[l * t..(l + 1) * t]),
-                    )
-                } else {
-                    (None, None)
-                };
-                layer.forward(n, xb, cache.past(l, b), k, v, cross, probs, s, pool);
-            }
+            let span = l * batch * stride..(l + 1) * batch * stride;
+            let mut ks = out.k[span.clone()].chunks_mut(stride);
+            let mut vs = out.v[span].chunks_mut(stride);
+            let mut probs = Some(&mut out.probs[l * t..(l + 1) * t]);
+            let mut io: [SeqIo<'_>; MAX_BATCH] = std::array::from_fn(|b| {
+                if b >= batch {
+                    return SeqIo::unused();
+                }
+                let (k, v) = (ks.next().unwrap_or_default(), vs.next().unwrap_or_default());
+                SeqIo {
+                    past: cache.past(l, b),
+                    new_k: &mut k[..n * d],
+                    new_v: &mut v[..n * d],
+                    cross: (b == 0).then(|| CrossInput {
+                        k: &mem.k[l],
+                        v: &mem.v[l],
+                        prior: layer_prior,
+                    }),
+                    probs: if b == 0 { probs.take() } else { None },
+                }
+            });
+            layer.forward(n, &mut x[..batch * n * d], &mut io[..batch], s, pool);
         }
         for b in 0..batch {
             let last = &x[(b * n + n - 1) * d..(b * n + n) * d];
@@ -400,51 +404,59 @@ impl Model {
         }
     }
 
-    /// `final_proj(hidden)` (`8·2024` logits, the EOS stream's input).
+    /// `final_proj(hidden)` for each row of `hidden` (`8·2024` logits per row, the
+    /// EOS stream's input).
     pub fn final_logits(&self, hidden: &[f32], out: &mut [f32], pool: &Pool) {
-        self.final_proj.gemv(hidden, out, pool);
-        ops::add_in_place(out, &self.final_proj_bias);
+        matmul(&self.final_proj, hidden, out, pool);
+        for o in out.chunks_exact_mut(self.final_proj_bias.len()) {
+            ops::add_in_place(o, &self.final_proj_bias);
+        }
     }
 
-    /// LT input at position `pos`: `in_proj(v) + b + pos_emb[pos]`, `v` a decoder
-    /// hidden state or an audio embedding row (trap T15).
+    /// LT inputs at position `pos` for each row of `v` (decoder hidden states):
+    /// `in_proj(v) + b + pos_emb[pos]` (trap T15).
     pub fn lt_input(&self, v: &[f32], pos: usize, out: &mut [f32], pool: &Pool) {
         let ld = self.config.lt_dim;
-        self.local_transformer_in_projection.gemv(v, out, pool);
-        ops::add_in_place(out, &self.local_transformer_in_projection_bias);
-        ops::add_in_place(
-            out,
-            &self.local_transformer_position_embeddings[pos * ld..(pos + 1) * ld],
-        );
+        matmul(&self.local_transformer_in_projection, v, out, pool);
+        let pe = &self.local_transformer_position_embeddings[pos * ld..(pos + 1) * ld];
+        for o in out.chunks_exact_mut(ld) {
+            ops::add_in_place(o, &self.local_transformer_in_projection_bias);
+            ops::add_in_place(o, pe);
+        }
     }
 
-    /// The LT input of codebook `c`'s code: `in_proj(audio_embeddings[c][code])` at `pos`.
+    /// The LT input of codebook `c`'s code at `pos`, `in_proj(audio_embeddings[c][code])`,
+    /// written to every row of `out` (the CFG rows share the code).
     pub fn lt_code_input(&self, c: usize, code: u16, pos: usize, out: &mut [f32], pool: &Pool) {
-        let d = self.config.dim;
+        let (d, ld) = (self.config.dim, self.config.lt_dim);
         let row = &self.audio_embeddings[c][code as usize * d..(code as usize + 1) * d];
-        self.lt_input(row, pos, out, pool);
+        let (first, rest) = out.split_at_mut(ld);
+        self.lt_input(row, pos, first, pool);
+        for o in rest.chunks_exact_mut(ld) {
+            o.copy_from_slice(first);
+        }
     }
 
-    /// One LT position (`x`: `lt_dim`, in place; no `norm_out`).
+    /// One LT position for each sequence (`x`: `seqs × lt_dim`, in place; no `norm_out`).
     pub fn lt_forward(
         &self,
         x: &mut [f32],
-        past: KvPast<'_>,
-        new_k: &mut [f32],
-        new_v: &mut [f32],
+        seqs: &mut [SeqIo<'_>],
         s: &mut LayerScratch,
         pool: &Pool,
     ) {
         for layer in &self.local_transformer {
-            layer.forward(1, x, past, new_k, new_v, None, None, s, pool);
+            layer.forward(1, x, seqs, s, pool);
         }
     }
 
-    /// Codebook `c`'s LT head: `logits = W_c·y + b_c` (2024).
+    /// Codebook `c`'s LT head for each row of `y`: `W_c·y + b_c` (2024 per row).
     pub fn lt_logits(&self, c: usize, y: &[f32], out: &mut [f32], pool: &Pool) {
         let (m, b) = &self.local_transformer_out_projections[c];
-        m.gemv(y, out, pool);
-        ops::add_in_place(out, b);
+        matmul(m, y, out, pool);
+        for o in out.chunks_exact_mut(b.len()) {
+            ops::add_in_place(o, b);
+        }
     }
 
     /// `decoder.norm_out` of every row of `x` (after [`Model::decoder_forward`], `x`
@@ -453,14 +465,6 @@ impl Model {
         let d = self.config.dim;
         for (xi, oi) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
             self.decoder_norm_out.apply(xi, oi);
-        }
-    }
-
-    /// All rows of `x` through `in_proj` (for tests of the LT inputs).
-    pub fn lt_in_rows(&self, x: &[f32], out: &mut [f32], pool: &Pool) {
-        gemv_rows(&self.local_transformer_in_projection, x, out, pool);
-        for o in out.chunks_exact_mut(self.config.lt_dim) {
-            ops::add_in_place(o, &self.local_transformer_in_projection_bias);
         }
     }
 }

@@ -14,8 +14,8 @@ use rill_kernels::Pool;
 
 use crate::config::InferenceParams;
 use crate::error::{MagpieError, Result};
-use crate::layers::{KvPast, LayerScratch};
-use crate::model::{CrossMemory, DecoderCache, DecoderOut, Model, PriorUse};
+use crate::layers::{KvPast, LayerScratch, SeqIo};
+use crate::model::{CrossMemory, DecoderCache, DecoderOut, Model, PriorUse, MAX_BATCH};
 use crate::prior::AttentionPrior;
 use crate::rng::Mt19937;
 use crate::sampler::{argmax, mask_forbidden, pick, softmax_temperature, top_k};
@@ -62,7 +62,6 @@ pub struct Session {
     lt_k: Vec<f32>,
     lt_v: Vec<f32>,
     lt_x: Vec<f32>,
-    lt_y: Vec<f32>,
     lt_scratch: LayerScratch,
     logits: Vec<f32>,
     final_logits: Vec<f32>,
@@ -153,7 +152,7 @@ impl Session {
             }
         }
         let mut pre = DecoderOut::new(&c, batch, rows, t);
-        let mut pre_scratch = LayerScratch::new(rows, d, c.ffn, 1, rows, c.xattn_dim, t);
+        let mut pre_scratch = LayerScratch::new(batch * rows, d, c.ffn, 1, rows, c.xattn_dim, t);
         model.decoder_forward(
             rows,
             &mut x,
@@ -181,7 +180,7 @@ impl Session {
             mem,
             cache,
             out: DecoderOut::new(&c, batch, 1, t),
-            scratch: LayerScratch::new(1, d, c.ffn, 1, capacity, c.xattn_dim, t),
+            scratch: LayerScratch::new(batch, d, c.ffn, 1, capacity, c.xattn_dim, t),
             x: vec![0.0; batch * d],
             hidden: pre.hidden.clone(),
             probs: pre.probs.clone(),
@@ -190,8 +189,7 @@ impl Session {
             lt_k: vec![0.0; batch * c.lt_positions * ld],
             lt_v: vec![0.0; batch * c.lt_positions * ld],
             lt_x: vec![0.0; batch * ld],
-            lt_y: vec![0.0; ld],
-            lt_scratch: LayerScratch::new(1, ld, c.lt_ffn, 1, c.lt_positions, 1, 1),
+            lt_scratch: LayerScratch::new(batch, ld, c.lt_ffn, 1, c.lt_positions, 1, 1),
             logits: vec![0.0; batch * v],
             final_logits: vec![0.0; batch * CODEBOOKS * v],
             mixed: vec![0.0; CODEBOOKS * v],
@@ -329,42 +327,40 @@ impl Session {
     ) -> [u16; CODEBOOKS] {
         let m = self.model.clone();
         let c = &m.config;
-        let (d, ld, v) = (c.dim, c.lt_dim, c.codebook_vocab);
+        let (ld, v) = (c.lt_dim, c.codebook_vocab);
         let cap = c.lt_positions;
         let s = self.params.cfg_scale;
-        for b in 0..self.batch {
-            m.lt_input(
-                &self.hidden[b * d..(b + 1) * d],
-                0,
-                &mut self.lt_x[b * ld..(b + 1) * ld],
-                pool,
-            );
-        }
+        let batch = self.batch;
+        m.lt_input(&self.hidden, 0, &mut self.lt_x, pool);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.lt_logits = vec![0.0; CODEBOOKS * self.batch * v];
+            tr.lt_logits = vec![0.0; CODEBOOKS * batch * v];
         }
         let mut frame = [0u16; CODEBOOKS];
         for cb in 0..CODEBOOKS {
-            for b in 0..self.batch {
-                let base = b * cap * ld;
-                self.lt_y.copy_from_slice(&self.lt_x[b * ld..(b + 1) * ld]);
-                let (past_k, new_k) = self.lt_k[base..base + cap * ld].split_at_mut(cb * ld);
-                let (past_v, new_v) = self.lt_v[base..base + cap * ld].split_at_mut(cb * ld);
-                let past = KvPast {
-                    k: past_k,
-                    v: past_v,
-                    rows: cb,
-                };
-                m.lt_forward(
-                    &mut self.lt_y,
-                    past,
-                    &mut new_k[..ld],
-                    &mut new_v[..ld],
-                    &mut self.lt_scratch,
-                    pool,
-                );
-                m.lt_logits(cb, &self.lt_y, &mut self.logits[b * v..(b + 1) * v], pool);
-            }
+            // One LT position for both rows; its K/V go to slot `cb` of each row's cache.
+            let mut ks = self.lt_k.chunks_mut(cap * ld);
+            let mut vs = self.lt_v.chunks_mut(cap * ld);
+            let mut io: [SeqIo<'_>; MAX_BATCH] = std::array::from_fn(|b| {
+                if b >= batch {
+                    return SeqIo::unused();
+                }
+                let (k, v) = (ks.next().unwrap_or_default(), vs.next().unwrap_or_default());
+                let (past_k, new_k) = k.split_at_mut(cb * ld);
+                let (past_v, new_v) = v.split_at_mut(cb * ld);
+                SeqIo {
+                    past: KvPast {
+                        k: past_k,
+                        v: past_v,
+                        rows: cb,
+                    },
+                    new_k: &mut new_k[..ld],
+                    new_v: &mut new_v[..ld],
+                    cross: None,
+                    probs: None,
+                }
+            });
+            m.lt_forward(&mut self.lt_x, &mut io[..batch], &mut self.lt_scratch, pool);
+            m.lt_logits(cb, &self.lt_x, &mut self.logits, pool);
             if let Some(tr) = trace.as_deref_mut() {
                 let o = cb * self.batch * v;
                 tr.lt_logits[o..o + self.batch * v].copy_from_slice(&self.logits);
@@ -390,9 +386,7 @@ impl Session {
             frame[cb] = code;
             let next = forced.map_or(code, |f| f[cb]);
             if cb + 1 < CODEBOOKS {
-                for b in 0..self.batch {
-                    m.lt_code_input(cb, next, cb + 1, &mut self.lt_x[b * ld..(b + 1) * ld], pool);
-                }
+                m.lt_code_input(cb, next, cb + 1, &mut self.lt_x, pool);
             }
         }
         if let Some(tr) = trace {
@@ -406,15 +400,9 @@ impl Session {
     fn eos_stream(&mut self, pool: &Pool, trace: Option<&mut StepTrace>) -> [u16; CODEBOOKS] {
         let m = self.model.clone();
         let c = &m.config;
-        let (d, v) = (c.dim, c.codebook_vocab);
+        let v = c.codebook_vocab;
         let w = CODEBOOKS * v;
-        for b in 0..self.batch {
-            m.final_logits(
-                &self.hidden[b * d..(b + 1) * d],
-                &mut self.final_logits[b * w..(b + 1) * w],
-                pool,
-            );
-        }
+        m.final_logits(&self.hidden, &mut self.final_logits, pool);
         let s = self.params.cfg_scale;
         if self.batch == 2 {
             let (cond, uncond) = self.final_logits.split_at(w);

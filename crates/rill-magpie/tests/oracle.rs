@@ -86,7 +86,7 @@ fn prefill_matches_upstream() {
     }
     let cache = DecoderCache::new(c, 2, rows);
     let mut out = DecoderOut::new(c, 2, rows, tl);
-    let mut s = LayerScratch::new(rows, d, c.ffn, 1, rows, c.xattn_dim, tl);
+    let mut s = LayerScratch::new(2 * rows, d, c.ffn, 1, rows, c.xattn_dim, tl);
     m.decoder_forward(rows, &mut x, &cache, &mem, None, &mut out, &mut s, &pool);
     let mut got = vec![0f32; x.len()];
     m.norm_out_rows(&x, &mut got);
