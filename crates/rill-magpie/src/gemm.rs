@@ -1,7 +1,9 @@
 //! Products of one weight matrix with several input rows, `y[i] = W·x[i]`, reading
-//! the weights from memory once per call: the prefill's 111 rows, the encoder's text
-//! rows, and the two CFG rows of a decoder step (which would otherwise stream every
-//! weight twice). One row goes to [`Matrix::gemv`].
+//! the weights from memory once per call: the prefill's 111 rows (×2 with CFG) and
+//! the encoder's text rows. One or two rows go to [`Matrix::gemv`] per row: for the
+//! two CFG rows of a step, widening the weights into a buffer first measured no
+//! faster than streaming them twice (`tests/profile.rs`, `profile_two_rows`); a
+//! two-vector GEMV in `rill-kernels` would be the real fix.
 //!
 //! Each task widens 4 weight rows at a time into a per-thread buffer
 //! ([`Matrix::row_into`]) and dots them with every input row (one input load feeds
@@ -14,6 +16,8 @@ use rill_kernels::{isa, ops, Isa, Matrix, Pool, Tier};
 
 /// Output rows per pool task.
 const ROWS_PER_TASK: usize = 32;
+/// Inputs of at most this many rows use one GEMV per row.
+const SINGLE_ROWS_UP_TO: usize = 2;
 /// Weight rows widened and dotted together.
 const GROUP: usize = 4;
 
@@ -48,8 +52,10 @@ pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
     );
     let n = x.len() / cols;
     assert_eq!(y.len(), n * rows, "matmul output length");
-    if n == 1 {
-        m.gemv(x, y, pool);
+    if n <= SINGLE_ROWS_UP_TO {
+        for (xi, yi) in x.chunks_exact(cols).zip(y.chunks_exact_mut(rows)) {
+            m.gemv(xi, yi, pool);
+        }
         return;
     }
     let out = SendPtr(y.as_mut_ptr());

@@ -577,11 +577,14 @@ mod tests {
         }
     }
 
-    /// A layer over n rows at once equals n one-row calls on a host-appended cache.
-    #[test]
-    fn rows_at_once_equal_cached_steps() {
-        let (d, heads, f, n, xd, t) = (128, 2, 64, 6, 16, 5);
-        let mut seed = 5;
+    fn random_layer(
+        d: usize,
+        heads: usize,
+        f: usize,
+        xd: usize,
+        seed_io: &mut u64,
+    ) -> TransformerLayer {
+        let mut seed = *seed_io;
         let norm = |seed: &mut u64| LayerNorm {
             weight: rand(d, seed).iter().map(|v| 1.0 + v).collect(),
         };
@@ -609,6 +612,86 @@ mod tests {
                 kernel: 1,
             },
         };
+        *seed_io = seed;
+        layer
+    }
+
+    /// Two sequences in one call (the second without memory, as the CFG row) equal
+    /// two separate calls; the memory-less row gets no cross-attention at all.
+    #[test]
+    fn sequences_in_one_call_are_independent() {
+        let (d, heads, f, xd, t, n) = (64, 2, 32, 8, 4, 3);
+        let mut seed = 21;
+        let layer = random_layer(d, heads, f, xd, &mut seed);
+        let (mk, mv) = (rand(t * xd, &mut seed), rand(t * xd, &mut seed));
+        let mem = CrossInput {
+            k: &mk,
+            v: &mv,
+            prior: None,
+        };
+        let x0 = rand(2 * n * d, &mut seed);
+        let pool = Pool::new(2);
+        let mut both = x0.clone();
+        let mut kv = vec![vec![0f32; n * d]; 4];
+        let mut s = LayerScratch::new(2 * n, d, f, 1, n, xd, t);
+        {
+            let [k0, v0, k1, v1] = &mut kv[..] else {
+                unreachable!()
+            };
+            let mut io = [
+                SeqIo {
+                    past: KvPast::EMPTY,
+                    new_k: k0,
+                    new_v: v0,
+                    cross: Some(mem),
+                    probs: None,
+                },
+                SeqIo {
+                    past: KvPast::EMPTY,
+                    new_k: k1,
+                    new_v: v1,
+                    cross: None,
+                    probs: None,
+                },
+            ];
+            layer.forward(n, &mut both, &mut io, &mut s, &pool);
+        }
+        for (b, cross) in [(0, Some(mem)), (1, None)] {
+            let mut one = x0[b * n * d..(b + 1) * n * d].to_vec();
+            let (mut k, mut v) = (vec![0f32; n * d], vec![0f32; n * d]);
+            let mut io = [SeqIo {
+                past: KvPast::EMPTY,
+                new_k: &mut k,
+                new_v: &mut v,
+                cross,
+                probs: None,
+            }];
+            layer.forward(n, &mut one, &mut io, &mut s, &pool);
+            assert_eq!(one, both[b * n * d..(b + 1) * n * d], "sequence {b}");
+            assert_eq!(k, kv[2 * b]);
+        }
+        // Without memory the layer is self-attention + FFN only.
+        let mut plain = layer.clone();
+        plain.cross = None;
+        let mut one = x0[n * d..].to_vec();
+        let (mut k, mut v) = (vec![0f32; n * d], vec![0f32; n * d]);
+        let mut io = [SeqIo {
+            past: KvPast::EMPTY,
+            new_k: &mut k,
+            new_v: &mut v,
+            cross: None,
+            probs: None,
+        }];
+        plain.forward(n, &mut one, &mut io, &mut s, &pool);
+        assert_eq!(one, both[n * d..]);
+    }
+
+    /// A layer over n rows at once equals n one-row calls on a host-appended cache.
+    #[test]
+    fn rows_at_once_equal_cached_steps() {
+        let (d, heads, f, n, xd, t) = (128, 2, 64, 6, 16, 5);
+        let mut seed = 5;
+        let layer = random_layer(d, heads, f, xd, &mut seed);
         let (mk, mv) = (rand(t * xd, &mut seed), rand(t * xd, &mut seed));
         let prior: Vec<f32> = (0..t).map(|i| if i == 2 { 1.0 } else { 0.1 }).collect();
         let mem = CrossInput {
