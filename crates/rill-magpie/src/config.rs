@@ -9,6 +9,9 @@ pub const HEAD_DIM: usize = 64;
 /// Number of special ids at the end of each codebook's vocabulary (`mm.py:86-121`).
 pub const SPECIAL_AUDIO_TOKENS: usize = 8;
 
+/// Most layers or codebooks a checkpoint may index (bounds what a corrupt file can ask for).
+const MAX_INDEXED: usize = 256;
+
 /// Dimensions of one Magpie checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -181,9 +184,29 @@ impl Config {
     }
 
     /// Reads the dimensions from tensor shapes (`shape(name)` is `None` for a missing
-    /// tensor). Counts layers by probing names; the caller validates every tensor
-    /// against [`Config::float_specs`] afterwards.
-    pub fn detect(shape: impl Fn(&str) -> Option<Vec<usize>>) -> Result<Config> {
+    /// tensor) and counts layers as one past the highest index among `names`; the
+    /// caller validates every tensor against [`Config::float_specs`] afterwards.
+    pub fn detect<'a>(
+        shape: impl Fn(&str) -> Option<Vec<usize>>,
+        names: impl Iterator<Item = &'a str>,
+    ) -> Result<Config> {
+        let (mut enc, mut dec, mut lt, mut books) = (0, 0, 0, 0);
+        for name in names {
+            for (prefix, n) in [
+                ("encoder.layers.", &mut enc),
+                ("decoder.layers.", &mut dec),
+                ("local_transformer.layers.", &mut lt),
+                ("audio_embeddings.", &mut books),
+            ] {
+                let index = name
+                    .strip_prefix(prefix)
+                    .and_then(|r| r.split('.').next())
+                    .and_then(|i| i.parse::<usize>().ok());
+                if let Some(i) = index {
+                    *n = (*n).max(i.saturating_add(1));
+                }
+            }
+        }
         let need = |name: &str, rank: usize| -> Result<Vec<usize>> {
             match shape(name) {
                 Some(s) if s.len() == rank => Ok(s),
@@ -197,8 +220,22 @@ impl Config {
                 }),
             }
         };
-        let count =
-            |f: &dyn Fn(usize) -> String| (0..).take_while(|&i| shape(&f(i)).is_some()).count();
+        if let Some((what, n)) = [
+            ("encoder", enc),
+            ("decoder", dec),
+            ("local transformer", lt),
+            ("codebook", books),
+        ]
+        .into_iter()
+        .find(|&(_, n)| n > MAX_INDEXED)
+        {
+            return Err(MagpieError::BadTensor {
+                name: format!("({what} tensors)"),
+                reason: format!(
+                    "indices run to {n}, more than any Magpie model has ({MAX_INDEXED})"
+                ),
+            });
+        }
         let text = need("text_embedding.weight", 2)?;
         let enc_pos = need("encoder.position_embeddings.weight", 2)?;
         let enc_ff = need("encoder.layers.0.pos_ff.proj.conv.weight", 3)?;
@@ -234,20 +271,20 @@ impl Config {
         let c = Config {
             dim,
             text_vocab: text[0],
-            encoder_layers: count(&|i| format!("encoder.layers.{i}.norm_self.weight")),
+            encoder_layers: enc,
             encoder_kernel: enc_ff[2],
             encoder_positions: enc_pos[0],
-            decoder_layers: count(&|i| format!("decoder.layers.{i}.norm_self.weight")),
+            decoder_layers: dec,
             decoder_positions: dec_pos[0],
             heads: dim / HEAD_DIM,
             ffn: enc_ff[0],
             xattn_dim: q[0],
-            codebooks: count(&|i| format!("audio_embeddings.{i}.weight")),
+            codebooks: books,
             codebook_vocab: emb[0],
             lt_dim: lt_in[0],
             lt_ffn: lt_ff[0],
             lt_positions: lt_pos[0],
-            lt_layers: count(&|i| format!("local_transformer.layers.{i}.norm_self.weight")),
+            lt_layers: lt,
             speakers: baked[0],
             context_frames: baked[1] / dim,
         };

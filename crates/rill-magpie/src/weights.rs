@@ -37,7 +37,10 @@ impl Weights {
     /// reads (presence, shape, dtype, the baked-context buffers); lists all problems
     /// at once. Extra tensors (e.g. `causal_mask` buffers) are ignored.
     pub fn from_tensors(tensors: BTreeMap<String, Tensor>) -> Result<Weights> {
-        let config = Config::detect(|n| tensors.get(n).map(|t| t.shape.clone()))?;
+        let config = Config::detect(
+            |n| tensors.get(n).map(|t| t.shape.clone()),
+            tensors.keys().map(|k| k.as_str()),
+        )?;
         let mut problems = Vec::new();
         for (name, shape) in config.float_specs() {
             match tensors.get(&name) {
@@ -124,7 +127,7 @@ impl Weights {
     /// or F16 floats, widened to f32; int64 buffers). All problems are reported at once.
     pub fn load(path: impl AsRef<Path>) -> Result<Weights> {
         let ck = Checkpoint::open(path)?;
-        let config = Config::detect(|n| ck.entry(n).map(|e| e.shape.clone()))?;
+        let config = Config::detect(|n| ck.entry(n).map(|e| e.shape.clone()), ck.names())?;
         let mut tensors = BTreeMap::new();
         let mut problems = Vec::new();
         for (name, shape) in config.float_specs() {

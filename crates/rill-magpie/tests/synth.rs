@@ -72,6 +72,48 @@ fn file_round_trip_and_validation() {
 }
 
 #[test]
+fn loading_a_broken_file_lists_every_problem() {
+    use rill_checkpoint::writer::{self, Tensor as Out};
+    let w = common::oracle_weights();
+    let mut out = Vec::new();
+    for name in w.names() {
+        let t = w.get(name).unwrap();
+        if name == "decoder.layers.7.norm_self.weight" {
+            continue;
+        }
+        let mut shape = t.shape.clone();
+        if name == "local_transformer_in_projection.bias" {
+            shape = vec![2, 128];
+        }
+        let o = match &t.data {
+            TensorData::F32(v) => Out::f32(shape, v),
+            TensorData::I64(v) => Out {
+                dtype: rill_checkpoint::Dtype::I64,
+                shape,
+                bytes: v
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect::<Vec<u8>>()
+                    .into(),
+            },
+        };
+        out.push((name.to_string(), o));
+    }
+    let path = rill_testkit::cache_dir().join("magpie_broken.safetensors");
+    writer::write(&path, &out, Default::default()).unwrap();
+    drop(out);
+    let err = Weights::load(&path).unwrap_err().to_string();
+    std::fs::remove_file(&path).ok();
+    for needle in [
+        "2 problems",
+        "missing tensor decoder.layers.7.norm_self.weight",
+        "local_transformer_in_projection.bias: expected shape [256], found [2, 128]",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+}
+
+#[test]
 fn validation_reports_every_problem() {
     let w = common::oracle_weights();
     let mut map: BTreeMap<String, Tensor> = w
