@@ -210,8 +210,10 @@ fn run(name: &str, forced: bool) -> Run {
 }
 
 // Measured (2-vCPU Xeon, AVX-512 tier): hidden ≤ 5.9e-6, LT logits ≤ 1.2e-5,
-// final_proj ≤ 1.1e-5, cross-attention probabilities ≤ 1e-6; every frame of every
-// recording is reproduced exactly (32/32). Bounds sit just outside.
+// final_proj ≤ 1.1e-5, cross-attention probabilities ≤ 1.6e-6; every frame of every
+// recording is reproduced exactly (32/32). RILL_ISA=avx2 / portable (cached run):
+// hidden 5.1e-6 / 6.1e-6, LT logits 1.23e-5 / 1.31e-5, same 32 frames. Bounds sit just
+// outside (the spec's gates are 1e-4 and 1e-3).
 const HIDDEN_TOL: f32 = 1e-5;
 const LOGIT_TOL: f32 = 2e-5;
 const PROB_TOL: f32 = 2e-6;
