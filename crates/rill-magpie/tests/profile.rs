@@ -1,0 +1,90 @@
+//! Speed profile (ignored: tests never assert time). Run with
+//! `cargo test --release -p rill-magpie --test profile -- --ignored --nocapture`.
+
+mod common;
+
+use std::time::Instant;
+
+use rill_kernels::Pool;
+use rill_magpie::{InferenceParams, Session};
+
+#[test]
+#[ignore]
+fn profile_steps() {
+    let m = common::oracle_model();
+    let threads = std::env::var("RILL_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let pool = Pool::new(threads);
+    let z = common::npz("model_cached.npz");
+    let (_, t) = common::ints(&z, "text_tokens");
+    let tokens: Vec<u32> = t[..t.len() - 1].iter().map(|&v| v as u32).collect();
+    for cfg in [true, false] {
+        let params = InferenceParams {
+            max_decoder_steps: 32,
+            use_cfg: cfg,
+            ..InferenceParams::default()
+        };
+        let t0 = Instant::now();
+        let mut s = Session::new(m.clone(), &tokens, 0, params, 0, &pool).unwrap();
+        let setup = t0.elapsed();
+        s.step(&pool).unwrap(); // frame 0 (no decoder call)
+        let t1 = Instant::now();
+        let mut n = 0;
+        while s.step(&pool).unwrap().is_some() {
+            n += 1;
+        }
+        let per = t1.elapsed().as_secs_f64() * 1e3 / n as f64;
+        eprintln!(
+            "cfg {cfg}: setup (encoder {} tokens + prefill 111 rows) {:.0} ms; {per:.1} ms per step over {n} steps ({threads} threads, f32)",
+            tokens.len() + 1,
+            setup.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Two-row product (weights read once) against two single-row GEMVs over a set of
+/// matrices larger than the caches (as in a decoder step), interleaved so that
+/// machine load affects both alike.
+#[test]
+#[ignore]
+fn profile_two_rows() {
+    use rill_kernels::{Matrix, WeightFormat};
+    let pool = Pool::new(2);
+    for (rows, cols, count) in [(2304, 768, 40), (768, 3072, 40), (16192, 768, 6)] {
+        let ms: Vec<Matrix> = (0..count)
+            .map(|i| {
+                Matrix::from_f32(
+                    rows,
+                    cols,
+                    vec![0.01 * i as f32; rows * cols],
+                    WeightFormat::F32,
+                )
+            })
+            .collect();
+        let x = vec![0.5f32; 2 * cols];
+        let mut y = vec![0f32; 2 * rows];
+        let (mut t_two, mut t_gemv) = (0f64, 0f64);
+        for _ in 0..5 {
+            let t = Instant::now();
+            for m in &ms {
+                rill_magpie::gemm::matmul(m, &x, &mut y, &pool);
+            }
+            t_two += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            for m in &ms {
+                m.gemv(&x[..cols], &mut y[..rows], &pool);
+                m.gemv(&x[cols..], &mut y[rows..], &pool);
+            }
+            t_gemv += t.elapsed().as_secs_f64();
+        }
+        let n = 5.0 * count as f64;
+        eprintln!(
+            "{rows}x{cols} ({count} matrices, {} MB): two-row matmul {:.3} ms, 2 x gemv {:.3} ms per matrix",
+            rows * cols * count * 4 / 1_000_000,
+            t_two / n * 1e3,
+            t_gemv / n * 1e3
+        );
+    }
+}
