@@ -7,7 +7,7 @@
 //! weights 0..15 and 16..31 with a mask and a shift.
 
 use crate::isa::Isa;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::isa::Tier;
 
 pub(crate) const AFFINE_GROUP: usize = 32;
@@ -57,6 +57,9 @@ pub(crate) fn affine_rows(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
         Tier::Avx2 | Tier::Avx512 => unsafe { x86::affine_avx2(packed, scales, cols, xq, y) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: an `Isa` of tier NEON comes only from detecting neon.
+        Tier::Neon => unsafe { arm::affine_neon(packed, scales, cols, xq, y) },
         _ => affine_portable(packed, scales, cols, xq, y),
     }
 }
@@ -76,6 +79,57 @@ fn affine_portable(packed: &[u8], scales: &[f32], cols: usize, xq: &[i16], y: &m
             acc += scales[r * groups + g] * s as f32;
         }
         *out = acc;
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::AFFINE_GROUP;
+    use std::arch::aarch64::*;
+
+    /// Nibbles widened to int16 and multiplied with a widening multiply-accumulate
+    /// (`SMLAL`): exact integer group sums, and the f32 accumulation in the order of
+    /// the portable kernel, so both give the same bits. (`SDOT` would need the
+    /// activations split into bytes; this path is bandwidth-bound anyway.)
+    ///
+    /// # Safety
+    /// The CPU must support NEON.
+    #[target_feature(enable = "neon")]
+    pub unsafe fn affine_neon(
+        packed: &[u8],
+        scales: &[f32],
+        cols: usize,
+        xq: &[i16],
+        y: &mut [f32],
+    ) {
+        let groups = cols / AFFINE_GROUP;
+        let mask = vdupq_n_u8(0x0f);
+        for (r, out) in y.iter_mut().enumerate() {
+            let row = packed.as_ptr().add(r * cols / 2);
+            let mut acc = 0f32;
+            for g in 0..groups {
+                let b = vld1q_u8(row.add(g * 16));
+                let lo = vandq_u8(b, mask);
+                let hi = vshrq_n_u8::<4>(b);
+                let x = xq.as_ptr().add(g * 32);
+                let w = [
+                    vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(lo))),
+                    vreinterpretq_s16_u16(vmovl_high_u8(lo)),
+                    vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(hi))),
+                    vreinterpretq_s16_u16(vmovl_high_u8(hi)),
+                ];
+                let mut d0 = vdupq_n_s32(0);
+                let mut d1 = vdupq_n_s32(0);
+                for (k, wk) in w.iter().enumerate() {
+                    let xk = vld1q_s16(x.add(8 * k));
+                    d0 = vmlal_s16(d0, vget_low_s16(*wk), vget_low_s16(xk));
+                    d1 = vmlal_high_s16(d1, *wk, xk);
+                }
+                let s = vaddvq_s32(vaddq_s32(d0, d1));
+                acc += scales[r * groups + g] * s as f32;
+            }
+            *out = acc;
+        }
     }
 }
 
