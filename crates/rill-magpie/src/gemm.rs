@@ -102,6 +102,9 @@ fn dots(isa: Isa, w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2 and FMA.
         Tier::Avx2 => unsafe { x86::dots_avx2(w, cols, x, y) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: an `Isa` of this tier exists only if the CPU has NEON.
+        Tier::Neon => unsafe { arm::dots_neon(w, cols, x, y) },
         _ => dots_portable(w, cols, x, y),
     }
 }
@@ -109,6 +112,39 @@ fn dots(isa: Isa, w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
 fn dots_portable(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
     for (j, o) in y.iter_mut().enumerate() {
         *o = ops::dot(&w[j * cols..(j + 1) * cols], x);
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+
+    /// # Safety
+    /// The CPU must support NEON; `w` holds `y.len() ≤ 4` rows of `cols`, `x` `cols`.
+    #[target_feature(enable = "neon")]
+    pub unsafe fn dots_neon(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
+        let k = y.len();
+        debug_assert!(k <= 4 && w.len() >= k * cols && x.len() >= cols);
+        let n8 = cols / 8 * 8;
+        let (wp, xp) = (w.as_ptr(), x.as_ptr());
+        let mut a = [[vdupq_n_f32(0.0); 2]; 4];
+        let mut c = 0;
+        while c < n8 {
+            let (x0, x1) = (vld1q_f32(xp.add(c)), vld1q_f32(xp.add(c + 4)));
+            for j in 0..k {
+                let p = wp.add(j * cols + c);
+                a[j][0] = vfmaq_f32(a[j][0], vld1q_f32(p), x0);
+                a[j][1] = vfmaq_f32(a[j][1], vld1q_f32(p.add(4)), x1);
+            }
+            c += 8;
+        }
+        for j in 0..k {
+            let mut s = vaddvq_f32(vaddq_f32(a[j][0], a[j][1]));
+            for c in n8..cols {
+                s += w[j * cols + c] * x[c];
+            }
+            y[j] = s;
+        }
     }
 }
 
