@@ -78,41 +78,66 @@ pub(crate) fn bf16_to_f32(b: u16) -> f32 {
 
 /// Computes `y[i] = dot(w[i*cols..][..cols], x)` for every row of the block.
 pub(crate) fn rows<W: FloatWeight>(isa: Isa, w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
-    debug_assert_eq!(w.len(), y.len() * cols);
-    debug_assert_eq!(x.len(), cols);
+    rows_n::<W, 1>(isa, w, cols, [x], [y]);
+}
+
+/// [`rows`] for `V` input vectors at once (each weight is read once for all of them);
+/// every `y[v][i]` is computed with exactly the operations of [`rows`] on `x[v]`.
+pub(crate) fn rows_n<W: FloatWeight, const V: usize>(
+    isa: Isa,
+    w: &[W],
+    cols: usize,
+    x: [&[f32]; V],
+    y: [&mut [f32]; V],
+) {
+    for v in 0..V {
+        debug_assert_eq!(w.len(), y[v].len() * cols);
+        debug_assert_eq!(x[v].len(), cols);
+    }
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of tier AVX-512 comes only from detecting avx512f/bw.
-        Tier::Avx512 => unsafe { x86::rows_avx512(w, cols, x, y) },
+        Tier::Avx512 => unsafe { x86::rows_avx512::<W, V>(w, cols, x, y) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of tier AVX2 comes only from detecting avx2, fma and f16c.
-        Tier::Avx2 => unsafe { x86::rows_avx2(w, cols, x, y) },
+        Tier::Avx2 => unsafe { x86::rows_avx2::<W, V>(w, cols, x, y) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: an `Isa` of tier NEON comes only from detecting neon.
-        Tier::Neon => unsafe { arm::rows_neon(w, cols, x, y) },
-        _ => rows_portable(w, cols, x, y),
+        Tier::Neon => unsafe { arm::rows_neon::<W, V>(w, cols, x, y) },
+        _ => rows_portable::<W, V>(w, cols, x, y),
     }
 }
 
 /// 16 independent lanes per row (vectorises on any target).
-fn rows_portable<W: FloatWeight>(w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
-    for (r, out) in y.iter_mut().enumerate() {
+fn rows_portable<W: FloatWeight, const V: usize>(
+    w: &[W],
+    cols: usize,
+    x: [&[f32]; V],
+    mut y: [&mut [f32]; V],
+) {
+    let n16 = cols / 16 * 16;
+    for r in 0..y[0].len() {
         let row = &w[r * cols..(r + 1) * cols];
-        let mut acc = [0f32; 16];
-        let n16 = cols / 16 * 16;
-        for (cw, cx) in row[..n16].chunks_exact(16).zip(x[..n16].chunks_exact(16)) {
-            for l in 0..16 {
-                acc[l] += cw[l].to_f32() * cx[l];
+        let mut acc = [[0f32; 16]; V];
+        for c in (0..n16).step_by(16) {
+            let cw: [f32; 16] = std::array::from_fn(|l| row[c + l].to_f32());
+            for v in 0..V {
+                let cx = &x[v][c..c + 16];
+                for l in 0..16 {
+                    acc[v][l] += cw[l] * cx[l];
+                }
             }
         }
-        let mut s = 0f32;
-        for v in acc {
-            s += v;
+        for v in 0..V {
+            let mut s = 0f32;
+            for a in acc[v] {
+                s += a;
+            }
+            for (vw, vx) in row[n16..].iter().zip(&x[v][n16..]) {
+                s += vw.to_f32() * vx;
+            }
+            y[v][r] = s;
         }
-        for (vw, vx) in row[n16..].iter().zip(&x[n16..]) {
-            s += vw.to_f32() * vx;
-        }
-        *out = s;
     }
 }
 
@@ -122,96 +147,132 @@ mod x86 {
     use crate::simd::hsum256;
     use std::arch::x86_64::*;
 
-    /// Four rows at a time (one x load feeds four FMA chains), taken from the four
-    /// quarters of the block: four memory streams in different pages keep more DRAM
-    /// requests in flight than adjacent rows (measured: cold f32 25 → 34–42 GB/s,
-    /// bf16 16 → 31–35 GB/s on 2 threads).
+    /// Four rows at a time (one x load feeds four FMA chains per vector), taken
+    /// from the four quarters of the block: four memory streams in different pages
+    /// keep more DRAM requests in flight than adjacent rows (measured: cold f32
+    /// 25 → 34–42 GB/s, bf16 16 → 31–35 GB/s on 2 threads).
     ///
     /// # Safety
     /// The CPU must support AVX-512F and AVX-512BW.
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub unsafe fn rows_avx512<W: FloatWeight>(w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
+    pub unsafe fn rows_avx512<W: FloatWeight, const V: usize>(
+        w: &[W],
+        cols: usize,
+        x: [&[f32]; V],
+        mut y: [&mut [f32]; V],
+    ) {
         let n16 = cols / 16 * 16;
-        let xp = x.as_ptr();
-        let tail = |p: *const W, s: &mut f32| {
+        let tail = |p: *const W, x: &[f32], s: &mut f32| {
             for c in n16..cols {
                 *s += (*p.add(c)).to_f32() * x[c];
             }
         };
         // Rows r, r+s, r+2s, r+3s together: four memory streams in different pages.
-        let s = y.len() / 4;
+        let n = y[0].len();
+        let s = n / 4;
         for r in 0..s {
             let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [_mm512_setzero_ps(); 4];
+            let mut a = [[_mm512_setzero_ps(); 4]; V];
             let mut c = 0;
             while c < n16 {
-                let xv = _mm512_loadu_ps(xp.add(c));
+                let mut wv = [_mm512_setzero_ps(); 4];
                 for k in 0..4 {
-                    a[k] = _mm512_fmadd_ps(W::load16(w.as_ptr().add(rows[k] * cols + c)), xv, a[k]);
+                    wv[k] = W::load16(w.as_ptr().add(rows[k] * cols + c));
+                }
+                for v in 0..V {
+                    let xv = _mm512_loadu_ps(x[v].as_ptr().add(c));
+                    for k in 0..4 {
+                        a[v][k] = _mm512_fmadd_ps(wv[k], xv, a[v][k]);
+                    }
                 }
                 c += 16;
             }
-            for k in 0..4 {
-                let mut sum = _mm512_reduce_add_ps(a[k]);
-                tail(w.as_ptr().add(rows[k] * cols), &mut sum);
-                y[rows[k]] = sum;
+            for v in 0..V {
+                for k in 0..4 {
+                    let mut sum = _mm512_reduce_add_ps(a[v][k]);
+                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
+                    y[v][rows[k]] = sum;
+                }
             }
         }
-        for r in 4 * s..y.len() {
+        for r in 4 * s..n {
             let p = w.as_ptr().add(r * cols);
-            let mut a = _mm512_setzero_ps();
+            let mut a = [_mm512_setzero_ps(); V];
             let mut c = 0;
             while c < n16 {
-                a = _mm512_fmadd_ps(W::load16(p.add(c)), _mm512_loadu_ps(xp.add(c)), a);
+                let wv = W::load16(p.add(c));
+                for v in 0..V {
+                    a[v] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[v].as_ptr().add(c)), a[v]);
+                }
                 c += 16;
             }
-            let mut sum = _mm512_reduce_add_ps(a);
-            tail(p, &mut sum);
-            y[r] = sum;
+            for v in 0..V {
+                let mut sum = _mm512_reduce_add_ps(a[v]);
+                tail(p, x[v], &mut sum);
+                y[v][r] = sum;
+            }
         }
     }
 
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn rows_avx2<W: FloatWeight>(w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
+    pub unsafe fn rows_avx2<W: FloatWeight, const V: usize>(
+        w: &[W],
+        cols: usize,
+        x: [&[f32]; V],
+        mut y: [&mut [f32]; V],
+    ) {
         let n8 = cols / 8 * 8;
-        let xp = x.as_ptr();
-        let tail = |p: *const W, s: &mut f32| {
+        let tail = |p: *const W, x: &[f32], s: &mut f32| {
             for c in n8..cols {
                 *s += (*p.add(c)).to_f32() * x[c];
             }
         };
         // Four distant rows at a time, as the AVX-512 kernel.
-        let s = y.len() / 4;
+        let n = y[0].len();
+        let s = n / 4;
         for r in 0..s {
             let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [_mm256_setzero_ps(); 4];
+            let mut a = [[_mm256_setzero_ps(); 4]; V];
             let mut c = 0;
             while c < n8 {
-                let xv = _mm256_loadu_ps(xp.add(c));
+                let mut wv = [_mm256_setzero_ps(); 4];
                 for k in 0..4 {
-                    a[k] = _mm256_fmadd_ps(W::load8(w.as_ptr().add(rows[k] * cols + c)), xv, a[k]);
+                    wv[k] = W::load8(w.as_ptr().add(rows[k] * cols + c));
+                }
+                for v in 0..V {
+                    let xv = _mm256_loadu_ps(x[v].as_ptr().add(c));
+                    for k in 0..4 {
+                        a[v][k] = _mm256_fmadd_ps(wv[k], xv, a[v][k]);
+                    }
                 }
                 c += 8;
             }
-            for k in 0..4 {
-                let mut sum = hsum256(a[k]);
-                tail(w.as_ptr().add(rows[k] * cols), &mut sum);
-                y[rows[k]] = sum;
+            for v in 0..V {
+                for k in 0..4 {
+                    let mut sum = hsum256(a[v][k]);
+                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
+                    y[v][rows[k]] = sum;
+                }
             }
         }
-        for r in 4 * s..y.len() {
+        for r in 4 * s..n {
             let p = w.as_ptr().add(r * cols);
-            let mut a = _mm256_setzero_ps();
+            let mut a = [_mm256_setzero_ps(); V];
             let mut c = 0;
             while c < n8 {
-                a = _mm256_fmadd_ps(W::load8(p.add(c)), _mm256_loadu_ps(xp.add(c)), a);
+                let wv = W::load8(p.add(c));
+                for v in 0..V {
+                    a[v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[v].as_ptr().add(c)), a[v]);
+                }
                 c += 8;
             }
-            let mut sum = hsum256(a);
-            tail(p, &mut sum);
-            y[r] = sum;
+            for v in 0..V {
+                let mut sum = hsum256(a[v]);
+                tail(p, x[v], &mut sum);
+                y[v][r] = sum;
+            }
         }
     }
 }
@@ -222,52 +283,71 @@ mod arm {
     use std::arch::aarch64::*;
 
     /// Four distant rows at a time (four memory streams, as the x86 kernels), each
-    /// with two accumulators so the FMA latency is hidden.
+    /// with two accumulators per vector so the FMA latency is hidden.
     ///
     /// # Safety
     /// The CPU must support NEON.
     #[target_feature(enable = "neon")]
-    pub unsafe fn rows_neon<W: FloatWeight>(w: &[W], cols: usize, x: &[f32], y: &mut [f32]) {
+    pub unsafe fn rows_neon<W: FloatWeight, const V: usize>(
+        w: &[W],
+        cols: usize,
+        x: [&[f32]; V],
+        mut y: [&mut [f32]; V],
+    ) {
         let n8 = cols / 8 * 8;
-        let xp = x.as_ptr();
-        let tail = |p: *const W, s: &mut f32| {
+        let tail = |p: *const W, x: &[f32], s: &mut f32| {
             for c in n8..cols {
                 *s += (*p.add(c)).to_f32() * x[c];
             }
         };
-        let s = y.len() / 4;
+        let n = y[0].len();
+        let s = n / 4;
         for r in 0..s {
             let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [[vdupq_n_f32(0.0); 2]; 4];
+            let mut a = [[[vdupq_n_f32(0.0); 2]; 4]; V];
             let mut c = 0;
             while c < n8 {
-                let x0 = vld1q_f32(xp.add(c));
-                let x1 = vld1q_f32(xp.add(c + 4));
+                let mut wv = [[vdupq_n_f32(0.0); 2]; 4];
                 for k in 0..4 {
                     let p = w.as_ptr().add(rows[k] * cols + c);
-                    a[k][0] = vfmaq_f32(a[k][0], W::load4(p), x0);
-                    a[k][1] = vfmaq_f32(a[k][1], W::load4(p.add(4)), x1);
+                    wv[k] = [W::load4(p), W::load4(p.add(4))];
+                }
+                for v in 0..V {
+                    let xp = x[v].as_ptr().add(c);
+                    let (x0, x1) = (vld1q_f32(xp), vld1q_f32(xp.add(4)));
+                    for k in 0..4 {
+                        a[v][k][0] = vfmaq_f32(a[v][k][0], wv[k][0], x0);
+                        a[v][k][1] = vfmaq_f32(a[v][k][1], wv[k][1], x1);
+                    }
                 }
                 c += 8;
             }
-            for k in 0..4 {
-                let mut sum = vaddvq_f32(vaddq_f32(a[k][0], a[k][1]));
-                tail(w.as_ptr().add(rows[k] * cols), &mut sum);
-                y[rows[k]] = sum;
+            for v in 0..V {
+                for k in 0..4 {
+                    let mut sum = vaddvq_f32(vaddq_f32(a[v][k][0], a[v][k][1]));
+                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
+                    y[v][rows[k]] = sum;
+                }
             }
         }
-        for r in 4 * s..y.len() {
+        for r in 4 * s..n {
             let p = w.as_ptr().add(r * cols);
-            let mut a = [vdupq_n_f32(0.0); 2];
+            let mut a = [[vdupq_n_f32(0.0); 2]; V];
             let mut c = 0;
             while c < n8 {
-                a[0] = vfmaq_f32(a[0], W::load4(p.add(c)), vld1q_f32(xp.add(c)));
-                a[1] = vfmaq_f32(a[1], W::load4(p.add(c + 4)), vld1q_f32(xp.add(c + 4)));
+                let (w0, w1) = (W::load4(p.add(c)), W::load4(p.add(c + 4)));
+                for v in 0..V {
+                    let xp = x[v].as_ptr().add(c);
+                    a[v][0] = vfmaq_f32(a[v][0], w0, vld1q_f32(xp));
+                    a[v][1] = vfmaq_f32(a[v][1], w1, vld1q_f32(xp.add(4)));
+                }
                 c += 8;
             }
-            let mut sum = vaddvq_f32(vaddq_f32(a[0], a[1]));
-            tail(p, &mut sum);
-            y[r] = sum;
+            for v in 0..V {
+                let mut sum = vaddvq_f32(vaddq_f32(a[v][0], a[v][1]));
+                tail(p, x[v], &mut sum);
+                y[v][r] = sum;
+            }
         }
     }
 }

@@ -464,6 +464,56 @@ impl Matrix {
         self.gemv_rows_isa(isa::active(), x, y, rows, pool);
     }
 
+    /// `y0 = W·x0` and `y1 = W·x1` (two rows of a batch, e.g. the conditional and
+    /// unconditional rows of classifier-free guidance). Float weights are read once
+    /// for both; every output has exactly the bits [`Matrix::gemv`] gives it.
+    pub fn gemv2(&self, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
+        self.gemv2_isa(isa::active(), x, y, pool);
+    }
+
+    /// [`Matrix::gemv2`] on an explicit ISA tier.
+    pub fn gemv2_isa(&self, isa: Isa, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
+        let cols = self.cols;
+        for v in 0..2 {
+            assert_eq!(x[v].len(), cols, "gemv2 input length");
+            assert_eq!(y[v].len(), self.rows, "gemv2 output length");
+        }
+        let [y0, y1] = y;
+        let tasks = self.rows.div_ceil(ROWS_PER_TASK);
+        let (o0, o1) = (SendPtr(y0.as_mut_ptr()), SendPtr(y1.as_mut_ptr()));
+        let rows = self.rows;
+        // SAFETY (both arms): tasks cover disjoint row ranges [lo, hi) of `y0` and
+        // `y1`, which outlive `pool.run`.
+        let block = |t: usize| {
+            let lo = t * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(rows);
+            let a = unsafe { std::slice::from_raw_parts_mut(o0.get().add(lo), hi - lo) };
+            let b = unsafe { std::slice::from_raw_parts_mut(o1.get().add(lo), hi - lo) };
+            (lo, hi, [a, b])
+        };
+        let run_all = |f: &(dyn Fn(usize) + Sync)| {
+            if tasks <= 1 {
+                f(0);
+            } else {
+                pool.run(tasks, f);
+            }
+        };
+        match &self.data {
+            Storage::F32(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Bf16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            _ => {
+                self.gemv_rows_isa(isa, x[0], y0, 0..rows, pool);
+                self.gemv_rows_isa(isa, x[1], y1, 0..rows, pool);
+            }
+        }
+    }
+
     /// Like [`Matrix::gemv_rows`] on an explicit ISA tier (for cross-checking paths).
     pub fn gemv_rows_isa(
         &self,
@@ -753,6 +803,31 @@ mod tests {
                             "{isa:?} {format:?} {rows}x{cols}: {a} vs {b}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gemv2_gives_the_bits_of_two_gemvs() {
+        let tiers = crate::isa::tiers_under_test("matrix::gemv2_gives_the_bits_of_two_gemvs");
+        let pool = Pool::new(2);
+        let mut seed = 21u64;
+        for &(rows, cols) in &[(1, 1), (37, 768), (130, 1024), (67, 33), (300, 128)] {
+            let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+            let x0: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+            let x1: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+            for format in [WeightFormat::F32, WeightFormat::Bf16, WeightFormat::Int8] {
+                let m = Matrix::from_f32(rows, cols, w.clone(), format);
+                for &isa in &tiers {
+                    let (mut a0, mut a1) = (vec![0f32; rows], vec![0f32; rows]);
+                    m.gemv_rows_isa(isa, &x0, &mut a0, 0..rows, &pool);
+                    m.gemv_rows_isa(isa, &x1, &mut a1, 0..rows, &pool);
+                    let (mut b0, mut b1) = (vec![1f32; rows], vec![1f32; rows]);
+                    m.gemv2_isa(isa, [&x0, &x1], [&mut b0, &mut b1], &pool);
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a0), bits(&b0), "{isa} {format:?} {rows}x{cols} row 0");
+                    assert_eq!(bits(&a1), bits(&b1), "{isa} {format:?} {rows}x{cols} row 1");
                 }
             }
         }

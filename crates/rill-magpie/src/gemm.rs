@@ -1,9 +1,8 @@
 //! Products of one weight matrix with several input rows, `y[i] = W·x[i]`, reading
 //! the weights from memory once per call: the prefill's 111 rows (×2 with CFG) and
-//! the encoder's text rows. One or two rows go to [`Matrix::gemv`] per row: for the
-//! two CFG rows of a step, widening the weights into a buffer first measured no
-//! faster than streaming them twice (`tests/profile.rs`, `profile_two_rows`); a
-//! two-vector GEMV in `rill-kernels` would be the real fix.
+//! the encoder's text rows. One row goes to [`Matrix::gemv`], the two CFG rows of a
+//! step to [`Matrix::gemv2`] (float weights read once for both; widening the weights
+//! into a buffer first measured no faster than streaming them twice).
 //!
 //! Each task widens 4 weight rows at a time into a per-thread buffer
 //! ([`Matrix::row_into`]) and dots them with every input row (one input load feeds
@@ -52,9 +51,15 @@ pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
     );
     let n = x.len() / cols;
     assert_eq!(y.len(), n * rows, "matmul output length");
+    if n == 2 {
+        // The two CFG rows: each weight read once for both, same bits as two GEMVs.
+        let (y0, y1) = y.split_at_mut(rows);
+        m.gemv2_isa(isa, [&x[..cols], &x[cols..]], [y0, y1], pool);
+        return;
+    }
     if n <= SINGLE_ROWS_UP_TO {
         for (xi, yi) in x.chunks_exact(cols).zip(y.chunks_exact_mut(rows)) {
-            m.gemv(xi, yi, pool);
+            m.gemv_rows_isa(isa, xi, yi, 0..rows, pool);
         }
         return;
     }
