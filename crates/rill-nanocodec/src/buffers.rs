@@ -60,7 +60,7 @@ mod tests {
         r.shift_history(2);
         assert_eq!(r.history(), &[4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
         r.shift_history(4);
-        assert_eq!(r.history(), &[10.0, 11.0, 12.0, 13.0, 14.0, 15.0]);
+        assert_eq!(r.history(), &[8.0, 9.0, 10.0, 11.0, 12.0, 13.0]);
         assert_eq!(r.data.as_ptr() as usize % 64, 0);
     }
 }
