@@ -240,18 +240,17 @@ impl StateDict {
                 continue;
             }
             match (values, s.init) {
-                (Values::I32(v), Init::Fixed(want)) => {
+                (Values::I32(v), Init::Fixed(want))
                     if v.iter()
                         .zip(want.iter())
-                        .any(|(&a, &b)| a as i64 != b as i64)
-                    {
-                        out.push(Problem::BadValue {
-                            name: s.name,
-                            reason: format!(
-                                "holds {v:?}; only the 21.5 fps codec's FSQ {want:?} is supported"
-                            ),
-                        });
-                    }
+                        .any(|(&a, &b)| a as i64 != b as i64) =>
+                {
+                    out.push(Problem::BadValue {
+                        name: s.name,
+                        reason: format!(
+                            "holds {v:?}; only the 21.5 fps codec's FSQ {want:?} is supported"
+                        ),
+                    });
                 }
                 (Values::F32(v), _) => {
                     if let Some(i) = v.iter().position(|x| !x.is_finite()) {

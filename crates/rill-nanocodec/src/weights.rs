@@ -162,7 +162,7 @@ impl Weights {
         let problems = sd.problems(cfg);
         if !problems.is_empty() {
             return Err(CodecError::Invalid {
-                source_name: "NanoCodec state dict".into(),
+                source_name: "the given state dict".into(),
                 problems,
             });
         }
@@ -215,7 +215,7 @@ impl Weights {
         let post_conv = b.conv("audio_decoder.post_conv", 1, cf, cfg.out_kernel, 1);
         if !b.problems.is_empty() {
             return Err(CodecError::Invalid {
-                source_name: "NanoCodec state dict".into(),
+                source_name: "the given state dict".into(),
                 problems: b.problems,
             });
         }

@@ -13,13 +13,20 @@ use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME};
 fn step_ms_per_frame() {
     let frames = frames();
     let cap = rill_kernels::isa::active();
-    for isa in rill_kernels::Isa::available().into_iter().filter(|i| *i <= cap) {
+    for isa in rill_kernels::Isa::available()
+        .into_iter()
+        .filter(|i| *i <= cap)
+    {
         let codec = NanoCodec::with_isa(weights(), isa);
         for threads in [1, 2] {
             let pool = Pool::new(threads);
             let mut st = codec.new_state();
             let mut audio = [0f32; SAMPLES_PER_FRAME];
-            let n = if isa.tier() == rill_kernels::Tier::Portable { 6 } else { 24 };
+            let n = if isa.tier() == rill_kernels::Tier::Portable {
+                6
+            } else {
+                24
+            };
             for f in &frames[..2] {
                 codec.step(&mut st, f, &mut audio, &pool).unwrap();
             }
@@ -32,7 +39,11 @@ fn step_ms_per_frame() {
             }
             ms.sort_by(f64::total_cmp);
             cpu.sort_by(f64::total_cmp);
-            let cpu = if threads == 1 { format!(", calling thread's CPU time {:.1} ms median", cpu[n / 2]) } else { String::new() };
+            let cpu = if threads == 1 {
+                format!(", calling thread's CPU time {:.1} ms median", cpu[n / 2])
+            } else {
+                String::new()
+            };
             eprintln!(
                 "nanocodec step, {isa}, {threads} thread(s): {:.1} ms/frame median of {n} (min {:.1}, max {:.1}){cpu}; a frame is 46.4 ms of audio",
                 ms[n / 2],
@@ -65,13 +76,30 @@ fn layer_profile() {
             })
             .unwrap();
     }
-    let order = ["pre_conv", "up0", "res0", "up1", "res1", "up2", "res2", "up3", "res3", "up4", "res4", "post_conv"];
+    let order = [
+        "pre_conv",
+        "up0",
+        "res0",
+        "up1",
+        "res1",
+        "up2",
+        "res2",
+        "up3",
+        "res3",
+        "up4",
+        "res4",
+        "post_conv",
+    ];
     let mut total = 0.0;
     for name in order {
         let mut v = laps[name].clone();
         v.sort_by(f64::total_cmp);
         total += v[v.len() / 2];
-        eprintln!("{:?}: {name:10} {:6.2} ms (CPU, 1 thread, median)", codec.isa(), v[v.len() / 2]);
+        eprintln!(
+            "{:?}: {name:10} {:6.2} ms (CPU, 1 thread, median)",
+            codec.isa(),
+            v[v.len() / 2]
+        );
     }
     eprintln!("{:?}: total {total:.1} ms", codec.isa());
 }

@@ -17,7 +17,9 @@ fn step_does_not_allocate() {
         let pool = Pool::new(threads);
         let mut state = codec.new_state();
         let mut audio = [0f32; SAMPLES_PER_FRAME];
-        codec.step(&mut state, &frames[0], &mut audio, &pool).unwrap(); // warm-up
+        codec
+            .step(&mut state, &frames[0], &mut audio, &pool)
+            .unwrap(); // warm-up
         let before = rill_testkit::allocations();
         for f in &frames[1..6] {
             codec.step(&mut state, f, &mut audio, &pool).unwrap();

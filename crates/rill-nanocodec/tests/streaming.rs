@@ -7,7 +7,12 @@ use common::*;
 use rill_kernels::Pool;
 use rill_nanocodec::{frame_to_int16, CodecError, NanoCodec, SAMPLES_PER_FRAME};
 
-fn steps(codec: &NanoCodec, st: &mut rill_nanocodec::CodecState, frames: &[[u32; 8]], pool: &Pool) -> Vec<f32> {
+fn steps(
+    codec: &NanoCodec,
+    st: &mut rill_nanocodec::CodecState,
+    frames: &[[u32; 8]],
+    pool: &Pool,
+) -> Vec<f32> {
     let mut out = Vec::new();
     let mut audio = [0f32; SAMPLES_PER_FRAME];
     for f in frames {
@@ -32,7 +37,10 @@ fn steps_equal_the_batch_decode_on_every_tier() {
         // And the streamed waveform meets the reference gate by itself.
         let (_, want) = recording().f32("audio").unwrap();
         let (max, rms) = max_rms(&streamed, &want);
-        assert!(max <= 1.8e-5 && rms <= 3.4e-6, "{isa}: max {max:e}, rms {rms:e}");
+        assert!(
+            max <= 1.8e-5 && rms <= 3.4e-6,
+            "{isa}: max {max:e}, rms {rms:e}"
+        );
     }
 }
 
@@ -53,7 +61,10 @@ fn snapshot_restore_continues_bit_identically() {
     let mut st = codec.new_state();
     steps(&codec, &mut st, &frames[..5], &pool);
     let snap = st.export();
-    assert_eq!(snap.iter().map(|(_, _, v)| v.len()).sum::<usize>(), st.len());
+    assert_eq!(
+        snap.iter().map(|(_, _, v)| v.len()).sum::<usize>(),
+        st.len()
+    );
     let cont = steps(&codec, &mut st, &frames[5..9], &pool);
     let mut fresh = codec.new_state();
     fresh.import(&snap).unwrap();
@@ -62,7 +73,10 @@ fn snapshot_restore_continues_bit_identically() {
     assert_eq!(fresh, st);
     // A clone is a snapshot too.
     let mut c = st.clone();
-    assert!(steps(&codec, &mut c, &frames[9..10], &pool) == steps(&codec, &mut st, &frames[9..10], &pool));
+    assert!(
+        steps(&codec, &mut c, &frames[9..10], &pool)
+            == steps(&codec, &mut st, &frames[9..10], &pool)
+    );
 }
 
 #[test]
@@ -72,8 +86,19 @@ fn bad_codes_and_state_arrays_are_rejected() {
     let mut st = codec.new_state();
     let before = st.clone();
     let mut audio = [0f32; SAMPLES_PER_FRAME];
-    let e = codec.step(&mut st, &[0, 1, 2, 3, 2016, 5, 6, 7], &mut audio, &pool).unwrap_err();
-    assert!(matches!(e, CodecError::BadCode { codebook: 4, code: 2016 }), "{e}");
+    let e = codec
+        .step(&mut st, &[0, 1, 2, 3, 2016, 5, 6, 7], &mut audio, &pool)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CodecError::BadCode {
+                codebook: 4,
+                code: 2016
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("0..2016"), "{e}");
     assert_eq!(st, before, "a rejected step must not change the state");
     assert!(codec.decode(&[[2017; 8]], &pool).is_err());
@@ -81,18 +106,33 @@ fn bad_codes_and_state_arrays_are_rejected() {
     let good = st.export();
     let mut bad = good.clone();
     bad[3].2[0] = f32::NAN;
-    assert!(matches!(st.import(&bad), Err(CodecError::BadStateArray { .. })));
+    assert!(matches!(
+        st.import(&bad),
+        Err(CodecError::BadStateArray { .. })
+    ));
     let mut bad = good.clone();
     bad[0].1 = vec![1, 2];
-    assert!(matches!(st.import(&bad), Err(CodecError::StateShape { .. })));
+    assert!(matches!(
+        st.import(&bad),
+        Err(CodecError::StateShape { .. })
+    ));
     let bad: Vec<_> = good[1..].to_vec();
-    assert!(matches!(st.import(&bad), Err(CodecError::MissingStateArray { .. })));
+    assert!(matches!(
+        st.import(&bad),
+        Err(CodecError::MissingStateArray { .. })
+    ));
     let mut bad = good.clone();
     bad.push(("nope".into(), vec![1], vec![0.0]));
-    assert!(matches!(st.import(&bad), Err(CodecError::UnknownStateArray { .. })));
+    assert!(matches!(
+        st.import(&bad),
+        Err(CodecError::UnknownStateArray { .. })
+    ));
     let mut bad = good.clone();
     bad.push(good[0].clone());
-    assert!(matches!(st.import(&bad), Err(CodecError::BadStateArray { .. })));
+    assert!(matches!(
+        st.import(&bad),
+        Err(CodecError::BadStateArray { .. })
+    ));
     assert_eq!(st, before);
 }
 

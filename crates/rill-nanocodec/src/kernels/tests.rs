@@ -8,19 +8,29 @@ use crate::weights::HalfSnake;
 fn values(n: usize, seed: u64) -> Vec<f32> {
     (0..n)
         .map(|i| {
-            let z = rill_checkpoint::synth::splitmix64(seed.wrapping_mul(0x9e37).wrapping_add(i as u64));
+            let z = rill_checkpoint::synth::splitmix64(
+                seed.wrapping_mul(0x9e37).wrapping_add(i as u64),
+            );
             ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
 }
 
 fn snake_params(channels: usize, seed: u64) -> SnakeParams {
-    let alpha = values(channels / 2, seed).iter().map(|v| 1.0 + 0.3 * v).collect();
+    let alpha = values(channels / 2, seed)
+        .iter()
+        .map(|v| 1.0 + 0.3 * v)
+        .collect();
     SnakeParams::new(&HalfSnake::new(channels, alpha))
 }
 
 /// Runs one causal conv (`rows` outputs, input rows with `(k−1)·d` history) on `isa`.
-fn conv(isa: Isa, shape: (usize, usize, usize, usize, usize), epi_kind: u8, pool: &Pool) -> Vec<f32> {
+fn conv(
+    isa: Isa,
+    shape: (usize, usize, usize, usize, usize),
+    epi_kind: u8,
+    pool: &Pool,
+) -> Vec<f32> {
     let (cin, n, k, d, rows) = shape;
     let w = values(n * cin * k, 1);
     let b = values(n, 2);
@@ -36,7 +46,16 @@ fn conv(isa: Isa, shape: (usize, usize, usize, usize, usize), epi_kind: u8, pool
     // Output rows with a stride wider than n and an offset, as in the decoder's buffers.
     let stride = n + 3;
     let mut out = values(5 + rows * stride, 5);
-    let job = Job { w: &p, input: &input, in_base: 0, in_stride: cin, rows, out_base: 5, out_stride: stride, epi };
+    let job = Job {
+        w: &p,
+        input: &input,
+        in_base: 0,
+        in_stride: cin,
+        rows,
+        out_base: 5,
+        out_stride: stride,
+        epi,
+    };
     gemm(isa, &job, &mut out, pool);
     out
 }
@@ -90,11 +109,26 @@ fn every_tier_matches_the_reference_and_x86_tiers_agree_bitwise() {
                 let want = reference(shape, epi);
                 let k = (shape.0 * shape.2) as f32;
                 let tol = 4e-7 * k.sqrt() * 8.0;
-                let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-                assert!(max <= tol, "{isa} {shape:?} epi {epi}: max |Δ| {max:e} > {tol:e}");
-                if isa.tier() == Tier::Avx512 && Isa::available().iter().any(|i| i.tier() == Tier::Avx2) {
-                    let avx2 = Isa::available().into_iter().find(|i| i.tier() == Tier::Avx2).unwrap();
-                    assert!(got == conv(avx2, shape, epi, &pool), "{shape:?} epi {epi}: AVX-512 ≠ AVX2");
+                let max = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(
+                    max <= tol,
+                    "{isa} {shape:?} epi {epi}: max |Δ| {max:e} > {tol:e}"
+                );
+                if isa.tier() == Tier::Avx512
+                    && Isa::available().iter().any(|i| i.tier() == Tier::Avx2)
+                {
+                    let avx2 = Isa::available()
+                        .into_iter()
+                        .find(|i| i.tier() == Tier::Avx2)
+                        .unwrap();
+                    assert!(
+                        got == conv(avx2, shape, epi, &pool),
+                        "{shape:?} epi {epi}: AVX-512 ≠ AVX2"
+                    );
                 }
             }
         }
@@ -111,7 +145,10 @@ fn results_do_not_depend_on_threads_or_row_count() {
         // The first 9 rows of a 130-row call equal a 9-row call (same history).
         let c = conv(isa, (54, 54, 7, 3, 9), 2, &Pool::new(1));
         let stride = 57;
-        assert!(a[5..5 + 9 * stride - 3] == c[5..5 + 9 * stride - 3], "{isa}: row count changed the output");
+        assert!(
+            a[5..5 + 9 * stride - 3] == c[5..5 + 9 * stride - 3],
+            "{isa}: row count changed the output"
+        );
     }
 }
 
@@ -139,13 +176,21 @@ fn sin_is_accurate_and_half_snake_is_identical_on_every_tier() {
         let mut want = vec![0f32; rows * channels];
         for r in 0..rows {
             for c in 0..channels {
-                want[r * channels + c] = portable::half_snake(src[r * channels + c], p.alpha[c], p.inv[c], c < channels / 2);
+                want[r * channels + c] = portable::half_snake(
+                    src[r * channels + c],
+                    p.alpha[c],
+                    p.inv[c],
+                    c < channels / 2,
+                );
             }
         }
         for isa in tiers_under_test("nanocodec half snake") {
             let mut got = vec![7f32; rows * channels + 1];
             half_snake_rows(isa, &p, &src, channels, &mut got, channels, rows);
-            assert!(got[..rows * channels] == want[..], "{isa}: HalfSnake({channels}) differs from portable");
+            assert!(
+                got[..rows * channels] == want[..],
+                "{isa}: HalfSnake({channels}) differs from portable"
+            );
             assert_eq!(got[rows * channels], 7.0, "{isa}: wrote past the rows");
         }
     }

@@ -116,10 +116,8 @@ unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], 
             bp = bp.add(PANEL);
         }
     }
-    let mut res = [[_mm256_setzero_ps(); 2]; M];
-    for m in 0..M {
-        res[m] = acc[m];
-    }
+    // A copy, so the epilogue's loops do not pin `acc` in memory.
+    let res = acc;
     epilogue(t, &res, c, p);
 }
 
