@@ -8,8 +8,9 @@
 //!
 //! * Weights are packed once ([`Packed`]) in panels of 16 output channels
 //!   (`[panel][k][16]`, zero-padded), what the micro-kernels stream.
-//! * Work is split into tasks of at most [`BLOCK_M`] rows × [`BLOCK_N`] columns,
-//!   from the problem size only; every output element is one FMA chain over `k` in
+//! * Work is split into tasks of at most [`BLOCK_M`] rows × [`MAX_TILE_PANELS`]
+//!   panels (the panels spread evenly over the tiles, so no lone 1-panel tile is
+//!   left for the narrow stages), from the problem size only; every output element is one FMA chain over `k` in
 //!   a fixed order, whatever the row blocking, so results do not depend on the
 //!   thread count or on how many rows a call has — a one-frame streaming step and a
 //!   many-frame batch compute the same bits.
@@ -36,8 +37,21 @@ pub(crate) use buf::AVec;
 
 /// Output channels per packed weight panel (one zmm).
 pub(crate) const PANEL: usize = 16;
-/// Columns per task (3 panels: the AVX-512 micro-kernel's width).
-pub(crate) const BLOCK_N: usize = 48;
+/// Most panels per task (the AVX-512 micro-kernel's width).
+pub(crate) const MAX_TILE_PANELS: usize = 3;
+
+/// Column tiles of an `n`-column GEMM: `(first panel, panels)` of tile `i` of
+/// `tiles(n)`, the panels spread as evenly as possible.
+fn tile_panels(n: usize, i: usize) -> (usize, usize) {
+    let np = n.div_ceil(PANEL);
+    let t = np.div_ceil(MAX_TILE_PANELS);
+    let (a, b) = (i * np / t, (i + 1) * np / t);
+    (a, b - a)
+}
+
+fn tiles(n: usize) -> usize {
+    n.div_ceil(PANEL).div_ceil(MAX_TILE_PANELS)
+}
 /// Rows per task.
 pub(crate) const BLOCK_M: usize = 64;
 
@@ -150,7 +164,7 @@ pub(crate) struct Job<'a> {
 
 impl Job<'_> {
     fn tasks(&self) -> usize {
-        self.rows.div_ceil(BLOCK_M) * self.w.n.div_ceil(BLOCK_N)
+        self.rows.div_ceil(BLOCK_M) * tiles(self.w.n)
     }
 
     /// Panics unless every read and write stays inside the buffers (a bug, not input).
@@ -198,7 +212,7 @@ pub(crate) struct Tile<'a> {
     pub b: *const f32,
     /// Floats between consecutive panels (`k·16`).
     pub b_stride: usize,
-    /// Valid columns of this tile (≤ [`BLOCK_N`]).
+    /// Valid columns of this tile (≤ 16·[`MAX_TILE_PANELS`]).
     pub ncols: usize,
     /// Bias at the tile's first column (padded: whole panels readable).
     pub bias: *const f32,
@@ -219,12 +233,13 @@ pub(crate) fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
 
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let w = job.w;
-    let nb = w.n.div_ceil(BLOCK_N);
+    let nb = tiles(w.n);
     let (mb, cb) = (task / nb, task % nb);
     let r0 = mb * BLOCK_M;
     let r1 = (r0 + BLOCK_M).min(job.rows);
-    let c0 = cb * BLOCK_N;
-    let ncols = BLOCK_N.min(w.n - c0);
+    let (p0, np) = tile_panels(w.n, cb);
+    let c0 = p0 * PANEL;
+    let ncols = (np * PANEL).min(w.n - c0);
     let mut a = [std::ptr::null::<f32>(); BLOCK_M];
     let mut c = [std::ptr::null_mut::<f32>(); BLOCK_M];
     for (i, m) in (r0..r1).enumerate() {
@@ -300,3 +315,24 @@ pub(crate) fn half_snake_rows(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tile_tests {
+    use super::*;
+
+    #[test]
+    fn tiles_cover_every_panel_once_with_at_most_three() {
+        for n in 1..500 {
+            let mut next = 0;
+            for i in 0..tiles(n) {
+                let (a, k) = tile_panels(n, i);
+                assert_eq!(a, next, "n {n}");
+                assert!((1..=MAX_TILE_PANELS).contains(&k), "n {n}");
+                next = a + k;
+            }
+            assert_eq!(next, n.div_ceil(PANEL), "n {n}");
+        }
+        assert_eq!(tile_panels(108, 0), (0, 2)); // 7 panels → 2, 2, 3
+        assert_eq!(tile_panels(54, 1), (2, 2)); // 4 panels → 2, 2
+    }
+}
