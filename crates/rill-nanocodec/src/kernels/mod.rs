@@ -53,7 +53,7 @@ fn tiles(n: usize) -> usize {
     n.div_ceil(PANEL).div_ceil(MAX_TILE_PANELS)
 }
 /// Rows per task.
-pub(crate) const BLOCK_M: usize = 64;
+pub(crate) const BLOCK_M: usize = 32;
 
 /// HalfSnake parameters padded to whole panels: lanes `< half` are snake lanes.
 #[derive(Debug, Clone, PartialEq)]
