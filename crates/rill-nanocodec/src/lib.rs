@@ -19,6 +19,15 @@
 //!   kernels over chunks of frames and equals the concatenated steps bit for bit.
 //! * Parallelism comes only from the [`Pool`] argument; results do not depend on the
 //!   number of threads.
+//!
+//! Numerics (tests `parity`, `streaming`): against NeMo on the oracle's random
+//! weights the 32-frame waveform differs by ≤ 1.2e-5 max, 2.3e-6 RMS on every tier
+//! (spec gate 2e-4 / 2e-5). The convolutions are direct implicit GEMMs in f32 (one
+//! FMA chain per output; AVX-512 and AVX2 give identical bits), the sine of the
+//! snake is Cephes `sinf` evaluated without FMA so it is identical on every tier.
+//! Cost: 1.22 GMAC per frame, > 99 % in the residual convolutions; stage 0 (432
+//! channels, 8 rows per frame) streams 94 MB of weights per frame and is bound by
+//! memory bandwidth, the later stages by FMA throughput.
 
 mod buffers;
 pub mod config;

@@ -24,19 +24,25 @@ fn steps(
 
 #[test]
 fn steps_equal_the_batch_decode_on_every_tier() {
-    let frames = frames();
+    let all = frames();
     for isa in rill_kernels::isa::tiers_under_test("nanocodec streaming") {
+        // The portable tier is ~20× slower: 6 frames of it suffice.
+        let frames = if isa.tier() == rill_kernels::Tier::Portable {
+            &all[..6]
+        } else {
+            &all[..]
+        };
         let codec = NanoCodec::with_isa(weights(), isa);
         let pool = Pool::new(2);
-        let batch = codec.decode(&frames, &pool).unwrap();
+        let batch = codec.decode(frames, &pool).unwrap();
         let mut st = codec.new_state();
-        let streamed = steps(&codec, &mut st, &frames, &pool);
+        let streamed = steps(&codec, &mut st, frames, &pool);
         // Measured: identical bits (each output is one FMA chain whatever the chunk).
         let (max, _) = max_rms(&streamed, &batch);
         assert_eq!(max, 0.0, "{isa}: streaming differs from batch by {max:e}");
         // And the streamed waveform meets the reference gate by itself.
         let (_, want) = recording().f32("audio").unwrap();
-        let (max, rms) = max_rms(&streamed, &want);
+        let (max, rms) = max_rms(&streamed, &want[..streamed.len()]);
         assert!(
             max <= 1.8e-5 && rms <= 3.4e-6,
             "{isa}: max {max:e}, rms {rms:e}"

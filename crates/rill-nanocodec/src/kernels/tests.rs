@@ -94,7 +94,7 @@ const SHAPES: [(usize, usize, usize, usize, usize); 6] = [
     (32, 864, 7, 1, 1),   // pre_conv, one frame
     (27, 27, 11, 5, 70),  // stage 4 shape, ragged rows
     (54, 54, 7, 3, 9),    // stage 3 channels
-    (108, 108, 3, 1, 65), // stage 2 channels, BLOCK_M + 1 rows
+    (108, 108, 3, 1, 65), // stage 2 channels, 2·BLOCK_M + 1 rows
     (40, 17, 3, 1, 8),    // one column past a panel
     (432, 96, 3, 5, 8),   // stage 0 rows, two column blocks
 ];
