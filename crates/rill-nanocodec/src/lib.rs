@@ -104,13 +104,27 @@ impl NanoCodec {
         audio: &mut [f32; SAMPLES_PER_FRAME],
         pool: &Pool,
     ) -> Result<(), CodecError> {
+        self.step_probed(state, codes, audio, pool, &mut |_, _, _| {})
+    }
+
+    /// As [`NanoCodec::step`], handing every stage's output to
+    /// `probe(name, channels, rows × channels)` (for profiles: time between calls).
+    #[doc(hidden)]
+    pub fn step_probed(
+        &self,
+        state: &mut CodecState,
+        codes: &[u32; CODEBOOKS],
+        audio: &mut [f32; SAMPLES_PER_FRAME],
+        pool: &Pool,
+        probe: &mut dyn FnMut(&str, usize, &[f32]),
+    ) -> Result<(), CodecError> {
         fsq::check_codes(codes)?;
         self.decoder.run_chunk(
             self.isa,
             std::slice::from_ref(codes),
             &mut state.bufs,
             pool,
-            &mut |_, _, _| {},
+            probe,
         );
         audio.copy_from_slice(&state.bufs.audio[..SAMPLES_PER_FRAME]);
         Ok(())
