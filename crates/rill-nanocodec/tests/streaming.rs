@@ -154,3 +154,22 @@ fn int16_output() {
     frame_to_int16(&f, &mut o);
     assert_eq!(&o[..6], &[32767, -32767, 16384, 0, 32767, 0]);
 }
+
+#[test]
+fn decoding_is_causal() {
+    // A prefix of n frames decodes to the first 1024·n samples of the whole
+    // utterance, exactly (the reference agrees with itself only to 4e-6 here,
+    // `prefix_maxabs`, because oneDNN picks length-dependent kernels).
+    let frames = &frames()[..12];
+    let codec = NanoCodec::new(weights());
+    let pool = Pool::new(2);
+    let whole = codec.decode(frames, &pool).unwrap();
+    for n in [1, 2, 4, 9] {
+        let part = codec.decode(&frames[..n], &pool).unwrap();
+        assert!(
+            part[..] == whole[..n * SAMPLES_PER_FRAME],
+            "prefix of {n} frames differs"
+        );
+    }
+    assert!(codec.decode(&[], &pool).unwrap().is_empty());
+}
