@@ -17,7 +17,9 @@ use rill_kernels::{Isa, Pool};
 use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
-use crate::kernels::{gemm, half_snake_rows, AVec, Epilogue, Job, Packed, SnakeParams};
+use crate::kernels::{
+    gemm, gemm_many, half_snake_rows, AVec, Epilogue, Job, Packed, SnakeParams, MAX_JOBS,
+};
 use crate::weights::{ConvTranspose1d, Weights};
 
 /// One residual block, packed.
@@ -117,10 +119,10 @@ pub(crate) struct Buffers {
     pub input_act: Vec<Vec<Vec<Rows>>>,
     pub skip_act: Vec<Vec<Vec<Rows>>>,
     pub post_in: Rows,
-    /// Scratch: stage output (`x`), branch sum (`acc`), branch (`br`), pre-clamp audio.
+    /// Scratch: stage output (`x`), one buffer per residual branch (the first
+    /// ends up holding their mean), pre-clamp audio.
     x: AVec,
-    acc: AVec,
-    br: AVec,
+    branch: Vec<AVec>,
     pub(crate) audio: AVec,
 }
 
@@ -253,8 +255,9 @@ impl Decoder {
             skip_act,
             post_in: Rows::new(self.post_w.len() / cf - 1, f * SAMPLES_PER_FRAME, cf),
             x: AVec::zeros(scratch.max(f * self.cfg.base_channels)),
-            acc: AVec::zeros(scratch),
-            br: AVec::zeros(scratch),
+            branch: (0..self.cfg.resblock_kernels.len())
+                .map(|_| AVec::zeros(scratch))
+                .collect(),
             audio: AVec::zeros(f * SAMPLES_PER_FRAME),
         }
     }
@@ -309,62 +312,95 @@ impl Decoder {
             let n = n_in * s.up.stride;
             s.up.run(&b.up_in[i], n_in, &mut b.x[..n * c]);
             probe(STAGE_UP[i], c, &b.x[..n * c]);
-            for (j, chain) in s.res.iter().enumerate() {
-                let target = if j == 0 { &mut b.acc } else { &mut b.br };
-                target[..n * c].copy_from_slice(&b.x[..n * c]);
-                for (m, blk) in chain.iter().enumerate() {
+            // The branches (kernels 3, 7, 11) are independent: their m-th blocks
+            // run side by side, one pool dispatch per conv.
+            let nb = s.res.len();
+            for br in &mut b.branch {
+                br[..n * c].copy_from_slice(&b.x[..n * c]);
+            }
+            for m in 0..s.res[0].len() {
+                for j in 0..nb {
                     let a = &mut b.input_act[i][j][m];
                     let ao = a.current(0);
-                    half_snake_rows(isa, &blk.input_act, target, c, &mut a.data[ao..], c, n);
-                    let sk = &mut b.skip_act[i][j][m];
-                    let so = sk.current(0);
-                    let job = Job {
+                    half_snake_rows(
+                        isa,
+                        &s.res[j][m].input_act,
+                        &b.branch[j],
+                        c,
+                        &mut a.data[ao..],
+                        c,
+                        n,
+                    );
+                }
+                let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
+                    let (j, blk) = (j.min(nb - 1), &s.res[j.min(nb - 1)][m]);
+                    Job {
                         w: &blk.input_conv,
-                        input: &a.data,
+                        input: &b.input_act[i][j][m].data,
                         in_base: 0,
                         in_stride: c,
                         rows: n,
-                        out_base: so,
+                        out_base: b.skip_act[i][j][m].current(0),
                         out_stride: c,
                         epi: Epilogue::Snake(&blk.skip_act),
-                    };
-                    gemm(isa, &job, &mut sk.data, pool);
-                    let job = Job {
-                        w: &blk.skip_conv,
-                        input: &sk.data,
+                    }
+                });
+                let mut it = b.skip_act[i].iter_mut();
+                let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
+                    it.next()
+                        .map_or(&mut [][..], |chain| &mut chain[m].data[..])
+                });
+                gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
+                let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
+                    let j = j.min(nb - 1);
+                    Job {
+                        w: &s.res[j][m].skip_conv,
+                        input: &b.skip_act[i][j][m].data,
                         in_base: 0,
                         in_stride: c,
                         rows: n,
                         out_base: 0,
                         out_stride: c,
                         epi: Epilogue::Accumulate,
-                    };
-                    gemm(isa, &job, target, pool);
-                    if i == 4 && j == 0 && m <= 1 {
-                        probe(if m == 0 { "rb_in" } else { "rb_out" }, c, &target[..n * c]);
-                        if m == 1 {
-                            probe("rb_after_input_act", c, &a.data[ao..ao + n * c]);
-                            probe("rb_after_skip_act", c, &sk.data[so..so + n * c]);
-                        }
                     }
-                }
-                if j > 0 {
-                    for (x, y) in b.acc[..n * c].iter_mut().zip(&b.br[..n * c]) {
-                        *x += *y;
+                });
+                let mut it = b.branch.iter_mut();
+                let mut outs: [&mut [f32]; MAX_JOBS] =
+                    std::array::from_fn(|_| it.next().map_or(&mut [][..], |br| &mut br[..]));
+                gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
+                if i == 4 && m <= 1 {
+                    probe(
+                        if m == 0 { "rb_in" } else { "rb_out" },
+                        c,
+                        &b.branch[0][..n * c],
+                    );
+                    if m == 1 {
+                        let (a, sk) = (&b.input_act[i][0][m], &b.skip_act[i][0][m]);
+                        let (ao, so) = (a.current(0), sk.current(0));
+                        probe("rb_after_input_act", c, &a.data[ao..ao + n * c]);
+                        probe("rb_after_skip_act", c, &sk.data[so..so + n * c]);
                     }
                 }
             }
-            let k = s.res.len() as f32;
-            for x in &mut b.acc[..n * c] {
+            // ((B3 + B7) + B11) / 3, as Python's sum() and true division.
+            let (first, rest) = b.branch.split_at_mut(1);
+            let acc = &mut first[0][..n * c];
+            for br in rest.iter() {
+                for (x, y) in acc.iter_mut().zip(&br[..n * c]) {
+                    *x += *y;
+                }
+            }
+            let k = nb as f32;
+            for x in acc.iter_mut() {
                 *x /= k;
             }
-            probe(STAGE_RES[i], c, &b.acc[..n * c]);
+            probe(STAGE_RES[i], c, &b.branch[0][..n * c]);
             let (next_act, next) = match self.stages.get(i + 1) {
                 Some(ns) => (&ns.act, &mut b.up_in[i + 1]),
                 None => (&self.post_act, &mut b.post_in),
             };
             let o = next.current(0);
-            half_snake_rows(isa, next_act, &b.acc, c, &mut next.data[o..], c, n);
+            half_snake_rows(isa, next_act, &b.branch[0], c, &mut next.data[o..], c, n);
             n_in = n;
         }
 

@@ -178,6 +178,10 @@ impl Job<'_> {
             last_in + max_tap + self.w.cin <= self.input.len(),
             "conv job reads outside its input"
         );
+        assert!(
+            self.rows == 1 || self.out_stride >= self.w.n,
+            "conv job rows overlap"
+        );
         let last_out = self.out_base + (self.rows - 1) * self.out_stride;
         assert!(
             last_out + self.w.n <= out_len,
@@ -196,7 +200,9 @@ struct OutPtr<'a> {
     _life: PhantomData<&'a mut [f32]>,
 }
 // SAFETY: the tasks of one call write disjoint (row block, column block) regions
-// of the output (distinct rows map to distinct output offsets: `out_stride ≥ n`).
+// of their job's output (distinct rows map to distinct output offsets:
+// `out_stride ≥ n`), and the jobs of one `gemm_many` call have distinct outputs
+// (distinct `&mut` slices).
 unsafe impl Send for OutPtr<'_> {}
 unsafe impl Sync for OutPtr<'_> {}
 
@@ -223,12 +229,38 @@ pub(crate) struct Tile<'a> {
 
 /// `out = epi(conv(input))` for one job, spread over the pool.
 pub(crate) fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
-    job.check_bounds(out.len());
-    let optr = OutPtr {
-        ptr: out.as_mut_ptr(),
+    gemm_many(isa, std::slice::from_ref(job), &mut [out], pool);
+}
+
+/// Most jobs of one [`gemm_many`] call.
+pub(crate) const MAX_JOBS: usize = 4;
+
+/// Independent GEMMs, job `i` writing `outs[i]`, in one pool dispatch: fewer
+/// synchronisations per frame and more tasks to share between threads.
+pub(crate) fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], pool: &Pool) {
+    assert!(
+        jobs.len() == outs.len() && jobs.len() <= MAX_JOBS,
+        "gemm_many job count"
+    );
+    let mut tasks = [0usize; MAX_JOBS];
+    let mut ptrs = [OutPtr {
+        ptr: std::ptr::null_mut(),
         _life: PhantomData,
-    };
-    pool.run(job.tasks(), &|task| run_task(isa, job, task, optr));
+    }; MAX_JOBS];
+    for (i, (job, out)) in jobs.iter().zip(outs.iter_mut()).enumerate() {
+        job.check_bounds(out.len());
+        tasks[i] = job.tasks();
+        ptrs[i].ptr = out.as_mut_ptr();
+    }
+    let total = tasks.iter().sum();
+    pool.run(total, &|mut task| {
+        let mut i = 0;
+        while task >= tasks[i] {
+            task -= tasks[i];
+            i += 1;
+        }
+        run_task(isa, &jobs[i], task, ptrs[i]);
+    });
 }
 
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
