@@ -67,22 +67,30 @@ impl std::fmt::Debug for NanoCodec {
 }
 
 impl NanoCodec {
-    /// Packs `weights` for the active SIMD tier (`rill_kernels::isa::active`).
-    pub fn new(weights: &Weights) -> NanoCodec {
+    /// Packs `weights` for the active SIMD tier (`rill_kernels::isa::active`);
+    /// weights with [`Weights::problems`] are refused, every problem named.
+    pub fn new(weights: &Weights) -> Result<NanoCodec, CodecError> {
         NanoCodec::with_isa(weights, rill_kernels::isa::active())
     }
 
-    /// Packs `weights` for `isa` (lowered to what the CPU supports).
-    pub fn with_isa(weights: &Weights, isa: Isa) -> NanoCodec {
-        NanoCodec {
+    /// As [`NanoCodec::new`] for `isa` (lowered to what the CPU supports).
+    pub fn with_isa(weights: &Weights, isa: Isa) -> Result<NanoCodec, CodecError> {
+        let problems = weights.problems();
+        if !problems.is_empty() {
+            return Err(CodecError::Invalid {
+                source_name: "the given NanoCodec weights".into(),
+                problems,
+            });
+        }
+        Ok(NanoCodec {
             decoder: Decoder::new(weights),
             isa: isa.min(Isa::detect()),
-        }
+        })
     }
 
     /// Loads a safetensors file in the torch state-dict layout (see [`Weights::load_safetensors`]).
     pub fn load_safetensors(path: &std::path::Path) -> Result<NanoCodec, CodecError> {
-        Ok(NanoCodec::new(&Weights::load_safetensors(path)?))
+        NanoCodec::new(&Weights::load_safetensors(path)?)
     }
 
     /// The SIMD tier of the convolution kernels.

@@ -243,3 +243,160 @@ impl Weights {
         Weights::from_state_dict(&sd, &cfg)
     }
 }
+
+/// Most residual branches (kernel sizes) the decoder runs side by side.
+pub const MAX_BRANCHES: usize = crate::kernels::MAX_JOBS;
+
+fn bad(out: &mut Vec<Problem>, name: &str, reason: String) {
+    out.push(Problem::BadValue {
+        name: name.to_string(),
+        reason,
+    });
+}
+
+fn check_conv(out: &mut Vec<Problem>, name: &str, c: &Conv1d, [cout, cin, k, d]: [usize; 4]) {
+    if (c.cout, c.cin, c.kernel, c.dilation) != (cout, cin, k, d)
+        || c.weight.len() != cout * cin * k
+        || c.bias.len() != cout
+    {
+        let found = format!(
+            "{}×{}×{} (dilation {}) with {} weights and {} biases",
+            c.cout,
+            c.cin,
+            c.kernel,
+            c.dilation,
+            c.weight.len(),
+            c.bias.len()
+        );
+        bad(
+            out,
+            name,
+            format!("expected {cout}×{cin}×{k} (dilation {d}) with {cout} biases, found {found}"),
+        );
+    } else if c.weight.iter().chain(&c.bias).any(|x| !x.is_finite()) {
+        bad(out, name, "holds a non-finite value".into());
+    }
+}
+
+impl Weights {
+    /// Every inconsistency of these weights with their config and with what the
+    /// decoder supports (counts, lengths, finite values), named after the
+    /// state-dict stems. [`crate::NanoCodec::new`] refuses weights with problems, so
+    /// a loader that fills `Weights` directly (e.g. from a GGUF) gets errors, not panics.
+    pub fn problems(&self) -> Vec<Problem> {
+        let cfg = &self.config;
+        let mut out = Vec::new();
+        let rates = cfg.up_sample_rates.len();
+        if rates == 0
+            || cfg.samples_per_frame() != crate::SAMPLES_PER_FRAME
+            || cfg.input_dim != crate::LATENT_DIM
+            || cfg.base_channels >> rates == 0
+            || !cfg.base_channels.is_multiple_of(1 << rates)
+            || !(1..=MAX_BRANCHES).contains(&cfg.resblock_kernels.len())
+            || cfg.resblock_dilations.is_empty()
+            || cfg
+                .resblock_kernels
+                .iter()
+                .chain(&cfg.resblock_dilations)
+                .any(|&k| k == 0)
+            || cfg.in_kernel == 0
+            || cfg.out_kernel == 0
+        {
+            let reason = format!(
+                "{cfg:?} is not a supported NanoCodec decoder (1024 samples per frame, \
+                 32 latents, 1..={MAX_BRANCHES} residual kernels)"
+            );
+            bad(&mut out, "config", reason);
+            return out;
+        }
+        let (c0, cf) = (cfg.base_channels, cfg.final_channels());
+        check_conv(
+            &mut out,
+            "audio_decoder.pre_conv",
+            &self.pre_conv,
+            [c0, cfg.input_dim, cfg.in_kernel, 1],
+        );
+        check_conv(
+            &mut out,
+            "audio_decoder.post_conv",
+            &self.post_conv,
+            [1, cf, cfg.out_kernel, 1],
+        );
+        let mut snakes: Vec<(String, &HalfSnake, usize)> = vec![(
+            "audio_decoder.post_activation".into(),
+            &self.post_activation,
+            cf,
+        )];
+        if self.stages.len() != rates {
+            let reason = format!(
+                "{} up-sampling stages, the config has {rates}",
+                self.stages.len()
+            );
+            bad(&mut out, "audio_decoder", reason);
+        }
+        for (i, s) in self.stages.iter().enumerate().take(rates) {
+            let (cin, c, r) = (cfg.stage_in(i), cfg.stage_out(i), cfg.up_sample_rates[i]);
+            snakes.push((format!("audio_decoder.activations.{i}"), &s.activation, cin));
+            let u = &s.up;
+            let name = format!("audio_decoder.up_sample_conv_layers.{i}");
+            if (u.cin, u.cout, u.kernel, u.stride) != (cin, c, 2 * r, r)
+                || u.weight.len() != cin * 2 * r
+                || u.bias.len() != c
+            {
+                let reason = format!(
+                    "expected a grouped {cin}→{c} transposed conv, kernel {}, stride {r}",
+                    2 * r
+                );
+                bad(&mut out, &name, reason);
+            } else if u.weight.iter().chain(&u.bias).any(|x| !x.is_finite()) {
+                bad(&mut out, &name, "holds a non-finite value".into());
+            }
+            let shape_ok = s.res.len() == cfg.resblock_kernels.len()
+                && s.res
+                    .iter()
+                    .all(|chain| chain.len() == cfg.resblock_dilations.len());
+            if !shape_ok {
+                let reason = "residual blocks do not match the config's kernels × dilations".into();
+                bad(&mut out, &format!("audio_decoder.res_layers.{i}"), reason);
+                continue;
+            }
+            for (j, chain) in s.res.iter().enumerate() {
+                for (m, b) in chain.iter().enumerate() {
+                    let stem = res_block_stem(i, j, m);
+                    let (k, d) = (cfg.resblock_kernels[j], cfg.resblock_dilations[m]);
+                    check_conv(
+                        &mut out,
+                        &format!("{stem}.input_conv"),
+                        &b.input_conv,
+                        [c, c, k, d],
+                    );
+                    check_conv(
+                        &mut out,
+                        &format!("{stem}.skip_conv"),
+                        &b.skip_conv,
+                        [c, c, k, 1],
+                    );
+                    snakes.push((format!("{stem}.input_activation"), &b.input_activation, c));
+                    snakes.push((format!("{stem}.skip_activation"), &b.skip_activation, c));
+                }
+            }
+        }
+        for (name, hs, channels) in snakes {
+            let half = channels / 2;
+            if hs.channels != channels || hs.alpha.len() != half || hs.alpha_inv.len() != half {
+                bad(
+                    &mut out,
+                    &name,
+                    format!("expected a HalfSnake over {channels} channels ({half} alphas)"),
+                );
+            } else if hs.alpha.iter().chain(&hs.alpha_inv).any(|x| !x.is_finite()) {
+                bad(
+                    &mut out,
+                    &name,
+                    "holds a non-finite alpha or 1/alpha".into(),
+                );
+            }
+        }
+        out
+    }
+}

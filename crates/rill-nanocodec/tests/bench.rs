@@ -17,7 +17,7 @@ fn step_ms_per_frame() {
         .into_iter()
         .filter(|i| *i <= cap)
     {
-        let codec = NanoCodec::with_isa(weights(), isa);
+        let codec = NanoCodec::with_isa(weights(), isa).unwrap();
         for threads in [1, 2] {
             let pool = Pool::new(threads);
             let mut st = codec.new_state();
@@ -60,7 +60,7 @@ fn step_ms_per_frame() {
 #[ignore]
 fn layer_profile() {
     let frames = frames();
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let pool = Pool::new(1);
     let mut laps: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     let mut st = codec.new_state();

@@ -115,3 +115,32 @@ fn safetensors_problems_are_reported_at_once() {
     ));
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn inconsistent_weights_are_refused_not_panicked_on() {
+    let good = common::weights();
+    let mut w = good.clone();
+    w.stages[2].res[1][0].input_conv.weight.pop();
+    w.stages[4].up.bias.push(0.0);
+    w.post_activation.alpha_inv.clear();
+    let e = rill_nanocodec::NanoCodec::new(&w).unwrap_err();
+    let CodecError::Invalid { problems, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(problems.len(), 3, "{e}");
+    assert!(
+        e.to_string()
+            .contains("res_layers.2.res_blocks.1.res_blocks.0.input_conv"),
+        "{e}"
+    );
+    let mut w = good.clone();
+    w.config.up_sample_rates = vec![8, 8, 4, 2];
+    assert!(rill_nanocodec::NanoCodec::new(&w).is_err());
+    let mut w = good.clone();
+    w.stages[0].res[0][0].skip_conv.bias[0] = f32::NAN;
+    assert!(rill_nanocodec::NanoCodec::new(&w)
+        .unwrap_err()
+        .to_string()
+        .contains("non-finite"));
+    assert!(good.problems().is_empty());
+}

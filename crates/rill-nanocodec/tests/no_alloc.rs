@@ -11,7 +11,7 @@ static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;
 
 #[test]
 fn step_does_not_allocate() {
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let frames = frames();
     for threads in [1, 2] {
         let pool = Pool::new(threads);

@@ -60,7 +60,7 @@ const STAGES: &[(&str, &str, f64, f64)] = &[
 ];
 
 fn check_stages(isa: Isa) {
-    let codec = NanoCodec::with_isa(weights(), isa);
+    let codec = NanoCodec::with_isa(weights(), isa).unwrap();
     let t = recording().f32("L_pre_conv").unwrap().0[1];
     let got = probed(&codec, t);
     let mut failures = Vec::new();
@@ -99,7 +99,7 @@ fn every_stage_matches_the_reference_on_every_tier() {
 fn waveform_matches_the_reference() {
     let (_, want) = recording().f32("audio").unwrap();
     for isa in rill_kernels::isa::tiers_under_test("nanocodec waveform") {
-        let codec = NanoCodec::with_isa(weights(), isa);
+        let codec = NanoCodec::with_isa(weights(), isa).unwrap();
         let audio = codec.decode(&frames(), &Pool::new(2)).unwrap();
         let (max, rms) = max_rms(&audio, &want);
         eprintln!("{isa}: audio (32 frames) max |Δ| {max:.2e}  rms {rms:.2e}");

@@ -32,7 +32,7 @@ fn steps_equal_the_batch_decode_on_every_tier() {
         } else {
             &all[..]
         };
-        let codec = NanoCodec::with_isa(weights(), isa);
+        let codec = NanoCodec::with_isa(weights(), isa).unwrap();
         let pool = Pool::new(2);
         let batch = codec.decode(frames, &pool).unwrap();
         let mut st = codec.new_state();
@@ -53,7 +53,7 @@ fn steps_equal_the_batch_decode_on_every_tier() {
 #[test]
 fn thread_count_does_not_change_the_output() {
     let frames = &frames()[..3];
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let a = codec.decode(frames, &Pool::new(1)).unwrap();
     let b = codec.decode(frames, &Pool::new(2)).unwrap();
     assert!(a == b);
@@ -62,7 +62,7 @@ fn thread_count_does_not_change_the_output() {
 #[test]
 fn snapshot_restore_continues_bit_identically() {
     let frames = frames();
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let pool = Pool::new(2);
     let mut st = codec.new_state();
     steps(&codec, &mut st, &frames[..5], &pool);
@@ -87,7 +87,7 @@ fn snapshot_restore_continues_bit_identically() {
 
 #[test]
 fn bad_codes_and_state_arrays_are_rejected() {
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let pool = Pool::new(1);
     let mut st = codec.new_state();
     let before = st.clone();
@@ -161,7 +161,7 @@ fn decoding_is_causal() {
     // utterance, exactly (the reference agrees with itself only to 4e-6 here,
     // `prefix_maxabs`, because oneDNN picks length-dependent kernels).
     let frames = &frames()[..12];
-    let codec = NanoCodec::new(weights());
+    let codec = NanoCodec::new(weights()).unwrap();
     let pool = Pool::new(2);
     let whole = codec.decode(frames, &pool).unwrap();
     for n in [1, 2, 4, 9] {
