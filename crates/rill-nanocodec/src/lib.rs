@@ -51,8 +51,8 @@ pub use weights::Weights;
 
 use decoder::Decoder;
 
-/// Frames per chunk of [`NanoCodec::decode`] (bounds its scratch to ≈ 30 MB).
-const BATCH_CHUNK: usize = 8;
+/// Frames per chunk of [`NanoCodec::decode`] (its buffers take ≈ 9 MB per frame of chunk).
+const BATCH_CHUNK: usize = 4;
 
 /// The NanoCodec decoder with packed weights (immutable, shareable between threads).
 pub struct NanoCodec {
