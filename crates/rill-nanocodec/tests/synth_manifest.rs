@@ -94,6 +94,8 @@ fn weight_norm_fold_matches_torch_parametrization() {
     assert_eq!(shape, vec![864, 32, 7]);
     let got = &weights().pre_conv.weight;
     let (max, _) = max_rms(got, &want);
-    // Measured: 0 (norm summed in f64, then g/‖v‖ and v·scale in f32, as torch).
-    assert!(max <= 1e-7, "fold max |Δ| {max:e}");
+    // Measured 1.5e-8 (one f32 rounding of the norm apart: summed in f64 here),
+    // with g/‖v‖ then v·scale in f32 as torch.
+    eprintln!("weight-norm fold vs torch: max |Δ| {max:e}");
+    assert!(max <= 3e-8, "fold max |Δ| {max:e}");
 }
