@@ -6,8 +6,10 @@
 //! other jobs (load average 6–8), calling thread's CPU time per one-frame step:
 //! AVX-512 25–27 ms (stage 0, 94 MB of weights streamed per frame, ≈ 8 ms; the
 //! compute-bound stages ≈ 66 GFMA/s), AVX2 46–48 ms, portable ≈ 520 ms. Wall
-//! times with 2 threads were *slower* than 1 thread at that load (the helper
-//! thread is descheduled mid-task); on idle cores expect ≈ half the CPU time.
+//! times with 2 threads were *slower* than 1 thread at that load, for the batch
+//! decode too and for `rill-codec`'s step as a control (37.6 → 37.9 ms): the
+//! second core was not there to be had. On idle cores expect ≈ half the CPU time
+//! (stage 0 then bound by the two cores' memory bandwidth).
 
 mod common;
 
@@ -51,6 +53,10 @@ fn step_ms_per_frame() {
             } else {
                 String::new()
             };
+            let t = std::time::Instant::now();
+            let _ = codec.decode(&frames[..16], &pool).unwrap();
+            let batch = t.elapsed().as_secs_f64() * 1e3 / 16.0;
+            eprintln!("nanocodec batch decode (chunks of 4 frames), {isa}, {threads} thread(s): {batch:.1} ms/frame");
             eprintln!(
                 "nanocodec step, {isa}, {threads} thread(s): {:.1} ms/frame median of {n} (min {:.1}, max {:.1}){cpu}; a frame is 46.4 ms of audio",
                 ms[n / 2],
@@ -76,8 +82,12 @@ fn layer_profile() {
         let mut last = thread_cpu_ms();
         codec
             .step_probed(&mut st, f, &mut audio, &pool, &mut |name, _, _| {
+                // The `rb_*` probes sit inside stage 4's residual layer.
+                if name.starts_with("rb_") {
+                    return;
+                }
                 let now = thread_cpu_ms();
-                if i >= 2 && !name.starts_with("rb_") {
+                if i >= 2 {
                     laps.entry(name.to_string()).or_default().push(now - last);
                 }
                 last = now;
