@@ -1,0 +1,97 @@
+//! Errors of loading NanoCodec weights, decoding and restoring codec state.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use rill_checkpoint::CheckpointError;
+
+/// One thing wrong with a state-dict tensor; validation collects all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Missing {
+        name: String,
+        expected: Vec<usize>,
+    },
+    WrongShape {
+        name: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    WrongDtype {
+        name: String,
+        expected: &'static str,
+        found: String,
+    },
+    BadValue {
+        name: String,
+        reason: String,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Missing { name, expected } => {
+                write!(f, "missing tensor {name} (expected shape {expected:?})")
+            }
+            Problem::WrongShape {
+                name,
+                expected,
+                found,
+            } => {
+                write!(
+                    f,
+                    "tensor {name}: expected shape {expected:?}, found {found:?}"
+                )
+            }
+            Problem::WrongDtype {
+                name,
+                expected,
+                found,
+            } => {
+                write!(f, "tensor {name}: expected dtype {expected}, found {found}")
+            }
+            Problem::BadValue { name, reason } => write!(f, "tensor {name}: {reason}"),
+        }
+    }
+}
+
+/// Everything that can go wrong in `rill-nanocodec`.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    #[error(
+        "{source_name} is not a usable NanoCodec state dict; {} problem(s):\n{}",
+        problems.len(),
+        format_problems(problems)
+    )]
+    Invalid {
+        source_name: String,
+        problems: Vec<Problem>,
+    },
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
+    #[error("codebook {codebook}: code {code} is not a NanoCodec code (valid: 0..2016); special tokens must not reach the codec")]
+    BadCode { codebook: usize, code: u32 },
+    #[error("codec state array {name}: expected shape {expected:?}, found {found:?}")]
+    StateShape {
+        name: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    #[error("codec state array {name} is missing")]
+    MissingStateArray { name: String },
+    #[error("codec state array {name} is not part of the NanoCodec state")]
+    UnknownStateArray { name: String },
+    #[error("codec state array {name}: {reason}")]
+    BadStateArray { name: String, reason: String },
+}
+
+fn format_problems(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("  - {p}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

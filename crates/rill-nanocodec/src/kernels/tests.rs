@@ -1,0 +1,209 @@
+use rill_kernels::{isa::tiers_under_test, Isa, Pool, Tier};
+
+use super::portable::sin;
+use super::*;
+use crate::weights::HalfSnake;
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let z = rill_checkpoint::synth::splitmix64(
+                seed.wrapping_mul(0x9e37).wrapping_add(i as u64),
+            );
+            ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn snake_params(channels: usize, seed: u64) -> SnakeParams {
+    let alpha = values(channels / 2, seed)
+        .iter()
+        .map(|v| 1.0 + 0.3 * v)
+        .collect();
+    SnakeParams::new(&HalfSnake::new(channels, alpha))
+}
+
+/// Runs one causal conv (`rows` outputs, input rows with `(k−1)·d` history) on `isa`.
+fn conv(
+    isa: Isa,
+    shape: (usize, usize, usize, usize, usize),
+    epi_kind: u8,
+    pool: &Pool,
+) -> Vec<f32> {
+    let (cin, n, k, d, rows) = shape;
+    let w = values(n * cin * k, 1);
+    let b = values(n, 2);
+    let p = Packed::conv(&w, &b, n, cin, k, d);
+    let hist = p.history_rows();
+    let input = values((hist + rows) * cin, 3);
+    let sp = snake_params(n, 4);
+    let epi = match epi_kind {
+        0 => Epilogue::Store,
+        1 => Epilogue::Accumulate,
+        _ => Epilogue::Snake(&sp),
+    };
+    // Output rows with a stride wider than n and an offset, as in the decoder's buffers.
+    let stride = n + 3;
+    let mut out = values(5 + rows * stride, 5);
+    let job = Job {
+        w: &p,
+        input: &input,
+        in_base: 0,
+        in_stride: cin,
+        rows,
+        out_base: 5,
+        out_stride: stride,
+        epi,
+    };
+    gemm(isa, &job, &mut out, pool);
+    out
+}
+
+/// Direct f64 reference of the same conv.
+fn reference(shape: (usize, usize, usize, usize, usize), epi_kind: u8) -> Vec<f32> {
+    let (cin, n, k, d, rows) = shape;
+    let w = values(n * cin * k, 1);
+    let b = values(n, 2);
+    let hist = (k - 1) * d;
+    let input = values((hist + rows) * cin, 3);
+    let sp = snake_params(n, 4);
+    let stride = n + 3;
+    let mut out = values(5 + rows * stride, 5);
+    for t in 0..rows {
+        for o in 0..n {
+            let mut y = 0f64;
+            for ci in 0..cin {
+                for j in 0..k {
+                    y += input[(t + j * d) * cin + ci] as f64 * w[(o * cin + ci) * k + j] as f64;
+                }
+            }
+            let y = (y + b[o] as f64) as f32;
+            let dst = &mut out[5 + t * stride + o];
+            *dst = match epi_kind {
+                0 => y,
+                1 => *dst + y,
+                _ => portable::half_snake(y, sp.alpha[o], sp.inv[o], o < sp.half),
+            };
+        }
+    }
+    out
+}
+
+const SHAPES: [(usize, usize, usize, usize, usize); 6] = [
+    (32, 864, 7, 1, 1),   // pre_conv, one frame
+    (27, 27, 11, 5, 70),  // stage 4 shape, ragged rows
+    (54, 54, 7, 3, 9),    // stage 3 channels
+    (108, 108, 3, 1, 65), // stage 2 channels, 2·BLOCK_M + 1 rows
+    (40, 17, 3, 1, 8),    // one column past a panel
+    (432, 96, 3, 5, 8),   // stage 0 rows, two column blocks
+];
+
+#[test]
+fn every_tier_matches_the_reference_and_x86_tiers_agree_bitwise() {
+    let pool = Pool::new(2);
+    for isa in tiers_under_test("nanocodec conv kernels") {
+        for &shape in &SHAPES {
+            for epi in 0..3u8 {
+                let got = conv(isa, shape, epi, &pool);
+                let want = reference(shape, epi);
+                let k = (shape.0 * shape.2) as f32;
+                let tol = 4e-7 * k.sqrt() * 8.0;
+                let max = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(
+                    max <= tol,
+                    "{isa} {shape:?} epi {epi}: max |Δ| {max:e} > {tol:e}"
+                );
+                if isa.tier() == Tier::Avx512
+                    && Isa::available().iter().any(|i| i.tier() == Tier::Avx2)
+                {
+                    let avx2 = Isa::available()
+                        .into_iter()
+                        .find(|i| i.tier() == Tier::Avx2)
+                        .unwrap();
+                    assert!(
+                        got == conv(avx2, shape, epi, &pool),
+                        "{shape:?} epi {epi}: AVX-512 ≠ AVX2"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_threads_or_row_count() {
+    let shape = (54, 54, 7, 3, 130);
+    for isa in Isa::available() {
+        let a = conv(isa, shape, 2, &Pool::new(1));
+        let b = conv(isa, shape, 2, &Pool::new(2));
+        assert!(a == b, "{isa}: thread count changed the output");
+        // The first 9 rows of a 130-row call equal a 9-row call (same history).
+        let c = conv(isa, (54, 54, 7, 3, 9), 2, &Pool::new(1));
+        let stride = 57;
+        assert!(
+            a[5..5 + 9 * stride - 3] == c[5..5 + 9 * stride - 3],
+            "{isa}: row count changed the output"
+        );
+    }
+}
+
+#[test]
+fn sin_is_accurate_and_half_snake_is_identical_on_every_tier() {
+    // Accuracy of the shared sine against f64 over the range the decoder sees.
+    let mut worst = 0f64;
+    for i in 0..200_000 {
+        let x = (i as f32 - 100_000.0) * 1e-3; // [-100, 100)
+        let e = (sin(x) as f64 - (x as f64).sin()).abs();
+        worst = worst.max(e);
+    }
+    // Measured 1.2e-7 (≈ 2 ulp at |sin| near 1).
+    assert!(worst <= 2e-7, "sin max error {worst:e}");
+    assert_eq!(sin(0.0), 0.0);
+    assert!(sin(f32::NAN).is_nan());
+
+    for channels in [27, 54, 864, 13] {
+        let p = snake_params(channels, 9);
+        let rows = 5;
+        let mut src = values(rows * channels, 10);
+        for (i, v) in src.iter_mut().enumerate() {
+            *v *= 1.0 + (i % 7) as f32 * 10.0; // up to ±61
+        }
+        let mut want = vec![0f32; rows * channels];
+        for r in 0..rows {
+            for c in 0..channels {
+                want[r * channels + c] = portable::half_snake(
+                    src[r * channels + c],
+                    p.alpha[c],
+                    p.inv[c],
+                    c < channels / 2,
+                );
+            }
+        }
+        for isa in tiers_under_test("nanocodec half snake") {
+            let mut got = vec![7f32; rows * channels + 1];
+            half_snake_rows(isa, &p, &src, channels, &mut got, channels, rows);
+            assert!(
+                got[..rows * channels] == want[..],
+                "{isa}: HalfSnake({channels}) differs from portable"
+            );
+            assert_eq!(got[rows * channels], 7.0, "{isa}: wrote past the rows");
+        }
+    }
+}
+
+#[test]
+fn lrelu_half_and_odd_split() {
+    // C = 27: 13 snake channels, 14 LeakyReLU(0.01) channels (trap T16).
+    let p = snake_params(27, 1);
+    assert_eq!(p.half, 13);
+    let src = vec![-2.0f32; 27];
+    let mut dst = vec![0f32; 27];
+    half_snake_rows(Isa::PORTABLE, &p, &src, 27, &mut dst, 27, 1);
+    assert!(dst[13..].iter().all(|&v| v == -2.0 * 0.01));
+    assert!(dst[..13].iter().all(|&v| v != -0.02));
+}

@@ -1,0 +1,178 @@
+//! AVX2 + FMA kernels: 6 rows × 16 columns (12 ymm accumulators, 2 weight
+//! vectors, 1 broadcast), and the HalfSnake on 8 lanes. Same FMA order as the
+//! AVX-512 kernel, so the two agree bit for bit.
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::x86_64::*;
+
+use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
+use super::{SnakeParams, Tile, PANEL};
+
+const MR: usize = 6;
+/// Floats ahead of the current weights to prefetch (4 KB; see the AVX-512 kernel).
+const PREFETCH: usize = 1024;
+const H: usize = 8;
+
+/// [`super::portable::sin`] on 8 lanes, the same operations in the same order.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sin(x: __m256) -> __m256 {
+    let signbit = _mm256_set1_epi32(i32::MIN);
+    let xi = _mm256_castps_si256(x);
+    let sign = _mm256_and_si256(xi, signbit);
+    let ax = _mm256_castsi256_ps(_mm256_andnot_si256(signbit, xi));
+    let j = _mm256_cvttps_epi32(_mm256_mul_ps(ax, _mm256_set1_ps(FOPI)));
+    let j = _mm256_and_si256(
+        _mm256_add_epi32(j, _mm256_set1_epi32(1)),
+        _mm256_set1_epi32(!1),
+    );
+    let y = _mm256_cvtepi32_ps(j);
+    let z = _mm256_sub_ps(ax, _mm256_mul_ps(y, _mm256_set1_ps(DP1)));
+    let z = _mm256_sub_ps(z, _mm256_mul_ps(y, _mm256_set1_ps(DP2)));
+    let z = _mm256_sub_ps(z, _mm256_mul_ps(y, _mm256_set1_ps(DP3)));
+    let zz = _mm256_mul_ps(z, z);
+    let mut c = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_set1_ps(COS[0]), zz),
+        _mm256_set1_ps(COS[1]),
+    );
+    c = _mm256_add_ps(_mm256_mul_ps(c, zz), _mm256_set1_ps(COS[2]));
+    c = _mm256_mul_ps(_mm256_mul_ps(c, zz), zz);
+    c = _mm256_sub_ps(c, _mm256_mul_ps(_mm256_set1_ps(0.5), zz));
+    c = _mm256_add_ps(c, _mm256_set1_ps(1.0));
+    let mut s = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_set1_ps(SIN[0]), zz),
+        _mm256_set1_ps(SIN[1]),
+    );
+    s = _mm256_add_ps(_mm256_mul_ps(s, zz), _mm256_set1_ps(SIN[2]));
+    s = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(s, zz), z), z);
+    let two = _mm256_set1_epi32(2);
+    let use_cos = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(j, two), two));
+    let r = _mm256_blendv_ps(s, c, use_cos);
+    let flip = _mm256_xor_si256(
+        sign,
+        _mm256_slli_epi32::<29>(_mm256_and_si256(j, _mm256_set1_epi32(4))),
+    );
+    _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(r), flip))
+}
+
+/// Lanes `< valid` set (all-ones), as a float blend / maskstore mask.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lanes_below(valid: usize) -> __m256i {
+    let v = valid.min(H) as i32;
+    _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(v),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    )
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn half_snake(x: __m256, alpha: __m256, inv: __m256, snake_lanes: usize) -> __m256 {
+    let s = sin(_mm256_mul_ps(alpha, x));
+    let snake = _mm256_add_ps(x, _mm256_mul_ps(inv, _mm256_mul_ps(s, s)));
+    let pos = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_setzero_ps());
+    let lrelu = _mm256_blendv_ps(_mm256_mul_ps(x, _mm256_set1_ps(LRELU_SLOPE)), x, pos);
+    _mm256_blendv_ps(lrelu, snake, _mm256_castsi256_ps(lanes_below(snake_lanes)))
+}
+
+/// HalfSnake of one row of `p.channels` floats.
+///
+/// # Safety
+/// AVX2 and FMA must be available; `src`/`dst` valid for `p.channels` floats.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut f32) {
+    let mut c = 0;
+    while c < p.channels {
+        let m = lanes_below(p.channels - c);
+        let x = _mm256_maskload_ps(src.add(c), m);
+        let al = _mm256_loadu_ps(p.alpha.as_ptr().add(c));
+        let inv = _mm256_loadu_ps(p.inv.as_ptr().add(c));
+        _mm256_maskstore_ps(
+            dst.add(c),
+            m,
+            half_snake(x, al, inv, p.half.saturating_sub(c)),
+        );
+        c += H;
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], p: usize) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; M];
+    let mut bp = t.b.add(p * t.b_stride);
+    for &off in t.taps {
+        let mut ap = [std::ptr::null::<f32>(); M];
+        for m in 0..M {
+            ap[m] = a[m].add(off);
+        }
+        for ci in 0..t.cin {
+            // Prefetching past the panel's end is harmless (no fault, no effect).
+            _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+            let b0 = _mm256_loadu_ps(bp);
+            let b1 = _mm256_loadu_ps(bp.add(H));
+            for m in 0..M {
+                let av = _mm256_set1_ps(*ap[m].add(ci));
+                acc[m][0] = _mm256_fmadd_ps(av, b0, acc[m][0]);
+                acc[m][1] = _mm256_fmadd_ps(av, b1, acc[m][1]);
+            }
+            bp = bp.add(PANEL);
+        }
+    }
+    // A copy, so the epilogue's loops do not pin `acc` in memory.
+    let res = acc;
+    epilogue(t, &res, c, p);
+}
+
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn epilogue<const M: usize>(t: &Tile<'_>, res: &[[__m256; 2]; M], c: &[*mut f32], p: usize) {
+    for (m, row) in res.iter().enumerate() {
+        for (h, &acc) in row.iter().enumerate() {
+            let col = p * PANEL + h * H;
+            if col >= t.ncols {
+                continue;
+            }
+            let mask = lanes_below(t.ncols - col);
+            let y = _mm256_add_ps(acc, _mm256_loadu_ps(t.bias.add(col)));
+            let dst = c[m].add(col);
+            let out = match t.snake {
+                Some((al, inv, half)) => half_snake(
+                    y,
+                    _mm256_loadu_ps(al.add(col)),
+                    _mm256_loadu_ps(inv.add(col)),
+                    half.saturating_sub(col),
+                ),
+                None if t.accumulate => _mm256_add_ps(_mm256_maskload_ps(dst, mask), y),
+                None => y,
+            };
+            _mm256_maskstore_ps(dst, mask, out);
+        }
+    }
+}
+
+/// The AVX2 panel kernel.
+///
+/// # Safety
+/// AVX2 and FMA must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn tile(t: &Tile<'_>) {
+    let n = t.a.len();
+    for p in 0..t.ncols.div_ceil(PANEL) {
+        let mut r = 0;
+        while r < n {
+            let mr = MR.min(n - r);
+            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
+            match mr {
+                6 => micro::<6>(t, a, c, p),
+                5 => micro::<5>(t, a, c, p),
+                4 => micro::<4>(t, a, c, p),
+                3 => micro::<3>(t, a, c, p),
+                2 => micro::<2>(t, a, c, p),
+                _ => micro::<1>(t, a, c, p),
+            }
+            r += mr;
+        }
+    }
+}
