@@ -17,6 +17,7 @@ mod soak;
 mod stats;
 mod synth;
 mod tokens;
+mod tts;
 
 use clap::{Parser, Subcommand};
 
@@ -58,6 +59,8 @@ enum Command {
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
     SynthCheckpoint(synth::SynthArgs),
+    /// Speak English text with Magpie TTS and NanoCodec (22.05 kHz mono WAV).
+    Tts(tts::TtsArgs),
 }
 
 fn main() {
@@ -76,6 +79,7 @@ fn main() {
         Command::Serve(a) => serve::run(a),
         Command::Soak(a) => soak::run(a),
         Command::Overload(a) => overload::run(a),
+        Command::Tts(a) => tts::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

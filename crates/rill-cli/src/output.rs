@@ -58,20 +58,25 @@ impl Drop for PendingFile {
     }
 }
 
-/// A 48 kHz 16-bit stereo WAV file being written.
+/// A 16-bit WAV file being written (48 kHz stereo for music, 22.05 kHz mono for speech).
 pub struct WavOut {
     pending: PendingFile,
     writer: hound::WavWriter<BufWriter<File>>,
 }
 
 impl WavOut {
+    /// 48 kHz stereo (MRT2).
     pub fn create(path: &Path) -> Result<WavOut> {
+        WavOut::create_with(path, 2, 48_000)
+    }
+
+    pub fn create_with(path: &Path, channels: u16, sample_rate: u32) -> Result<WavOut> {
         let pending = PendingFile::reserve(path)?;
         let file = File::create(pending.partial_path())
             .with_context(|| format!("cannot write output {}", path.display()))?;
         let spec = hound::WavSpec {
-            channels: 2,
-            sample_rate: 48_000,
+            channels,
+            sample_rate,
             bits_per_sample: 16,
             sample_format: hound::SampleFormat::Int,
         };
@@ -80,7 +85,7 @@ impl WavOut {
         Ok(WavOut { pending, writer })
     }
 
-    /// Appends interleaved stereo samples.
+    /// Appends interleaved samples.
     pub fn write(&mut self, samples: &[i16]) -> Result<()> {
         let mut w = self.writer.get_i16_writer(samples.len() as u32);
         for &s in samples {

@@ -15,11 +15,18 @@ pub enum ModelName {
     Small,
     #[value(name = "mrt2_base")]
     Base,
+    /// Magpie TTS (v2602 shape, the oracle's 98-row English text table), 0.9 GB.
+    #[value(name = "magpie")]
+    Magpie,
+    /// NanoCodec 22 kHz (decoder and quantizer), 0.13 GB.
+    #[value(name = "nanocodec")]
+    Nanocodec,
 }
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
-    /// Which model layout to write (mrt2_small: 1.1 GB; mrt2_base: 9.8 GB).
+    /// Which model layout to write (mrt2_small: 1.1 GB; mrt2_base: 9.8 GB; magpie and
+    /// nanocodec: the TTS pair in NeMo's state-dict layout, for `rill tts`).
     #[arg(long, value_enum, default_value = "mrt2_small")]
     pub model: ModelName,
 
@@ -34,17 +41,33 @@ pub struct SynthArgs {
 }
 
 pub fn run(args: SynthArgs) -> Result<()> {
-    let kind = match args.model {
-        ModelName::Small => ModelKind::Small,
-        ModelName::Base => ModelKind::Base,
-    };
     if args.output.is_dir() {
         bail!(
             "{} is a directory; give a file name like mrt2_small_random.safetensors",
             args.output.display()
         );
     }
+    let kind = match args.model {
+        ModelName::Small => ModelKind::Small,
+        ModelName::Base => ModelKind::Base,
+        ModelName::Magpie | ModelName::Nanocodec => return synth_tts(&args),
+    };
     // Fail now if the location is not writable (the writer uses its own .partial file).
     drop(PendingFile::reserve(&args.output)?);
     model_source::synthesise(kind, args.seed, &args.output)
+}
+
+/// The TTS checkpoints, written to a `.partial` file and moved into place.
+fn synth_tts(args: &SynthArgs) -> Result<()> {
+    let pending = PendingFile::reserve(&args.output)?;
+    let path = pending.partial_path();
+    match args.model {
+        ModelName::Magpie => {
+            rill_magpie::synth::write(&rill_magpie::Config::oracle(), args.seed, path)?
+        }
+        _ => rill_nanocodec::state_dict::write_synthetic(path, args.seed)?,
+    }
+    pending.commit()?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
 }

@@ -113,7 +113,7 @@ fn rows_portable<W: FloatWeight, const V: usize>(
     w: &[W],
     cols: usize,
     x: [&[f32]; V],
-    mut y: [&mut [f32]; V],
+    y: [&mut [f32]; V],
 ) {
     let n16 = cols / 16 * 16;
     for r in 0..y[0].len() {
@@ -159,7 +159,7 @@ mod x86 {
         w: &[W],
         cols: usize,
         x: [&[f32]; V],
-        mut y: [&mut [f32]; V],
+        y: [&mut [f32]; V],
     ) {
         let n16 = cols / 16 * 16;
         let tail = |p: *const W, x: &[f32], s: &mut f32| {
@@ -221,7 +221,7 @@ mod x86 {
         w: &[W],
         cols: usize,
         x: [&[f32]; V],
-        mut y: [&mut [f32]; V],
+        y: [&mut [f32]; V],
     ) {
         let n8 = cols / 8 * 8;
         let tail = |p: *const W, x: &[f32], s: &mut f32| {
@@ -292,7 +292,7 @@ mod arm {
         w: &[W],
         cols: usize,
         x: [&[f32]; V],
-        mut y: [&mut [f32]; V],
+        y: [&mut [f32]; V],
     ) {
         let n8 = cols / 8 * 8;
         let tail = |p: *const W, x: &[f32], s: &mut f32| {

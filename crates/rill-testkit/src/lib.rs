@@ -31,6 +31,21 @@ pub fn require(name: &str) -> PathBuf {
     path
 }
 
+/// The path of a Magpie/NanoCodec reference file under `testdata/magpie/` (which
+/// must exist: a missing file fails the test, saying how to get it back).
+pub fn require_magpie(name: &str) -> PathBuf {
+    let path = repo_root().join("testdata/magpie").join(name);
+    if !path.exists() {
+        panic!(
+            "reference file testdata/magpie/{name} is missing ({}). It is part of the \
+             repository: restore it with `git checkout -- testdata/magpie/{name}`, or \
+             re-derive it from the oracle's recordings with the scripts in testdata/magpie/.",
+            path.display()
+        );
+    }
+    path
+}
+
 /// Reads a reference recording (which must exist, see [`require`]).
 pub fn fixture(name: &str) -> rill_io::Npz {
     rill_io::Npz::read(require(name)).unwrap_or_else(|e| panic!("{e}"))

@@ -1,0 +1,237 @@
+//! `rill tts`: English text → 22.05 kHz speech with Magpie TTS and NanoCodec.
+//!
+//! Text → `rill_text` (IPA G2P, tokens; long texts split into sentences) → per
+//! utterance a `rill_magpie::Session` (one 8-code frame per 46.4 ms step) → each frame
+//! straight into the streaming `rill_nanocodec` decoder → 16-bit mono WAV. Utterances
+//! follow each other through one codec stream, as NeMo decodes the concatenated codes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use rill_kernels::Pool;
+use rill_magpie::{InferenceParams, Model, Session};
+use rill_nanocodec::NanoCodec;
+use rill_text::{EnglishFrontEnd, Language, TextVocabulary};
+
+use crate::args::MAX_THREADS;
+use crate::output::WavOut;
+use crate::progress;
+
+use rill_nanocodec::{SAMPLES_PER_FRAME, SAMPLE_RATE};
+
+#[derive(Debug, Args)]
+pub struct TtsArgs {
+    /// The text to speak (English).
+    #[arg(
+        long,
+        conflicts_with = "text_file",
+        required_unless_present = "text_file"
+    )]
+    pub text: Option<String>,
+
+    /// Read the text from this UTF-8 file instead.
+    #[arg(long, value_name = "PATH")]
+    pub text_file: Option<PathBuf>,
+
+    /// Language of the text; only English ("en") is supported so far.
+    #[arg(long, default_value = "en")]
+    pub language: String,
+
+    /// Output WAV (16-bit mono, 22.05 kHz).
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: PathBuf,
+
+    /// Magpie weights: a safetensors file in NeMo's state-dict layout (as
+    /// `rill synth-checkpoint --model magpie` writes).
+    #[arg(long, value_name = "PATH")]
+    pub magpie: Option<PathBuf>,
+
+    /// NanoCodec weights: a safetensors file in NeMo's state-dict layout (as
+    /// `rill synth-checkpoint --model nanocodec` writes).
+    #[arg(long, value_name = "PATH")]
+    pub codec: Option<PathBuf>,
+
+    /// Smoke run on random weights synthesised in memory (the test oracle's recipe):
+    /// the output is noise-like speech-shaped audio, not words.
+    #[arg(long, conflicts_with_all = ["magpie", "codec"])]
+    pub random_weights: bool,
+
+    /// Baked speaker (v2602: 0 John, 1 Sofia, 2 Aria, 3 Jason, 4 Leo).
+    #[arg(long, default_value_t = 0)]
+    pub speaker: usize,
+
+    /// Sampler seed (torch.manual_seed): the same seed gives NeMo's token stream.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Sampling temperature of the local transformer (0 = argmax).
+    #[arg(long, default_value_t = 0.6)]
+    pub temperature: f32,
+
+    /// Top-k of the local transformer.
+    #[arg(long, default_value_t = 80)]
+    pub top_k: usize,
+
+    /// Classifier-free guidance scale (1 = none; --no-cfg skips the second row).
+    #[arg(long, default_value_t = 2.5)]
+    pub cfg_scale: f32,
+
+    /// Run without classifier-free guidance (about half the decoder work).
+    #[arg(long)]
+    pub no_cfg: bool,
+
+    /// Run without the attention prior that walks the text.
+    #[arg(long)]
+    pub no_prior: bool,
+
+    /// Frame cap per utterance (46.4 ms each; NeMo's max_decoder_steps).
+    #[arg(long, default_value_t = 500)]
+    pub max_frames: usize,
+
+    /// Worker threads (default: $RILL_THREADS or the number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Where real weights come from (not loadable yet in their released formats).
+fn weights_help() -> &'static str {
+    "Magpie TTS weights are a separate download under the NVIDIA Open Model License:\n  \
+     huggingface-cli download nvidia/magpie_tts_multilingual_357m\n  \
+     huggingface-cli download nvidia/nemo-nano-codec-22khz-1.89kbps-21.5fps\n\
+     rill reads safetensors files in NeMo's state-dict layout today; the .nemo and GGUF \
+     readers are in progress. For a smoke run on random weights: rill tts --random-weights \
+     --text \"Hello world.\" -o hello.wav"
+}
+
+pub fn run(args: TtsArgs) -> Result<()> {
+    let language: Language = args.language.parse()?;
+    if language != Language::English {
+        bail!("only English is supported so far");
+    }
+    let text = match (&args.text, &args.text_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(p)) => std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read the text file {}", p.display()))?,
+        (None, None) => bail!("give --text or --text-file"),
+    };
+    if args.output.is_dir() {
+        bail!(
+            "{} is a directory; give a file name like speech.wav",
+            args.output.display()
+        );
+    }
+    let threads = match args.threads {
+        Some(n) => n,
+        None => match std::env::var("RILL_THREADS") {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count"))?,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+    };
+    if !(1..=MAX_THREADS).contains(&threads) {
+        bail!("the thread count must be 1..={MAX_THREADS}, got {threads}");
+    }
+    let params = InferenceParams {
+        max_decoder_steps: args.max_frames,
+        temperature: args.temperature,
+        topk: args.top_k,
+        use_cfg: !args.no_cfg,
+        cfg_scale: args.cfg_scale,
+        apply_attention_prior: !args.no_prior,
+        ..InferenceParams::default()
+    };
+
+    let t0 = Instant::now();
+    let (model, codec) = if args.random_weights {
+        eprintln!("synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed 0)");
+        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0)?;
+        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(0))?;
+        (Model::new(w)?, codec)
+    } else {
+        let (Some(mp), Some(cp)) = (&args.magpie, &args.codec) else {
+            bail!("no weights given\n{}", weights_help());
+        };
+        for p in [mp, cp] {
+            if !p.exists() {
+                bail!("{} does not exist\n{}", p.display(), weights_help());
+            }
+        }
+        let w = rill_magpie::Weights::load(mp)
+            .with_context(|| format!("loading Magpie weights {}", mp.display()))?;
+        let codec = NanoCodec::load_safetensors(cp)
+            .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?;
+        (Model::new(w)?, codec)
+    };
+    let model = Arc::new(model);
+    params.validate(&model.config)?;
+    if args.speaker >= model.config.speakers {
+        bail!(
+            "--speaker {} is out of range: this checkpoint has speakers 0..{}",
+            args.speaker,
+            model.config.speakers - 1
+        );
+    }
+    let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
+    let front = EnglishFrontEnd::new(vocab);
+    let utterances = front.encode_utterances(&text)?;
+    eprintln!(
+        "loaded in {:.1} s; {} utterance(s), {} text tokens; {} threads, {} tier",
+        t0.elapsed().as_secs_f64(),
+        utterances.len(),
+        utterances.iter().map(Vec::len).sum::<usize>(),
+        threads,
+        rill_kernels::isa::active()
+    );
+
+    let pool = Pool::new(threads);
+    let mut wav = WavOut::create_with(&args.output, 1, SAMPLE_RATE)?;
+    let mut state = codec.new_state();
+    let mut audio = [0f32; SAMPLES_PER_FRAME];
+    let mut pcm = [0i16; SAMPLES_PER_FRAME];
+    let cap = (args.max_frames * utterances.len()) as u64;
+    let bar = progress::frames_bar(cap, "speaking");
+    let (mut frames, mut step_time) = (0usize, 0f64);
+    let start = Instant::now();
+    for ids in &utterances {
+        // The front end appends EOS; the session appends its own.
+        let ids = &ids[..ids.len() - 1];
+        let mut session = Session::new(
+            model.clone(),
+            ids,
+            args.speaker,
+            params.clone(),
+            args.seed,
+            &pool,
+        )?;
+        loop {
+            let t = Instant::now();
+            let Some(frame) = session.step(&pool)? else {
+                break;
+            };
+            let codes = frame.map(u32::from);
+            codec.step(&mut state, &codes, &mut audio, &pool)?;
+            step_time += t.elapsed().as_secs_f64();
+            rill_nanocodec::frame_to_int16(&audio, &mut pcm);
+            wav.write(&pcm)?;
+            frames += 1;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    wav.finish()?;
+    let seconds = frames as f64 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
+    let wall = start.elapsed().as_secs_f64();
+    eprintln!(
+        "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: {:.1} ms per frame \
+         (decoder + codec), real-time factor {:.2}",
+        args.output.display(),
+        1e3 * step_time / frames.max(1) as f64,
+        wall / seconds.max(1e-9)
+    );
+    Ok(())
+}

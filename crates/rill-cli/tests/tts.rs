@@ -1,0 +1,93 @@
+//! `rill tts` end to end against NeMo: text → G2P → tokens → Magpie (CFG, attention
+//! prior, local transformer, torch's sampler) → NanoCodec → 16-bit WAV, on the
+//! oracle's random weights. The reference is the oracle's recording of NeMo 3.0.0
+//! speaking the same sentence with the same speaker and seed (`magpie_cached`, whose
+//! 32 frames of codes and audio are in `testdata/magpie/nanocodec_decode.npz`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn rill() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rill"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = rill_testkit::repo_root().join("target/rill-test-cache/tts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn tts_speaks_nemos_waveform_for_the_recorded_sentence() {
+    let out = scratch("hello.wav");
+    let status = rill()
+        .args([
+            "tts",
+            "--random-weights",
+            "--max-frames",
+            "32",
+            "--threads",
+            "2",
+        ])
+        .args(["--text", "Hello world, I read the rill docs.", "-o"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut wav = hound::WavReader::open(&out).unwrap();
+    let spec = wav.spec();
+    assert_eq!(
+        (spec.channels, spec.sample_rate, spec.bits_per_sample),
+        (1, 22_050, 16)
+    );
+    let got: Vec<i16> = wav.samples::<i16>().map(Result::unwrap).collect();
+    let z = rill_io::Npz::read(rill_testkit::require_magpie("nanocodec_decode.npz")).unwrap();
+    let (_, audio) = z.f32("audio").unwrap();
+    // 32 frames (no EOS within the cap in the recording either).
+    assert_eq!(got.len(), audio.len(), "samples");
+    // The codec agrees with NeMo to ≤ 1.2e-5 (0.4 LSB), and every frame's codes are
+    // NeMo's, so each sample is NeMo's rounded value or its neighbour.
+    let mut off = 0usize;
+    for (i, (&g, &a)) in got.iter().zip(&audio).enumerate() {
+        let want = (a.clamp(-1.0, 1.0) * 32767.0).round() as i32;
+        let d = (g as i32 - want).abs();
+        assert!(d <= 1, "sample {i}: {g} vs NeMo {want}");
+        off += (d != 0) as usize;
+    }
+    eprintln!(
+        "rill tts vs NeMo: {off}/{} samples one LSB off, none more",
+        got.len()
+    );
+}
+
+#[test]
+fn tts_without_weights_says_how_to_get_them() {
+    let out = rill()
+        .args(["tts", "--text", "Hello.", "-o"])
+        .arg(scratch("none.wav"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nvidia/magpie_tts_multilingual_357m"), "{err}");
+    assert!(err.contains("--random-weights"), "{err}");
+}
+
+#[test]
+fn tts_rejects_other_languages_and_bad_speakers() {
+    for (args, want) in [
+        (vec!["--language", "de"], "not supported yet"),
+        (vec!["--speaker", "9"], "out of range"),
+        (vec!["--temperature", "nan"], "temperature"),
+    ] {
+        let out = rill()
+            .args(["tts", "--random-weights", "--text", "Hello.", "-o"])
+            .arg(scratch("bad.wav"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
