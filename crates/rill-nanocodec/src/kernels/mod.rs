@@ -15,9 +15,9 @@
 //!   thread count or on how many rows a call has — a one-frame streaming step and a
 //!   many-frame batch compute the same bits.
 //! * Micro-kernels: AVX-512 (8 rows × up to 48 columns, 24 zmm accumulators),
-//!   AVX2 + FMA (6 rows × 16 columns), portable (4 × 16, separate multiply and add,
-//!   auto-vectorised). The two x86 tiers use the same FMA order and agree bit for
-//!   bit; portable rounds each product.
+//!   AVX2 + FMA (6 rows × 16 columns), NEON (6 × 16), portable (4 × 16, separate
+//!   multiply and add, auto-vectorised). The SIMD tiers use the same FMA order and
+//!   agree bit for bit; portable rounds each product.
 //! * The epilogue adds the bias and stores, accumulates (residual) or applies a
 //!   HalfSnake ([`snake`]: the same operation sequence, no FMA, on every tier, so
 //!   the activation is bit-identical across tiers).
@@ -26,6 +26,8 @@ use std::marker::PhantomData;
 
 use rill_kernels::{Isa, Pool, Tier};
 
+#[cfg(target_arch = "aarch64")]
+mod arm_neon;
 pub(crate) mod buf;
 mod portable;
 #[cfg(target_arch = "x86_64")]
@@ -309,6 +311,8 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
             Tier::Avx512 => x86_avx512::tile(&tile),
             #[cfg(target_arch = "x86_64")]
             Tier::Avx2 => x86_avx2::tile(&tile),
+            #[cfg(target_arch = "aarch64")]
+            Tier::Neon => arm_neon::tile(&tile),
             _ => portable::tile(&tile),
         }
     }
@@ -339,6 +343,8 @@ pub(crate) fn half_snake_rows(
                 Tier::Avx512 => x86_avx512::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
                 #[cfg(target_arch = "x86_64")]
                 Tier::Avx2 => x86_avx2::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
+                #[cfg(target_arch = "aarch64")]
+                Tier::Neon => arm_neon::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
                 _ => portable::half_snake_run(p, s, d),
             }
         }

@@ -207,3 +207,45 @@ fn lrelu_half_and_odd_split() {
     assert!(dst[13..].iter().all(|&v| v == -2.0 * 0.01));
     assert!(dst[..13].iter().all(|&v| v != -0.02));
 }
+
+/// FNV-1a over the bits of `v`.
+fn bits_hash(v: &[f32]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for x in v {
+        for b in x.to_bits().to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Every SIMD tier (AVX2, AVX-512, NEON) gives the same bits; the expected hashes
+/// were produced by the x86 tiers, so an ARM run checks NEON against them.
+#[test]
+fn simd_tiers_reproduce_the_x86_bits() {
+    // Per shape of SHAPES: hashes for the Store, Accumulate and Snake epilogues.
+    const WANT: [[u64; 3]; 6] = [
+        [0x2e556b9d9884695c, 0x2d054faf906f72d2, 0xd88d40fbb3af1541],
+        [0x998815346a9987ce, 0x5cef268edf0da442, 0xd6008a2e69a93571],
+        [0xe6d9b387e54552f7, 0x260ec422a36ab74d, 0x8e2320fecf28d101],
+        [0xb0aa975c9ccca7f9, 0x1fb5f81fe8b8b2e3, 0x8cd2af7cae47f4d6],
+        [0x76f5a5192b3d424f, 0x33e4712a171e7f5b, 0x68ce12ac3bbbda92],
+        [0xccc60bb41e1bf6ff, 0x2a7290a7e17d16d1, 0xc8c4b44955ca38bb],
+    ];
+    assert_eq!(SHAPES.len(), WANT.len());
+    let pool = Pool::new(2);
+    for isa in tiers_under_test("nanocodec x86 bits")
+        .into_iter()
+        .filter(|i| *i != Isa::PORTABLE)
+    {
+        for (i, &shape) in SHAPES.iter().enumerate() {
+            for epi in 0..3u8 {
+                let got = bits_hash(&conv(isa, shape, epi, &pool));
+                assert_eq!(
+                    got, WANT[i][epi as usize],
+                    "{isa} {shape:?} epi {epi}: {got:#018x}"
+                );
+            }
+        }
+    }
+}

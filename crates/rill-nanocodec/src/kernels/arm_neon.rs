@@ -1,0 +1,198 @@
+//! NEON kernels: 6 rows × 16 columns (24 q-register accumulators, 4 weight
+//! vectors, 1 broadcast), and the HalfSnake on 4 lanes. The same FMA order as the
+//! x86 kernels and the same separately rounded sine, so an ARM CPU computes the
+//! x86 tiers' bits.
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::aarch64::*;
+
+use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
+use super::{SnakeParams, Tile, PANEL};
+
+const MR: usize = 6;
+const H: usize = 4;
+
+/// [`super::portable::sin`] on 4 lanes, the same operations in the same order
+/// (every product and sum rounded separately).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn sin(x: float32x4_t) -> float32x4_t {
+    let xi = vreinterpretq_u32_f32(x);
+    let sign = vandq_u32(xi, vdupq_n_u32(0x8000_0000));
+    let ax = vreinterpretq_f32_u32(vandq_u32(xi, vdupq_n_u32(0x7fff_ffff)));
+    // Truncation as `cvttps2dq`, including its i32::MIN for out-of-range and NaN.
+    let q = vmulq_f32(ax, vdupq_n_f32(FOPI));
+    let in_range = vcltq_f32(q, vdupq_n_f32(2_147_483_648.0));
+    let j = vbslq_s32(in_range, vcvtq_s32_f32(q), vdupq_n_s32(i32::MIN));
+    let j = vandq_s32(vaddq_s32(j, vdupq_n_s32(1)), vdupq_n_s32(!1));
+    let y = vcvtq_f32_s32(j);
+    let z = vsubq_f32(ax, vmulq_f32(y, vdupq_n_f32(DP1)));
+    let z = vsubq_f32(z, vmulq_f32(y, vdupq_n_f32(DP2)));
+    let z = vsubq_f32(z, vmulq_f32(y, vdupq_n_f32(DP3)));
+    let zz = vmulq_f32(z, z);
+    let mut c = vaddq_f32(vmulq_f32(vdupq_n_f32(COS[0]), zz), vdupq_n_f32(COS[1]));
+    c = vaddq_f32(vmulq_f32(c, zz), vdupq_n_f32(COS[2]));
+    c = vmulq_f32(vmulq_f32(c, zz), zz);
+    c = vsubq_f32(c, vmulq_f32(vdupq_n_f32(0.5), zz));
+    c = vaddq_f32(c, vdupq_n_f32(1.0));
+    let mut s = vaddq_f32(vmulq_f32(vdupq_n_f32(SIN[0]), zz), vdupq_n_f32(SIN[1]));
+    s = vaddq_f32(vmulq_f32(s, zz), vdupq_n_f32(SIN[2]));
+    s = vaddq_f32(vmulq_f32(vmulq_f32(s, zz), z), z);
+    let two = vdupq_n_s32(2);
+    let use_cos = vceqq_s32(vandq_s32(j, two), two);
+    let r = vbslq_f32(use_cos, c, s);
+    let four = vreinterpretq_u32_s32(vandq_s32(j, vdupq_n_s32(4)));
+    let flip = veorq_u32(sign, vshlq_n_u32::<29>(four));
+    vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(r), flip))
+}
+
+/// Lanes `< valid` set (all-ones).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn lanes_below(valid: usize) -> uint32x4_t {
+    let idx: [u32; 4] = [0, 1, 2, 3];
+    vcltq_u32(vld1q_u32(idx.as_ptr()), vdupq_n_u32(valid.min(H) as u32))
+}
+
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn half_snake(
+    x: float32x4_t,
+    alpha: float32x4_t,
+    inv: float32x4_t,
+    snake_lanes: usize,
+) -> float32x4_t {
+    let s = sin(vmulq_f32(alpha, x));
+    let snake = vaddq_f32(x, vmulq_f32(inv, vmulq_f32(s, s)));
+    let pos = vcgtq_f32(x, vdupq_n_f32(0.0));
+    let lrelu = vbslq_f32(pos, x, vmulq_f32(x, vdupq_n_f32(LRELU_SLOPE)));
+    vbslq_f32(lanes_below(snake_lanes), snake, lrelu)
+}
+
+/// Loads `valid.min(4)` floats, zeros elsewhere.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn load_part(p: *const f32, valid: usize) -> float32x4_t {
+    if valid >= H {
+        return vld1q_f32(p);
+    }
+    let mut t = [0f32; H];
+    std::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), valid);
+    vld1q_f32(t.as_ptr())
+}
+
+/// Stores the first `valid.min(4)` lanes.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn store_part(p: *mut f32, v: float32x4_t, valid: usize) {
+    if valid >= H {
+        return vst1q_f32(p, v);
+    }
+    let mut t = [0f32; H];
+    vst1q_f32(t.as_mut_ptr(), v);
+    std::ptr::copy_nonoverlapping(t.as_ptr(), p, valid);
+}
+
+/// HalfSnake of one row of `p.channels` floats.
+///
+/// # Safety
+/// NEON must be available; `src`/`dst` valid for `p.channels` floats.
+#[target_feature(enable = "neon")]
+pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut f32) {
+    let mut c = 0;
+    while c < p.channels {
+        let valid = p.channels - c;
+        let x = load_part(src.add(c), valid);
+        let al = vld1q_f32(p.alpha.as_ptr().add(c));
+        let inv = vld1q_f32(p.inv.as_ptr().add(c));
+        let y = half_snake(x, al, inv, p.half.saturating_sub(c));
+        store_part(dst.add(c), y, valid);
+        c += H;
+    }
+}
+
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], p: usize) {
+    let mut acc = [[vdupq_n_f32(0.0); 4]; M];
+    let mut bp = t.b.add(p * t.b_stride);
+    for &off in t.taps {
+        let mut ap = [std::ptr::null::<f32>(); M];
+        for m in 0..M {
+            ap[m] = a[m].add(off);
+        }
+        for ci in 0..t.cin {
+            let mut b = [vdupq_n_f32(0.0); 4];
+            for h in 0..4 {
+                b[h] = vld1q_f32(bp.add(h * H));
+            }
+            for m in 0..M {
+                let av = *ap[m].add(ci);
+                for h in 0..4 {
+                    acc[m][h] = vfmaq_n_f32(acc[m][h], b[h], av);
+                }
+            }
+            bp = bp.add(PANEL);
+        }
+    }
+    let res = acc;
+    epilogue(t, &res, c, p);
+}
+
+#[inline(never)]
+#[target_feature(enable = "neon")]
+unsafe fn epilogue<const M: usize>(
+    t: &Tile<'_>,
+    res: &[[float32x4_t; 4]; M],
+    c: &[*mut f32],
+    p: usize,
+) {
+    for (m, row) in res.iter().enumerate() {
+        for (h, &acc) in row.iter().enumerate() {
+            let col = p * PANEL + h * H;
+            if col >= t.ncols {
+                continue;
+            }
+            let valid = t.ncols - col;
+            // Bias and snake parameters are padded to whole panels.
+            let y = vaddq_f32(acc, vld1q_f32(t.bias.add(col)));
+            let dst = c[m].add(col);
+            let out = match t.snake {
+                Some((al, inv, half)) => half_snake(
+                    y,
+                    vld1q_f32(al.add(col)),
+                    vld1q_f32(inv.add(col)),
+                    half.saturating_sub(col),
+                ),
+                None if t.accumulate => vaddq_f32(load_part(dst, valid), y),
+                None => y,
+            };
+            store_part(dst, out, valid);
+        }
+    }
+}
+
+/// The NEON panel kernel.
+///
+/// # Safety
+/// NEON must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "neon")]
+pub(super) unsafe fn tile(t: &Tile<'_>) {
+    let n = t.a.len();
+    for p in 0..t.ncols.div_ceil(PANEL) {
+        let mut r = 0;
+        while r < n {
+            let mr = MR.min(n - r);
+            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
+            match mr {
+                6 => micro::<6>(t, a, c, p),
+                5 => micro::<5>(t, a, c, p),
+                4 => micro::<4>(t, a, c, p),
+                3 => micro::<3>(t, a, c, p),
+                2 => micro::<2>(t, a, c, p),
+                _ => micro::<1>(t, a, c, p),
+            }
+            r += mr;
+        }
+    }
+}
