@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use rill_kernels::Pool;
+use rill_kernels::{Pool, WeightFormat};
 use rill_magpie::{InferenceParams, Model, Session};
 use rill_nanocodec::NanoCodec;
 use rill_text::{EnglishFrontEnd, Language, TextVocabulary};
@@ -91,9 +91,32 @@ pub struct TtsArgs {
     #[arg(long, default_value_t = 500)]
     pub max_frames: usize,
 
+    /// Weight format of Magpie's linear layers: f32 (NeMo's arithmetic, the default),
+    /// bf16 (half the bytes per step) or int8 (a quarter; MLX-style groups of 64 with
+    /// int16 activations). The codec always runs in f32.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: TtsPrecision,
+
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TtsPrecision {
+    F32,
+    Bf16,
+    Int8,
+}
+
+impl TtsPrecision {
+    fn format(self) -> WeightFormat {
+        match self {
+            TtsPrecision::F32 => WeightFormat::F32,
+            TtsPrecision::Bf16 => WeightFormat::Bf16,
+            TtsPrecision::Int8 => WeightFormat::Int8,
+        }
+    }
 }
 
 /// Where real weights come from (not loadable yet in their released formats).
@@ -151,7 +174,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         eprintln!("synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed 0)");
         let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0)?;
         let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(0))?;
-        (Model::new(w)?, codec)
+        (Model::with_format(w, args.precision.format())?, codec)
     } else {
         let (Some(mp), Some(cp)) = (&args.magpie, &args.codec) else {
             bail!("no weights given\n{}", weights_help());
@@ -165,7 +188,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
             .with_context(|| format!("loading Magpie weights {}", mp.display()))?;
         let codec = NanoCodec::load_safetensors(cp)
             .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?;
-        (Model::new(w)?, codec)
+        (Model::with_format(w, args.precision.format())?, codec)
     };
     let model = Arc::new(model);
     params.validate(&model.config)?;
@@ -180,10 +203,11 @@ pub fn run(args: TtsArgs) -> Result<()> {
     let front = EnglishFrontEnd::new(vocab);
     let utterances = front.encode_utterances(&text)?;
     eprintln!(
-        "loaded in {:.1} s; {} utterance(s), {} text tokens; {} threads, {} tier",
+        "loaded in {:.1} s; {} utterance(s), {} text tokens; {} weights, {} threads, {} tier",
         t0.elapsed().as_secs_f64(),
         utterances.len(),
         utterances.iter().map(Vec::len).sum::<usize>(),
+        args.precision.format().name(),
         threads,
         rill_kernels::isa::active()
     );

@@ -91,3 +91,39 @@ fn tts_rejects_other_languages_and_bad_speakers() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// The reduced-precision weight formats run the whole path (their products
+/// approximate NeMo's, so sampling parts from the f32 stream; a smoke check of the
+/// plumbing, the formats themselves are gated in rill-kernels).
+#[test]
+fn tts_runs_in_bf16_and_int8() {
+    for p in ["bf16", "int8"] {
+        let out = scratch(&format!("p-{p}.wav"));
+        let o = rill()
+            .args([
+                "tts",
+                "--random-weights",
+                "--max-frames",
+                "6",
+                "--precision",
+                p,
+            ])
+            .args(["--text", "Hello.", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{p}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let wav = hound::WavReader::open(&out).unwrap();
+        assert_eq!(
+            wav.len(),
+            6 * 1024,
+            "{p}: 6 frames (random weights never say EOS this early)"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("{p} weights")), "{err}");
+    }
+}

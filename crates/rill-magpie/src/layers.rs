@@ -52,13 +52,24 @@ impl LayerNorm {
     }
 }
 
-/// A bias-free linear layer `(out, in)` as a GEMV matrix.
+/// A bias-free linear layer `(out, in)` as a GEMV matrix, in the weights' matrix
+/// format (f32 unless [`crate::Model::with_format`] chose another).
 pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
     let shape = w.get(name).map(|t| t.shape.clone()).unwrap_or_default();
     let v = w.take_f32(name)?;
     let rows = shape.first().copied().unwrap_or(0);
     let cols = v.len().checked_div(rows).unwrap_or(0);
-    Ok(Matrix::from_f32(rows, cols, v, WeightFormat::F32))
+    let format = w.matrix_format;
+    // MLX-style groups need whole groups along the input.
+    let format = match format {
+        WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4 | WeightFormat::MlxInt8
+            if cols % 64 != 0 =>
+        {
+            WeightFormat::F32
+        }
+        f => f,
+    };
+    Ok(Matrix::from_f32(rows, cols, v, format))
 }
 
 /// `y[r] = W·x[r]` for each of the rows of `x` (weights read once, [`crate::gemm`]).

@@ -180,8 +180,16 @@ pub struct PriorUse<'a> {
 }
 
 impl Model {
-    /// Takes the tensors of a validated checkpoint.
-    pub fn new(mut w: Weights) -> Result<Model> {
+    /// Takes the tensors of a validated checkpoint (f32 products, NeMo's arithmetic).
+    pub fn new(w: Weights) -> Result<Model> {
+        Model::with_format(w, rill_kernels::WeightFormat::F32)
+    }
+
+    /// As [`Model::new`] with the linear layers stored as `format` (`Bf16` halves
+    /// the bytes each step streams, `Int8` quarters them; both approximate NeMo's
+    /// f32 products). Embeddings and norms stay f32.
+    pub fn with_format(mut w: Weights, format: rill_kernels::WeightFormat) -> Result<Model> {
+        w.matrix_format = format;
         let config = w.config().clone();
         let w = &mut w;
         let enc = (0..config.encoder_layers)

@@ -30,6 +30,8 @@ pub struct Tensor {
 pub struct Weights {
     config: Config,
     tensors: BTreeMap<String, Tensor>,
+    /// The format the linear layers are built in ([`crate::Model::with_format`]).
+    pub(crate) matrix_format: rill_kernels::WeightFormat,
 }
 
 impl Weights {
@@ -89,7 +91,11 @@ impl Weights {
         if !problems.is_empty() {
             return Err(MagpieError::Invalid(problems));
         }
-        let w = Weights { config, tensors };
+        let w = Weights {
+            config,
+            tensors,
+            matrix_format: rill_kernels::WeightFormat::F32,
+        };
         w.check_baked()?;
         Ok(w)
     }
