@@ -127,3 +127,33 @@ fn tts_runs_in_bf16_and_int8() {
         assert!(err.contains(&format!("{p} weights")), "{err}");
     }
 }
+
+/// One stage or two (decoder of frame n+1 beside the codec of frame n): the same
+/// samples, and every frame of a multi-sentence text is written.
+#[test]
+fn tts_stages_give_the_same_audio() {
+    let text = "Hello world. I read the rill docs! Is it clear?";
+    let run = |stages: &str, threads: &str| {
+        let out = scratch(&format!("stages-{stages}-{threads}.wav"));
+        let o = rill()
+            .args([
+                "tts",
+                "--random-weights",
+                "--max-frames",
+                "5",
+                "--stages",
+                stages,
+            ])
+            .args(["--threads", threads, "--text", text, "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut r = hound::WavReader::open(&out).unwrap();
+        r.samples::<i16>().map(Result::unwrap).collect::<Vec<_>>()
+    };
+    let one = run("one", "2");
+    assert!(!one.is_empty() && one.len() % 1024 == 0);
+    assert_eq!(one, run("two", "2"), "two stages");
+    assert_eq!(one, run("two", "3"), "two stages, 3 threads");
+}

@@ -123,6 +123,60 @@ impl StagePools {
         (self.lm().threads(), self.codec().threads())
     }
 
+    /// Runs one frame's two stages: `lm` on the LM pool and, at the same time with
+    /// two stages, `codec` on the codec pool; the stage that finishes first takes
+    /// tasks of the other's kernels ([`Pool::assist`]). Sequentially, `lm` then
+    /// `codec` on the one pool. Results never depend on which thread ran a task.
+    pub fn overlap<RA, RB>(
+        &self,
+        lm: impl FnOnce(&Pool) -> RA + Send,
+        codec: impl FnOnce(&Pool) -> RB + Send,
+    ) -> (RA, RB)
+    where
+        RA: Send,
+        RB: Send,
+    {
+        match self {
+            StagePools::Sequential(pool) => {
+                let a = lm(pool);
+                (a, codec(pool))
+            }
+            StagePools::TwoStage {
+                join,
+                lm: lp,
+                codec: cp,
+            } => {
+                let (lm_done, codec_started, codec_done) = (
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                );
+                join.join(
+                    || {
+                        // Set on unwind too, so a panic cannot strand the assistant.
+                        let finished = SetOnDrop(&lm_done);
+                        let r = lm(lp);
+                        drop(finished);
+                        // Only if the codec task runs elsewhere: when it has not
+                        // started, this thread runs it next (no helper was free).
+                        if codec_started.load(Ordering::Acquire) {
+                            cp.assist(&codec_done);
+                        }
+                        r
+                    },
+                    || {
+                        codec_started.store(true, Ordering::Release);
+                        let finished = SetOnDrop(&codec_done);
+                        let r = codec(cp);
+                        drop(finished);
+                        lp.assist(&lm_done);
+                        r
+                    },
+                )
+            }
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             StagePools::Sequential(p) => format!("sequential, {} threads", p.threads()),
@@ -353,40 +407,9 @@ impl FramePipeline {
                 let tokens = tokens?;
                 (tokens, lm_time, decode(Some(tokens), pool))
             }
-            StagePools::TwoStage {
-                join,
-                lm,
-                codec: cp,
-            } => {
+            StagePools::TwoStage { .. } => {
                 let prev = pending.take();
-                // The stage that finishes first helps the other with its kernels.
-                let (lm_done, codec_started, codec_done) = (
-                    AtomicBool::new(false),
-                    AtomicBool::new(false),
-                    AtomicBool::new(false),
-                );
-                let ((tokens, lm_time), decoded) = join.join(
-                    || {
-                        // Set on unwind too, so a panic cannot strand the assistant.
-                        let finished = SetOnDrop(&lm_done);
-                        let r = lm_task(lm);
-                        drop(finished);
-                        // Only if the codec task runs elsewhere: when it has not
-                        // started, this thread runs it next (no helper was free).
-                        if codec_started.load(Ordering::Acquire) {
-                            cp.assist(&codec_done);
-                        }
-                        r
-                    },
-                    || {
-                        codec_started.store(true, Ordering::Release);
-                        let finished = SetOnDrop(&codec_done);
-                        let r = decode(prev, cp);
-                        drop(finished);
-                        lm.assist(&lm_done);
-                        r
-                    },
-                );
+                let ((tokens, lm_time), decoded) = pools.overlap(lm_task, |cp| decode(prev, cp));
                 // On an LM error the frame decoded meanwhile stays in `audio`.
                 let tokens = tokens?;
                 if codec.is_some() {
