@@ -120,7 +120,7 @@ fn tts_runs_in_bf16_and_int8() {
         let wav = hound::WavReader::open(&out).unwrap();
         let n = wav.len() as usize;
         assert!(
-            n % 1024 == 0 && (4 * 1024..=6 * 1024).contains(&n),
+            n.is_multiple_of(1024) && (4 * 1024..=6 * 1024).contains(&n),
             "{p}: {n} samples"
         );
         let err = String::from_utf8_lossy(&o.stderr);
@@ -153,7 +153,7 @@ fn tts_stages_give_the_same_audio() {
         r.samples::<i16>().map(Result::unwrap).collect::<Vec<_>>()
     };
     let one = run("one", "2");
-    assert!(!one.is_empty() && one.len() % 1024 == 0);
+    assert!(!one.is_empty() && one.len().is_multiple_of(1024));
     assert_eq!(one, run("two", "2"), "two stages");
     assert_eq!(one, run("two", "3"), "two stages, 3 threads");
 }
