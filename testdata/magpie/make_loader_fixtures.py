@@ -11,6 +11,8 @@ Writes into loaders/ beside this script:
                          ./model_config.yaml (NeMo-style, v2602-era legacy prior keys), ./model_weights.ckpt
                          (torch.save of an OrderedDict state dict, causal_mask buffers included; one
                          transposed view and two views sharing one storage, as torch.save keeps them).
+  tiny_magpie_bad.f16.gguf  the same with three faults (a missing tap, a contradicting metadata
+                         value, an unsupported EOS method) that must all be reported at once.
   tiny_magpie.f16.gguf   the same weights converted the way NeMo-Speech.cpp conversion/tts.py does
                          (causal masks skipped, conv FFN weights split per tap into `.k{j}` (out, in),
                          >=2-D non-bias floats f16, the rest f32, int64 -> int32, magpietts.* metadata
@@ -163,9 +165,10 @@ EXPECTED_PARAMS = dict(max_decoder_steps=20, temperature=0.55, topk=7, use_cfg=T
 
 def digest(a: np.ndarray) -> dict:
   """Shape and sha256 of the values as the Rust loaders widen them (f32 / i64, little-endian)."""
+  shape = list(a.shape)  # before ascontiguousarray, which makes 0-d arrays 1-d
   a = np.ascontiguousarray(a)
   wide = a.astype('<f4') if a.dtype.kind == 'f' else a.astype('<i8')
-  return dict(shape=list(a.shape), sha256=hashlib.sha256(wide.tobytes()).hexdigest())
+  return dict(shape=shape, sha256=hashlib.sha256(wide.tobytes()).hexdigest())
 
 
 def torch_digest(t: torch.Tensor) -> dict:
@@ -202,8 +205,11 @@ def gguf_array(name, t):
   return t.numpy()
 
 
-def write_gguf(path, sd, cfg):
-  """The conventions of NeMo-Speech.cpp conversion/tts.py (add_metadata, add_tensors)."""
+def write_gguf(path, sd, cfg, drop=(), override=None):
+  """The conventions of NeMo-Speech.cpp conversion/tts.py (add_metadata, add_tensors).
+
+  `drop` (tensor names) and `override` (typed key -> value) make the broken variant."""
+  override = override or {}
   w = gguf.GGUFWriter(str(path), 'magpietts')
   inf = cfg.get('inference_parameters', {})
   enc, dec = cfg['encoder'], cfg['decoder']
@@ -233,7 +239,7 @@ def write_gguf(path, sd, cfg):
       ('inference.max_decoder_steps', inf.get('max_decoder_steps', 500)),
       ('inference.topk', inf.get('topk', 80)),
       ('inference.min_generated_frames', inf.get('min_generated_frames', 4))]:
-    w.add_int32('magpietts.' + key, int(value))
+    w.add_int32('magpietts.' + key, int(override.get(key, value)))
   w.add_float32('magpietts.inference.temperature', float(inf.get('temperature', 0.6)))
   w.add_float32('magpietts.inference.cfg_scale', float(inf.get('cfg_scale', 2.5)))
   w.add_bool('magpietts.inference.apply_attention_prior', bool(inf.get('apply_attention_prior', False)))
@@ -253,6 +259,8 @@ def write_gguf(path, sd, cfg):
       continue
     if name.endswith('.pos_ff.proj.conv.weight') or name.endswith('.pos_ff.o_net.conv.weight'):
       for k in range(t.shape[2]):
+        if f'{name}.k{k}' in drop:
+          continue
         a = gguf_array(name, t[:, :, k])
         w.add_tensor(f'{name}.k{k}', a)
         stored[f'{name}.k{k}'] = a
@@ -316,6 +324,12 @@ def main():
   cfg = model_config(dict_member, het_member)
   write_nemo(OUT / 'tiny_magpie.nemo', sd, cfg, [(dict_member, dict_bytes), (het_member, het_bytes)])
   stored = write_gguf(OUT / 'tiny_magpie.f16.gguf', sd, cfg)
+  # Broken on purpose, three ways at once: a missing tap, a metadata value that contradicts
+  # the tensors, an EOS method rill does not implement (tests expect all three reported).
+  bad_cfg = json.loads(json.dumps(cfg))
+  bad_cfg['inference_parameters']['eos_detection_method'] = 'argmax'
+  write_gguf(OUT / 'tiny_magpie_bad.f16.gguf', sd, bad_cfg,
+             drop={'encoder.layers.0.pos_ff.proj.conv.weight.k1'}, override={'encoder.layers': 2})
   dsd = dtypes_checkpoint(rng)
   torch.save(dsd, OUT / 'torch_dtypes.ckpt')
 

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crate::raw::ElemType;
 
 /// Most container elements the reader copies in total, per input byte.
-const MAX_COPY_WORK_PER_BYTE: usize = 64;
+const MAX_COPY_WORK_PER_BYTE: usize = 8;
 /// Floor of the copy budget for tiny pickles.
 const MAX_COPY_WORK: usize = 1 << 20;
 /// Deepest nesting of `MARK`s.
