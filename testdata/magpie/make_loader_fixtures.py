@@ -10,7 +10,7 @@ Writes into loaders/ beside this script:
                          (a few lines of the real dictionary), ./<uuid>_heteronyms-052722,
                          ./model_config.yaml (NeMo-style, v2602-era legacy prior keys), ./model_weights.ckpt
                          (torch.save of an OrderedDict state dict, causal_mask buffers included; one
-                         transposed view and two views sharing one storage, as torch.save keeps them).
+                         transposed view and eight views sharing one storage, as torch.save keeps them).
   tiny_magpie_bad.f16.gguf  the same with three faults (a missing tap, a contradicting metadata
                          value, an unsupported EOS method) that must all be reported at once.
   tiny_magpie.f16.gguf   the same weights converted the way NeMo-Speech.cpp conversion/tts.py does
@@ -24,7 +24,7 @@ Writes into loaders/ beside this script:
                          f32, integers as i64), plus the config and inference parameters to be read.
 
 Dimensions: d_model 64 (one 64-wide head), 1 encoder layer (kernel 3), 1 decoder layer,
-2 codebooks of 4 codes + 8 specials, local transformer 32 wide, 2 speakers x 3 context frames.
+8 codebooks of 4 codes + 8 specials, local transformer 32 wide, 2 speakers x 3 context frames.
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ OUT = HERE / 'loaders'
 
 D, TEXT, ENC_POS, FFN, ENC_K = 64, 12, 16, 128, 3
 DEC_POS, XATTN = 32, 16
-BOOKS, VOCAB = 2, 12
-LT, LT_FFN, LT_POS = 32, 64, 4
+BOOKS, VOCAB = 8, 12
+LT, LT_FFN, LT_POS = 32, 64, 10
 SPEAKERS, CTX = 2, 3
 SPEAKER_NAMES = ['John', 'Sofia', 'Aria', 'Jason', 'Leo']  # conversion/tts.py writes these names as-is
 WORDS = ('HELLO', 'WORLD', 'READ', 'LIVE')
@@ -94,10 +94,10 @@ def state_dict(rng):
   sd['final_proj.weight'] = torch.from_numpy(
     rng.standard_normal((D, BOOKS * VOCAB)).astype(np.float32)).t()
   f('final_proj.bias', BOOKS * VOCAB)
-  # Two views of one storage, the second at a storage offset.
-  both = torch.from_numpy(rng.standard_normal((BOOKS * VOCAB, D)).astype(np.float32))
-  sd['audio_embeddings.0.weight'] = both[:VOCAB]
-  sd['audio_embeddings.1.weight'] = both[VOCAB:]
+  # Views of one storage, all but the first at a storage offset.
+  shared = torch.from_numpy(rng.standard_normal((BOOKS * VOCAB, D)).astype(np.float32))
+  for c in range(BOOKS):
+    sd[f'audio_embeddings.{c}.weight'] = shared[c * VOCAB:(c + 1) * VOCAB]
   f('local_transformer_in_projection.weight', LT, D)
   f('local_transformer_in_projection.bias', LT)
   f('local_transformer.position_embeddings.weight', LT_POS, LT)
@@ -115,7 +115,7 @@ def state_dict(rng):
   f('baked_context_embedding.weight', SPEAKERS, CTX * D)
   sd['_baked_embedding_T'] = torch.tensor(CTX, dtype=torch.int64)
   sd['_baked_embedding_D'] = torch.tensor(D, dtype=torch.int64)
-  sd['baked_context_embedding_len'] = torch.tensor([CTX, CTX - 1], dtype=torch.int64)
+  sd['baked_context_embedding_len'] = torch.tensor([CTX, CTX], dtype=torch.int64)
   return sd
 
 

@@ -56,9 +56,8 @@ fn join_taps(
     let k = taps.len();
     if taps.keys().copied().ne(0..k) {
         p.push(format!(
-            "{base}: taps {:?} are not k0..k{}",
-            taps.keys().collect::<Vec<_>>(),
-            k - 1
+            "{base}: taps {:?} are not k0, k1, … without a gap (a tap is missing)",
+            taps.keys().collect::<Vec<_>>()
         ));
         return None;
     }
