@@ -17,6 +17,12 @@ Writes into loaders/ beside this script:
                          (causal masks skipped, conv FFN weights split per tap into `.k{j}` (out, in),
                          >=2-D non-bias floats f16, the rest f32, int64 -> int32, magpietts.* metadata
                          and magpietts.config_json).
+  tiny_codec.nemo        a NanoCodec-shaped AudioCodecModel archive (64 base channels, the released
+                         rates and kernels; weight norm as torch parametrizations; an encoder tensor and
+                         a loss buffer that loaders must ignore).
+  tiny_codec.f16.gguf    its decoder converted as NeMo-Speech.cpp conversion/codec.py does (weight norm
+                         folded, short names, grouped transposed convs expanded to dense, alpha_inv,
+                         the FSQ codebook, nano_codec.* metadata).
   torch_dtypes.ckpt      a bare torch.save of mixed dtypes (f16, bf16, f64, int32, int64, bool), a
                          nn.Parameter, a 0-dim tensor, a strided view and a storage offset.
   expected.json          for every file: each tensor the Rust loaders must produce, with shape and the
@@ -306,6 +312,155 @@ def dtypes_checkpoint(rng):
   return sd
 
 
+# ---- NanoCodec (decoder part), tiny: 64 base channels, the released rates and kernels ----
+
+CODEC_BASE, CODEC_RATES, CODEC_KERNELS, CODEC_DILATIONS = 64, [8, 8, 4, 2, 2], [3, 7, 11], [1, 3, 5]
+FSQ_LEVELS, FSQ_BASES = [8, 7, 6, 6], [1, 8, 56, 336]
+WN0, WN1 = '.conv.parametrizations.weight.original0', '.conv.parametrizations.weight.original1'
+
+
+def codec_state_dict(rng):
+  """AudioCodecModel's keys (weight norm as torch parametrizations, spec 2.3), random values."""
+  sd = collections.OrderedDict()
+
+  def r(shape, mean=0.0, std=1.0):
+    return torch.from_numpy((mean + std * rng.standard_normal(shape)).astype(np.float32))
+
+  def conv(stem, bias, dim0, shape):
+    sd[stem + '.conv.bias'] = r((bias,), 0.0, 0.02)
+    sd[stem + WN0] = r((dim0, 1, 1), 0.8, 0.1)
+    sd[stem + WN1] = r(shape)
+
+  def alpha(stem, channels):
+    sd[stem + '.activation.snake_act.alpha'] = r((1, channels // 2, 1), 1.0, 0.2)
+
+  sd['audio_encoder.pre_conv.conv.bias'] = r((4,))  # not decoder: ignored by the loaders
+  c0 = CODEC_BASE
+  conv('audio_decoder.pre_conv', c0, c0, (c0, 32, 7))
+  for i in range(len(CODEC_RATES)):
+    alpha(f'audio_decoder.activations.{i}', c0 >> i)
+  for i, rate in enumerate(CODEC_RATES):
+    conv(f'audio_decoder.up_sample_conv_layers.{i}', c0 >> (i + 1), c0 >> i, (c0 >> i, 1, 2 * rate))
+  for i in range(len(CODEC_RATES)):
+    c = c0 >> (i + 1)
+    for j, k in enumerate(CODEC_KERNELS):
+      for m in range(len(CODEC_DILATIONS)):
+        stem = f'audio_decoder.res_layers.{i}.res_blocks.{j}.res_blocks.{m}'
+        alpha(stem + '.input_activation', c)
+        alpha(stem + '.skip_activation', c)
+        conv(stem + '.input_conv', c, c, (c, c, k))
+        conv(stem + '.skip_conv', c, c, (c, c, k))
+  cf = c0 >> len(CODEC_RATES)
+  alpha('audio_decoder.post_activation', cf)
+  conv('audio_decoder.post_conv', 1, 1, (1, cf, 3))
+  for g in range(8):
+    sd[f'vector_quantizer.fsqs.{g}.dim_base_index'] = torch.tensor(FSQ_BASES, dtype=torch.int32).view(1, 4, 1)
+    sd[f'vector_quantizer.fsqs.{g}.num_levels'] = torch.tensor(FSQ_LEVELS, dtype=torch.int32).view(1, 4, 1)
+  sd['mel_loss_fn.window'] = r((16,))  # a training buffer: ignored
+  return sd
+
+
+def codec_config():
+  return {
+    'target': 'nemo.collections.tts.models.audio_codec.AudioCodecModel',
+    'nemo_version': '3.0.0', 'sample_rate': 22050, 'samples_per_frame': 1024,
+    'vector_quantizer': {'_target_': 'nemo.collections.tts.modules.audio_codec_modules.GroupFiniteScalarQuantizer',
+                         'num_groups': 8, 'num_levels_per_group': FSQ_LEVELS},
+    'audio_decoder': {'_target_': 'nemo.collections.tts.modules.audio_codec_modules.CausalHiFiGANDecoder',
+                      'up_sample_rates': CODEC_RATES, 'input_dim': 32, 'base_channels': CODEC_BASE,
+                      'activation': 'half_snake', 'output_activation': 'clamp', 'pad_mode': 'zeros',
+                      'n_groups_equal_to_out_channels': True},
+  }
+
+
+def fold(sd, stem):
+  """conversion/codec.py materialize_weight_norm: g * v / max(||v||, 1e-12) over all dims but 0."""
+  g, v = sd[stem + WN0].float(), sd[stem + WN1].float()
+  norm = v.norm(2, dim=tuple(range(1, v.ndim)), keepdim=True).clamp_min(1e-12)
+  return (g * v / norm).contiguous()
+
+
+def dense_transpose(w, cout):
+  """conversion/codec.py conv_transpose_to_dense_ggml: grouped (Cin, Cout/g, K) -> dense (Cin, Cout, K)."""
+  cin, per, k = w.shape
+  groups = cout // per
+  inper = cin // groups
+  dense = torch.zeros((cin, cout, k), dtype=w.dtype)
+  for gi in range(groups):
+    for a in range(inper):
+      for b in range(per):
+        dense[gi * inper + a, gi * per + b] = w[gi * inper + a, b]
+  return dense
+
+
+def codec_short_name(stem):
+  m = stem.replace('audio_decoder.', 'dec.')
+  m = m.replace('dec.pre_conv', 'dec.pre').replace('dec.post_conv', 'dec.post')
+  m = m.replace('dec.post_activation', 'dec.post_act').replace('dec.activations.', 'dec.act.')
+  m = m.replace('dec.up_sample_conv_layers.', 'dec.up.')
+  m = m.replace('dec.res_layers.', 'dec.res.').replace('.res_blocks.', '.', 2)
+  for a, b in (('.input_activation', '.ia'), ('.skip_activation', '.sa'), ('.input_conv', '.ic'), ('.skip_conv', '.sc')):
+    m = m.replace(a, b)
+  return m
+
+
+def write_codec_gguf(path, sd, cfg):
+  """The conventions of NeMo-Speech.cpp conversion/codec.py (f16), returning what rill must rebuild:
+  per state-dict stem the f16-rounded folded weight in torch's layout (grouped for the transposed
+  convs), the bias and alpha as flat f32."""
+  dec, q = cfg['audio_decoder'], cfg['vector_quantizer']
+  w = gguf.GGUFWriter(str(path), 'nemo-nano-codec')
+  w.add_name('tiny NanoCodec-shaped test decoder')
+  w.add_string('nano_codec.nemo_target', cfg['target'])
+  w.add_string('nano_codec.config_json', json.dumps(cfg, ensure_ascii=False, sort_keys=True))
+  w.add_string('nano_codec.decoder.activation', dec['activation'])
+  w.add_string('nano_codec.decoder.output_activation', dec['output_activation'])
+  w.add_string('nano_codec.decoder.pad_mode', dec['pad_mode'])
+  for key, value in [('sample_rate', 22050), ('samples_per_frame', 1024), ('num_codebooks', 8),
+                     ('codebook_size', 2016), ('codebook_dim_per_group', 4), ('latent_dim', 32),
+                     ('decoder.input_dim', 32), ('decoder.base_channels', CODEC_BASE),
+                     ('decoder.in_kernel_size', 7), ('decoder.out_kernel_size', 3)]:
+    w.add_int32('nano_codec.' + key, value)
+  w.add_float32('nano_codec.frame_rate', 22050 / 1024)
+  w.add_bool('nano_codec.decoder.n_groups_equal_to_out_channels', True)
+  w.add_array('nano_codec.quantizer.num_levels_per_group', FSQ_LEVELS)
+  w.add_array('nano_codec.quantizer.dim_base_index', FSQ_BASES)
+  w.add_array('nano_codec.decoder.up_sample_rates', CODEC_RATES)
+  w.add_array('nano_codec.decoder.resblock_kernel_sizes', CODEC_KERNELS)
+  w.add_array('nano_codec.decoder.resblock_dilation_sizes', CODEC_DILATIONS)
+  want = {}
+  for name, t in sd.items():
+    if not name.startswith('audio_decoder.'):
+      continue
+    if name.endswith(WN1):
+      stem = name[:-len(WN1)]
+      folded = fold(sd, stem)
+      grouped16 = folded.to(torch.float16)
+      want[stem + '.conv.weight'] = digest(grouped16.numpy())
+      if '.up_sample_conv_layers.' in stem:
+        folded = dense_transpose(folded, sd[stem + '.conv.bias'].numel())
+      w.add_tensor(codec_short_name(stem) + '.w', folded.to(torch.float16).numpy())
+    elif name.endswith('.conv.bias'):
+      stem = name[:-len('.conv.bias')]
+      w.add_tensor(codec_short_name(stem) + '.b', t.float().reshape(1, -1, 1).numpy())
+      want[name] = digest(t.numpy())
+    elif name.endswith('.activation.snake_act.alpha'):
+      stem = name[:-len('.activation.snake_act.alpha')]
+      short = codec_short_name(stem)
+      w.add_tensor(short + '.alpha', t.float().numpy())
+      w.add_tensor(short + '.alpha_inv', (1.0 / (t.float() + 1e-9)).numpy())
+      want[name] = digest(t.reshape(-1).numpy())
+  levels = np.array(FSQ_LEVELS)
+  idx = np.arange(2016)[:, None]
+  codes = ((idx // np.array(FSQ_BASES)) % levels - levels // 2) / (levels // 2)
+  w.add_tensor('q.fsq.codebook', np.repeat(codes[None].astype(np.float32), 8, axis=0))
+  w.write_header_to_file()
+  w.write_kv_data_to_file()
+  w.write_tensors_to_file()
+  w.close()
+  return want
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument('--dict', required=True, help='the real ipa_cmudict-0.7b_nv23.01.txt')
@@ -330,6 +485,9 @@ def main():
   bad_cfg['inference_parameters']['eos_detection_method'] = 'argmax'
   write_gguf(OUT / 'tiny_magpie_bad.f16.gguf', sd, bad_cfg,
              drop={'encoder.layers.0.pos_ff.proj.conv.weight.k1'}, override={'encoder.layers': 2})
+  csd, ccfg = codec_state_dict(rng), codec_config()
+  write_nemo(OUT / 'tiny_codec.nemo', csd, ccfg, [])
+  codec_gguf = write_codec_gguf(OUT / 'tiny_codec.f16.gguf', csd, ccfg)
   dsd = dtypes_checkpoint(rng)
   torch.save(dsd, OUT / 'torch_dtypes.ckpt')
 
@@ -349,6 +507,10 @@ def main():
     'nemo_state_dict': {n: torch_digest(t) for n, t in sd.items()},
     'gguf_magpie': gguf_expected(stored),
     'torch_dtypes': {n: torch_digest(t) for n, t in dsd.items()},
+    'codec_config': dict(input_dim=32, base_channels=CODEC_BASE, up_sample_rates=CODEC_RATES, in_kernel=7,
+                         out_kernel=3, resblock_kernels=CODEC_KERNELS, resblock_dilations=CODEC_DILATIONS),
+    'codec_nemo_state_dict': {n: torch_digest(t) for n, t in csd.items()},
+    'codec_gguf_folded': codec_gguf,
   }
   (OUT / 'expected.json').write_text(json.dumps(expected, indent=1) + '\n')
   for p in sorted(OUT.iterdir()):

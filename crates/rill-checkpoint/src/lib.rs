@@ -21,6 +21,7 @@ pub mod raw;
 pub mod synth;
 pub mod torch;
 pub mod writer;
+pub mod yaml;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

@@ -149,6 +149,16 @@ impl Nemo {
         std::str::from_utf8(b).map_err(|_| self.error(format!("{CONFIG_MEMBER} is not UTF-8")))
     }
 
+    /// `model_config.yaml` parsed to JSON (a mapping; see [`crate::yaml`]).
+    pub fn config_json(&self) -> Result<serde_json::Value> {
+        let v = crate::yaml::to_json(self.config_yaml()?)
+            .map_err(|r| self.error(format!("{CONFIG_MEMBER}: {r}")))?;
+        if !v.is_object() {
+            return Err(self.error(format!("{CONFIG_MEMBER} is not a mapping")));
+        }
+        Ok(v)
+    }
+
     /// The state dict of `model_weights.ckpt`, borrowing this archive's bytes.
     pub fn state_dict(&self) -> Result<StateDict<'_>> {
         let b = self

@@ -8,7 +8,6 @@
 
 pub mod gguf;
 pub mod nemo;
-pub mod yaml;
 
 use serde_json::Value;
 

@@ -9,7 +9,7 @@ use rill_checkpoint::nemo::Nemo;
 use serde_json::Value;
 
 use super::{
-    check_config, check_params, params_from_config, unreachable_load, weights_or_problems, yaml,
+    check_config, check_params, params_from_config, unreachable_load, weights_or_problems,
     LoadedModel, Problems,
 };
 use crate::error::{MagpieError, Result};
@@ -34,16 +34,7 @@ impl MagpieNemo {
 
     /// Wraps an archive already opened (e.g. from memory).
     pub fn new(nemo: Nemo) -> Result<MagpieNemo> {
-        let config = yaml::to_json(nemo.config_yaml()?).map_err(|r| MagpieError::Load {
-            path: nemo.path().to_path_buf(),
-            problems: vec![format!("model_config.yaml: {r}")],
-        })?;
-        if !config.is_object() {
-            return Err(MagpieError::Load {
-                path: nemo.path().to_path_buf(),
-                problems: vec!["model_config.yaml is not a mapping".into()],
-            });
-        }
+        let config = nemo.config_json()?;
         Ok(MagpieNemo { nemo, config })
     }
 
