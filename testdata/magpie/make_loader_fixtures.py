@@ -25,6 +25,8 @@ Writes into loaders/ beside this script:
                          the FSQ codebook, nano_codec.* metadata).
   torch_dtypes.ckpt      a bare torch.save of mixed dtypes (f16, bf16, f64, int32, int64, bool), a
                          nn.Parameter, a 0-dim tensor, a strided view and a storage offset.
+  torch_module.ckpt      torch.save of a real nn.Module state_dict (its _metadata attribute, a weight-norm
+                         parametrization, a 0-dim buffer).
   expected.json          for every file: each tensor the Rust loaders must produce, with shape and the
                          sha256 of its little-endian values after the documented widening (floats as
                          f32, integers as i64), plus the config and inference parameters to be read.
@@ -122,6 +124,8 @@ def state_dict(rng):
   sd['_baked_embedding_T'] = torch.tensor(CTX, dtype=torch.int64)
   sd['_baked_embedding_D'] = torch.tensor(D, dtype=torch.int64)
   sd['baked_context_embedding_len'] = torch.tensor([CTX, CTX], dtype=torch.int64)
+  # Module.state_dict() carries this attribute; torch.save pickles it through BUILD.
+  sd._metadata = collections.OrderedDict([('', {'version': 1}), ('encoder', {'version': 1})])
   return sd
 
 
@@ -357,6 +361,7 @@ def codec_state_dict(rng):
     sd[f'vector_quantizer.fsqs.{g}.dim_base_index'] = torch.tensor(FSQ_BASES, dtype=torch.int32).view(1, 4, 1)
     sd[f'vector_quantizer.fsqs.{g}.num_levels'] = torch.tensor(FSQ_LEVELS, dtype=torch.int32).view(1, 4, 1)
   sd['mel_loss_fn.window'] = r((16,))  # a training buffer: ignored
+  sd._metadata = collections.OrderedDict([('', {'version': 1})])
   return sd
 
 
@@ -461,6 +466,15 @@ def write_codec_gguf(path, sd, cfg):
   return want
 
 
+def module_checkpoint():
+  """A real nn.Module's state_dict (with _metadata) incl. a new-API weight-norm parametrization."""
+  torch.manual_seed(0)
+  m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4),
+                          torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 2, 3)))
+  m.register_buffer('steps', torch.tensor(5))
+  return m.state_dict()
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument('--dict', required=True, help='the real ipa_cmudict-0.7b_nv23.01.txt')
@@ -490,6 +504,8 @@ def main():
   codec_gguf = write_codec_gguf(OUT / 'tiny_codec.f16.gguf', csd, ccfg)
   dsd = dtypes_checkpoint(rng)
   torch.save(dsd, OUT / 'torch_dtypes.ckpt')
+  msd = module_checkpoint()
+  torch.save(msd, OUT / 'torch_module.ckpt')
 
   expected = {
     'generator': dict(torch=torch.__version__, gguf='0.19.0', numpy=np.__version__),
@@ -507,6 +523,7 @@ def main():
     'nemo_state_dict': {n: torch_digest(t) for n, t in sd.items()},
     'gguf_magpie': gguf_expected(stored),
     'torch_dtypes': {n: torch_digest(t) for n, t in dsd.items()},
+    'torch_module': {n: torch_digest(t) for n, t in msd.items()},
     'codec_config': dict(input_dim=32, base_channels=CODEC_BASE, up_sample_rates=CODEC_RATES, in_kernel=7,
                          out_kernel=3, resblock_kernels=CODEC_KERNELS, resblock_dilations=CODEC_DILATIONS),
     'codec_nemo_state_dict': {n: torch_digest(t) for n, t in csd.items()},

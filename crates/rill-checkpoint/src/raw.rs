@@ -133,10 +133,26 @@ impl<'a> RawTensor<'a> {
         self.shape.iter().product()
     }
 
+    /// Whether the view is row-major and gap-free (the common case: a plain loop).
+    fn is_contiguous(&self) -> bool {
+        let mut expect = 1usize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d != 1 && s != expect {
+                return false;
+            }
+            expect = expect.saturating_mul(d);
+        }
+        true
+    }
+
     /// Storage element index of every element in row-major order.
     fn for_each_index(&self, mut f: impl FnMut(usize)) {
         let n = self.numel();
         if n == 0 {
+            return;
+        }
+        if self.is_contiguous() {
+            (self.offset..self.offset + n).for_each(f);
             return;
         }
         let rank = self.shape.len();

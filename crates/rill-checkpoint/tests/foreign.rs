@@ -82,6 +82,20 @@ fn torch_save_of_mixed_dtypes_views_and_parameters_reads_exactly() {
 }
 
 #[test]
+fn a_real_module_state_dict_with_metadata_and_weight_norm_reads_exactly() {
+    let bytes = std::fs::read(require("torch_module.ckpt")).unwrap();
+    let sd = StateDict::parse(&bytes).unwrap();
+    let want = &expected()["torch_module"];
+    let mut names: Vec<&str> = sd.names().collect();
+    names.sort();
+    assert_eq!(names, keys(want));
+    assert!(names.contains(&"2.parametrizations.weight.original0"));
+    for name in sd.names() {
+        check(&sd.tensor(name).unwrap(), &want[name]);
+    }
+}
+
+#[test]
 fn nemo_members_config_artifacts_and_state_dict() {
     let nemo = Nemo::open(require("tiny_magpie.nemo")).unwrap();
     let e = expected();
