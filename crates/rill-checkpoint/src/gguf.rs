@@ -434,5 +434,19 @@ fn parse_parts(b: &[u8]) -> std::result::Result<Parts, String> {
             return Err(format!("tensor {name} appears twice"));
         }
     }
+    // ggml writes tensor data back to back; overlapping ranges would let a small file
+    // decode to many times its size (every alias read separately).
+    let mut ranges: Vec<(usize, usize, &str)> = tensors
+        .iter()
+        .map(|(n, t)| (t.start, t.end, n.as_str()))
+        .filter(|&(s, e, _)| e > s)
+        .collect();
+    ranges.sort_unstable();
+    if let Some(w) = ranges.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(format!(
+            "tensors {} and {} share bytes; GGUF tensor data must not overlap",
+            w[0].2, w[1].2
+        ));
+    }
     Ok((version, alignment, metadata, order, tensors))
 }

@@ -16,6 +16,9 @@ use crate::raw::RawTensor;
 
 /// Largest `data.pkl` read (the real Magpie's is ~30 kB).
 const MAX_PICKLE_BYTES: u64 = 64 << 20;
+/// How many times over the tensors may view their storages in total (tied weights
+/// view one storage twice).
+const MAX_ALIASING: usize = 2;
 /// Most zip members accepted.
 const MAX_MEMBERS: usize = 1 << 16;
 
@@ -131,6 +134,22 @@ impl<'a> StateDict<'a> {
                 return Err(format!("state-dict key {name} appears twice"));
             }
             entries.push((name.clone(), meta.clone()));
+        }
+        // Views may share a storage (torch.save keeps views), but together they may not
+        // claim much more than the storages hold: a crafted pickle aliasing one storage
+        // many times must not decode to many times the file's size.
+        let stored: usize = storages.values().map(|s| s.len()).sum();
+        let viewed = entries.iter().try_fold(0usize, |acc, (_, m)| {
+            m.shape
+                .iter()
+                .try_fold(m.dtype.size(), |a, &d| a.checked_mul(d))
+                .and_then(|b| acc.checked_add(b))
+        });
+        if viewed.is_none_or(|v| v > MAX_ALIASING * stored) {
+            return Err(format!(
+                "its tensors view {} bytes of {stored} bytes of storage (more than {MAX_ALIASING}x): crafted or expanded tensors",
+                viewed.map_or("an overflowing number of".to_string(), |v| v.to_string())
+            ));
         }
         let sd = StateDict {
             entries,

@@ -119,6 +119,8 @@ mod tests {
         assert!(to_json("a: &x [1]\nb: *x\n").is_err());
         assert!(to_json("a: 1\na: 2\n").is_err());
         assert!(to_json(&"[".repeat(100)).is_err());
+        assert!(to_json(&"[".repeat(1 << 20)).is_err());
+        assert!(to_json(&"{a: ".repeat(1 << 16)).is_err());
         assert!(to_json("a: [1, 2").is_err());
     }
 }

@@ -422,6 +422,11 @@ fn hostile_gguf_headers_are_errors() {
         &[0u8; 64],
     ));
     assert!(e.contains("runs past the end"), "{e}");
+    // Two tensors over the same bytes.
+    let mut infos = tensor_info("a", &[4], 0, 0);
+    infos.extend(tensor_info("b", &[4], 0, 0));
+    let e = gguf_err(gguf_bytes(2, &[], &infos, &[0u8; 16]));
+    assert!(e.contains("share bytes"), "{e}");
     // A quantised type is listed but refused on read.
     let g = Gguf::from_bytes(
         "q.gguf",
@@ -506,6 +511,13 @@ fn hostile_torch_zips_are_errors() {
     let e =
         StateDict::parse(&torch_zip(&tensor_pickle(4, 2, 4), &[("data/0", &data)])).unwrap_err();
     assert!(e.contains("reach past its storage"), "{e}");
+    // One storage viewed as a tensor 64 times its size (stride 0).
+    let mut p = tensor_pickle(4, 0, 255);
+    let at = p.len() - 35; // the stride tuple `K\x01\x85` of tensor_pickle
+    assert_eq!(&p[at..at + 3], b"K\x01\x85");
+    p[at + 1] = 0;
+    let e = StateDict::parse(&torch_zip(&p, &[("data/0", &data)])).unwrap_err();
+    assert!(e.contains("more than 2x"), "{e}");
     let e = StateDict::parse(&torch_zip(b"\x80\x02K\x01.", &[])).unwrap_err();
     assert!(e.contains("does not hold a dict"), "{e}");
     let e = StateDict::parse(b"PK\x03\x04 not really a zip").unwrap_err();
