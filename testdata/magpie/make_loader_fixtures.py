@@ -13,6 +13,7 @@ Writes into loaders/ beside this script:
                          transposed view and eight views sharing one storage, as torch.save keeps them).
   tiny_magpie_bad.f16.gguf  the same with three faults (a missing tap, a contradicting metadata
                          value, an unsupported EOS method) that must all be reported at once.
+  tiny_magpie_badmeta.f16.gguf  sound tensors with four metadata/config faults (reported together).
   tiny_magpie.f16.gguf   the same weights converted the way NeMo-Speech.cpp conversion/tts.py does
                          (causal masks skipped, conv FFN weights split per tap into `.k{j}` (out, in),
                          >=2-D non-bias floats f16, the rest f32, int64 -> int32, magpietts.* metadata
@@ -215,7 +216,7 @@ def gguf_array(name, t):
   return t.numpy()
 
 
-def write_gguf(path, sd, cfg, drop=(), override=None):
+def write_gguf(path, sd, cfg, drop=(), override=None, lens=None):
   """The conventions of NeMo-Speech.cpp conversion/tts.py (add_metadata, add_tensors).
 
   `drop` (tensor names) and `override` (typed key -> value) make the broken variant."""
@@ -232,7 +233,7 @@ def write_gguf(path, sd, cfg, drop=(), override=None):
   w.add_string('magpietts.codec_model', cfg['codecmodel_path'])
   w.add_string('magpietts.config_json', json.dumps(cfg, ensure_ascii=False, sort_keys=True))
   w.add_array('magpietts.speaker_names', SPEAKER_NAMES)
-  w.add_array('magpietts.baked_context_lens', [int(x) for x in sd['baked_context_embedding_len']])
+  w.add_array('magpietts.baked_context_lens', lens or [int(x) for x in sd['baked_context_embedding_len']])
   for key, value in [
       ('text_vocab_size', TEXT), ('audio_codebooks', BOOKS), ('audio_codebook_size', codebook),
       ('audio_vocab_size', VOCAB), ('audio_bos_id', codebook), ('audio_eos_id', codebook + 1),
@@ -502,6 +503,11 @@ def main():
   csd, ccfg = codec_state_dict(rng), codec_config()
   write_nemo(OUT / 'tiny_codec.nemo', csd, ccfg, [])
   codec_gguf = write_codec_gguf(OUT / 'tiny_codec.f16.gguf', csd, ccfg)
+  # Sound tensors, contradicting metadata: four problems the loader must list together.
+  meta_cfg = json.loads(json.dumps(cfg))
+  meta_cfg['inference_parameters']['apply_prior_to_layers'] = [0, 5]
+  write_gguf(OUT / 'tiny_magpie_badmeta.f16.gguf', sd, meta_cfg,
+             override={'encoder.layers': 2, 'audio_eos_id': 99}, lens=[CTX, 1])
   dsd = dtypes_checkpoint(rng)
   torch.save(dsd, OUT / 'torch_dtypes.ckpt')
   msd = module_checkpoint()

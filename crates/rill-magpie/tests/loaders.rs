@@ -177,6 +177,24 @@ fn a_broken_gguf_lists_every_problem() {
     assert_eq!(problems.len(), 3, "{text}");
 }
 
+#[test]
+fn contradicting_gguf_metadata_lists_every_problem() {
+    let e = gguf::load(common::require("loaders/tiny_magpie_badmeta.f16.gguf")).unwrap_err();
+    let text = e.to_string();
+    for needle in [
+        "metadata magpietts.encoder.layers is I32(2), but the tensors (or rill) need 1",
+        "metadata magpietts.audio_eos_id is I32(99), but the tensors (or rill) need 5",
+        "magpietts.baked_context_lens",
+        "apply_prior_to_layers is [0, 5]",
+    ] {
+        assert!(text.contains(needle), "{needle} not in:\n{text}");
+    }
+    let MagpieError::Load { problems, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(problems.len(), 4, "{text}");
+}
+
 /// The fixture archive with `model_config.yaml` replaced (or dropped when `None`).
 fn nemo_with_config(yaml: Option<&str>, weights: Option<&[u8]>) -> Nemo {
     let good = std::fs::read(common::require("loaders/tiny_magpie.nemo")).unwrap();

@@ -120,8 +120,22 @@ fn typed_inference(g: &Gguf) -> Value {
     json!({ "inference_parameters": m })
 }
 
-/// The typed dimension keys that must agree with the tensors.
-fn check_metadata(g: &Gguf, c: &Config, p: &mut Problems) {
+/// The typed dimension keys (and the baked context lengths) that must agree with the tensors.
+fn check_metadata(g: &Gguf, w: &Weights, p: &mut Problems) {
+    let c = w.config();
+    if let (Some(v), Ok(lens)) = (
+        g.get("magpietts.baked_context_lens"),
+        w.ints("baked_context_embedding_len"),
+    ) {
+        let meta: Option<Vec<i64>> = v
+            .as_array()
+            .and_then(|a| a.iter().map(|x| x.as_i64()).collect());
+        if meta.as_deref() != Some(lens) {
+            p.push(format!(
+                "metadata magpietts.baked_context_lens is {v:?}, but baked_context_embedding_len holds {lens:?}"
+            ));
+        }
+    }
     let expect = [
         ("text_vocab_size", c.text_vocab),
         ("audio_codebooks", c.codebooks),
@@ -129,6 +143,9 @@ fn check_metadata(g: &Gguf, c: &Config, p: &mut Problems) {
         ("audio_vocab_size", c.codebook_vocab),
         ("audio_bos_id", c.audio_bos() as usize),
         ("audio_eos_id", c.audio_eos() as usize),
+        ("context_audio_bos_id", c.codebook_size() + 2),
+        ("context_audio_eos_id", c.codebook_size() + 3),
+        ("mask_token_id", c.codebook_size() + 4),
         ("frame_stacking_factor", 1),
         ("embedding_dim", c.dim),
         ("ffn_dim", c.ffn),
@@ -249,7 +266,7 @@ pub fn from_gguf(g: &Gguf) -> Result<LoadedModel> {
     let mut speakers = Vec::new();
     if let Some(w) = &weights {
         let c = w.config();
-        check_metadata(g, c, &mut p);
+        check_metadata(g, w, &mut p);
         check_config(&model_config, c, &mut p);
         check_params(&params, c, &mut p);
         speakers = speaker_names(g, c, &mut p);

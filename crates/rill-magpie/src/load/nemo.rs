@@ -12,6 +12,7 @@ use super::{
     check_config, check_params, params_from_config, unreachable_load, weights_or_problems,
     LoadedModel, Problems,
 };
+use crate::config::Config;
 use crate::error::{MagpieError, Result};
 use crate::weights::{Tensor, TensorData, Weights};
 
@@ -51,12 +52,35 @@ impl MagpieNemo {
     pub fn load(&self) -> Result<LoadedModel> {
         let mut p = Problems::default();
         let sd = self.nemo.state_dict()?;
-        let mut tensors = BTreeMap::new();
-        for name in sd.names() {
-            if name.ends_with(".causal_mask") {
-                continue; // regenerated (trap T20)
+        // Dimensions from the shapes alone, then only the tensors the model reads are
+        // decoded (anything else in the archive, e.g. training buffers, stays unread).
+        let params = params_from_config(&self.config, &mut p);
+        let config = match Config::detect(|n| sd.meta(n).map(|m| m.shape.clone()), sd.names()) {
+            Ok(c) => c,
+            Err(e) => {
+                p.push(e.to_string());
+                p.finish(self.nemo.path())?;
+                return unreachable_load(self.nemo.path());
             }
-            let read = sd.tensor(name).and_then(|t| {
+        };
+        let mut tensors = BTreeMap::new();
+        let wanted = config.float_specs().into_iter().chain(config.int_specs());
+        for (name, shape) in wanted {
+            let Some(meta) = sd.meta(&name) else {
+                continue; // Weights::from_tensors names it
+            };
+            if meta.shape != shape {
+                // Not decoded: Weights::from_tensors reports the shape.
+                let data = if meta.dtype.is_float() {
+                    TensorData::F32(Vec::new())
+                } else {
+                    TensorData::I64(Vec::new())
+                };
+                let shape = meta.shape.clone();
+                tensors.insert(name, Tensor { shape, data });
+                continue;
+            }
+            let read = sd.tensor(&name).and_then(|t| {
                 let data = if t.dtype.is_float() {
                     TensorData::F32(t.to_f32()?)
                 } else {
@@ -69,12 +93,11 @@ impl MagpieNemo {
             });
             match read {
                 Ok(t) => {
-                    tensors.insert(name.to_string(), t);
+                    tensors.insert(name, t);
                 }
                 Err(e) => p.push(e.to_string()),
             }
         }
-        let params = params_from_config(&self.config, &mut p);
         let weights = weights_or_problems(Weights::from_tensors(tensors), &mut p);
         if let Some(w) = &weights {
             check_config(&self.config, w.config(), &mut p);
