@@ -146,6 +146,25 @@ fn gguf_loads_exact_tensors_config_and_the_configs_own_parameters() {
 }
 
 #[test]
+fn without_config_json_the_typed_gguf_keys_are_used() {
+    // Rename the key in place (same length): the file then has only the typed keys, which
+    // the converter filled from the new key names only: the legacy prior values are lost.
+    let mut bytes = std::fs::read(common::require("loaders/tiny_magpie.f16.gguf")).unwrap();
+    let key = b"magpietts.config_json";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
+    bytes[at + key.len() - 1] = b'X';
+    let g = rill_checkpoint::gguf::Gguf::from_bytes("no_json.gguf", bytes).unwrap();
+    let m = gguf::from_gguf(&g).unwrap();
+    let want = InferenceParams {
+        attention_prior_epsilon: 0.1,
+        attention_prior_lookahead_window: 5,
+        ..expected_params(&expected())
+    };
+    assert_eq!(m.params, want);
+    assert!(m.model_config.is_null());
+}
+
+#[test]
 fn nemo_loads_exact_tensors_config_parameters_and_lexicon() {
     let e = expected();
     let n = MagpieNemo::open(common::require("loaders/tiny_magpie.nemo")).unwrap();
