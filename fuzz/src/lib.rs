@@ -364,3 +364,65 @@ pub fn protocol(data: &[u8]) {
         }
     }
 }
+
+/// Reads every tensor of a parsed foreign checkpoint (the view checks must make
+/// each read safe) and returns how many elements came out.
+fn read_all<'a>(tensors: impl Iterator<Item = rill_checkpoint::raw::RawTensor<'a>>) -> usize {
+    let mut n = 0;
+    for t in tensors {
+        let got = if t.dtype.is_float() {
+            t.to_f32().map(|v| v.len())
+        } else {
+            t.to_i64().map(|v| v.len())
+        };
+        if let Ok(k) = got {
+            assert_eq!(k, t.numel(), "{}", t.name);
+            n += k;
+        }
+    }
+    n
+}
+
+/// GGUF: `Gguf::from_bytes`, every tensor, then the Magpie and NanoCodec mappings.
+pub fn gguf(data: &[u8]) {
+    let Ok(g) = rill_checkpoint::gguf::Gguf::from_bytes("fuzz.gguf", data.to_vec()) else {
+        return;
+    };
+    let n = read_all(g.names().filter_map(|name| g.tensor(name).ok()));
+    // Tensor data never overlaps, so it decodes to at most 8 elements per byte (f64 → i64 aside).
+    assert!(n <= data.len(), "{n} elements from {} bytes", data.len());
+    let _ = rill_magpie::load::gguf::from_gguf(&g);
+    let _ = rill_nanocodec::load::from_gguf(&g);
+}
+
+/// torch zip checkpoints: `StateDict::parse` (zip directory, code-free pickle) and every tensor.
+pub fn torch(data: &[u8]) {
+    if let Ok(sd) = rill_checkpoint::torch::StateDict::parse(data) {
+        let names: Vec<String> = sd.names().map(str::to_string).collect();
+        let n = read_all(names.iter().filter_map(|name| sd.tensor(name).ok()));
+        assert!(
+            n <= 2 * data.len(),
+            "{n} elements from {} bytes",
+            data.len()
+        );
+    }
+}
+
+/// `.nemo`: the tar members, the YAML config, artifacts, the state dict, then the
+/// Magpie and NanoCodec mappings.
+pub fn nemo(data: &[u8]) {
+    let Ok(n) = rill_checkpoint::nemo::Nemo::from_bytes("fuzz.nemo", data.to_vec()) else {
+        return;
+    };
+    let _ = n.config_json();
+    let _ = n.artifact("ipa_cmudict-0.7b_nv23.01.txt");
+    if let Ok(sd) = n.state_dict() {
+        let names: Vec<String> = sd.names().map(str::to_string).collect();
+        read_all(names.iter().filter_map(|name| sd.tensor(name).ok()));
+    }
+    let _ = rill_nanocodec::load::from_nemo(&n);
+    if let Ok(m) = rill_magpie::load::nemo::MagpieNemo::new(n) {
+        let _ = m.load();
+        let _ = m.english_lexicon();
+    }
+}

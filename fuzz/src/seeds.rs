@@ -330,6 +330,126 @@ fn protocol_seeds() -> Vec<Seed> {
         .collect()
 }
 
+/// A GGUF v3 file (ggml's layout) with one value of each metadata kind and the given
+/// tensors (`name`, ggml `ne` dims, ggml type, bytes).
+fn gguf_file(arch: &str, tensors: &[(&str, &[u64], u32, Vec<u8>)]) -> Vec<u8> {
+    fn s(b: &mut Vec<u8>, t: &str) {
+        b.extend((t.len() as u64).to_le_bytes());
+        b.extend(t.as_bytes());
+    }
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend((tensors.len() as u64).to_le_bytes());
+    b.extend(4u64.to_le_bytes());
+    s(&mut b, "general.architecture");
+    b.extend(8u32.to_le_bytes());
+    s(&mut b, arch);
+    s(&mut b, "general.alignment");
+    b.extend(4u32.to_le_bytes());
+    b.extend(32u32.to_le_bytes());
+    s(&mut b, "x.flag");
+    b.extend(7u32.to_le_bytes());
+    b.push(1);
+    s(&mut b, "x.list");
+    b.extend(9u32.to_le_bytes());
+    b.extend(5u32.to_le_bytes());
+    b.extend(2u64.to_le_bytes());
+    b.extend(3i32.to_le_bytes());
+    b.extend(4i32.to_le_bytes());
+    let mut offset = 0u64;
+    let mut data = Vec::new();
+    for (name, ne, ty, bytes) in tensors {
+        s(&mut b, name);
+        b.extend((ne.len() as u32).to_le_bytes());
+        ne.iter().for_each(|d| b.extend(d.to_le_bytes()));
+        b.extend(ty.to_le_bytes());
+        b.extend(offset.to_le_bytes());
+        data.extend(bytes);
+        while !data.len().is_multiple_of(32) {
+            data.push(0);
+        }
+        offset = data.len() as u64;
+    }
+    while !b.len().is_multiple_of(32) {
+        b.push(0);
+    }
+    b.extend(data);
+    b
+}
+
+fn gguf_seeds() -> Vec<Seed> {
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let tensors: Vec<(&str, &[u64], u32, Vec<u8>)> = vec![
+        (
+            "text_embedding.weight",
+            &[2, 2],
+            0,
+            f32s(&[1.0, 2.0, 3.0, 4.0]),
+        ),
+        (
+            "encoder.layers.0.pos_ff.proj.conv.weight.k0",
+            &[2, 2],
+            1,
+            vec![0, 60, 0, 188, 0, 0, 0, 60],
+        ),
+        ("_baked_embedding_T", &[], 26, 3i32.to_le_bytes().to_vec()),
+    ];
+    let magpie = gguf_file("magpietts", &tensors);
+    let codec = gguf_file(
+        "nemo-nano-codec",
+        &[("dec.pre.b", &[1, 2, 1], 0, f32s(&[0.5, -0.5]))],
+    );
+    let truncated = magpie[..magpie.len() - 40].to_vec(); // into the last tensor
+    vec![
+        ("gguf", "magpie.gguf".into(), magpie),
+        ("gguf", "codec.gguf".into(), codec),
+        ("gguf", "truncated.gguf".into(), truncated),
+    ]
+}
+
+/// Real `torch.save` files (torch 2.12), from the loader fixtures.
+const TORCH_DTYPES: &[u8] = include_bytes!("../../testdata/magpie/loaders/torch_dtypes.ckpt");
+const TORCH_MODULE: &[u8] = include_bytes!("../../testdata/magpie/loaders/torch_module.ckpt");
+
+fn torch_seeds() -> Vec<Seed> {
+    vec![
+        ("torch", "dtypes.ckpt".into(), TORCH_DTYPES.to_vec()),
+        ("torch", "module.ckpt".into(), TORCH_MODULE.to_vec()),
+    ]
+}
+
+/// A `.nemo`-style tar (`./` members) of a config, an artifact and a torch checkpoint.
+fn nemo_tar(config: &str) -> Vec<u8> {
+    let mut out = tar::Builder::new(Vec::new());
+    for (name, data) in [
+        (
+            "./0123_ipa_cmudict-0.7b_nv23.01.txt",
+            &b"HELLO  h\xc9\x99\xcb\x88lo\xca\x8a\n"[..],
+        ),
+        ("./model_config.yaml", config.as_bytes()),
+        ("./model_weights.ckpt", TORCH_MODULE),
+    ] {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        out.append_data(&mut h, name, data).expect("in-memory tar");
+    }
+    out.into_inner().expect("in-memory tar")
+}
+
+fn nemo_seeds() -> Vec<Seed> {
+    let magpie = "target: nemo.collections.tts.models.magpietts.MagpieTTSModel\nmodel_type: decoder_ce\n\
+                  inference_parameters:\n  temperature: 0.6\n  prior_epsilon: 0.1\n  apply_prior_to_layers:\n  - 0\n";
+    let codec =
+        "target: nemo.collections.tts.models.audio_codec.AudioCodecModel\naudio_decoder:\n  \
+                 base_channels: 64\n  up_sample_rates: [8, 8, 4, 2, 2]\n";
+    vec![
+        ("nemo", "magpie.nemo".into(), nemo_tar(magpie)),
+        ("nemo", "codec.nemo".into(), nemo_tar(codec)),
+    ]
+}
+
 /// Every seed of every target.
 pub fn all() -> Vec<Seed> {
     let mut v = npy_seeds();
@@ -338,5 +458,8 @@ pub fn all() -> Vec<Seed> {
     v.extend(session_seeds());
     v.extend(codec_state_seeds());
     v.extend(protocol_seeds());
+    v.extend(gguf_seeds());
+    v.extend(torch_seeds());
+    v.extend(nemo_seeds());
     v
 }

@@ -26,6 +26,9 @@ fn committed_seeds_are_current_and_run() {
             "session_file" => rill_fuzz::session_file,
             "codec_state" => rill_fuzz::codec_state,
             "protocol" => rill_fuzz::protocol,
+            "gguf" => rill_fuzz::gguf,
+            "torch" => rill_fuzz::torch,
+            "nemo" => rill_fuzz::nemo,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);
@@ -68,4 +71,25 @@ fn valid_seeds_reach_the_deep_paths() {
     let z = rill_io::Npz::from_bytes("z", &get("all_dtypes.npz")).unwrap();
     assert_eq!(z.arrays.len(), 8);
     assert!(rill_server::protocol::parse(std::str::from_utf8(&get("start.json")).unwrap()).is_ok());
+    let g = rill_checkpoint::gguf::Gguf::from_bytes("g", get("magpie.gguf")).unwrap();
+    assert_eq!(
+        g.tensor("encoder.layers.0.pos_ff.proj.conv.weight.k0")
+            .unwrap()
+            .to_f32()
+            .unwrap(),
+        [1.0, -1.0, 0.0, 1.0]
+    );
+    assert!(rill_checkpoint::gguf::Gguf::from_bytes("t", get("truncated.gguf")).is_err());
+    assert_eq!(
+        rill_checkpoint::torch::StateDict::parse(&get("dtypes.ckpt"))
+            .unwrap()
+            .len(),
+        11
+    );
+    let n = rill_checkpoint::nemo::Nemo::from_bytes("n", get("magpie.nemo")).unwrap();
+    assert_eq!(n.state_dict().unwrap().len(), 8);
+    assert!(n
+        .artifact("ipa_cmudict-0.7b_nv23.01.txt")
+        .unwrap()
+        .is_some());
 }

@@ -63,6 +63,12 @@ pub enum CheckpointError {
         path: PathBuf,
         problems: Vec<Problem>,
     },
+    #[error("{path} is not a readable {format} file: {reason}; it may be truncated, corrupt or of another kind")]
+    BadContainer {
+        path: PathBuf,
+        format: &'static str,
+        reason: String,
+    },
     #[error("tensor {name} not found in {path}")]
     NoSuchTensor { path: PathBuf, name: String },
     #[error("tensor {name}: {reason}")]

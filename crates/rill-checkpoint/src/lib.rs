@@ -4,15 +4,24 @@
 //!   file is an error, never a panic or an out-of-bounds read.
 //! * [`Checkpoint::validate`] checks every tensor the model needs (presence, shape,
 //!   dtype) and reports all problems at once.
+//! * Foreign containers, read with the same care: [`gguf`] (v3, memory-mapped),
+//!   [`nemo`] (NeMo's tar archive) holding a [`torch`] zip checkpoint whose
+//!   `data.pkl` goes through a code-free [`pickle`] reader.
 //! * [`synth`] writes random-weight checkpoints from the portable recipe of
 //!   `shared/fixtures/mrt2/README.md`, bit-exact with its test vectors.
 
 pub mod error;
+pub mod gguf;
 pub mod layout;
 pub mod locate;
+pub mod nemo;
+pub mod pickle;
 pub mod quantized;
+pub mod raw;
 pub mod synth;
+pub mod torch;
 pub mod writer;
+pub mod yaml;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -96,7 +105,7 @@ impl TensorRef<'_> {
 
 /// The file's bytes: mapped from disk, or owned (files parsed from memory, e.g.
 /// by the fuzz targets, which must not need the file system).
-enum Bytes {
+pub(crate) enum Bytes {
     Mapped(Mmap),
     Owned(Vec<u8>),
 }
@@ -362,4 +371,18 @@ fn describe_safetensors_error(e: &safetensors::SafeTensorError, file_len: usize)
         ),
         other => other.to_string(),
     }
+}
+
+/// Maps `path` read-only (the foreign container readers share this).
+pub(crate) fn map_file(path: &Path) -> Result<Bytes> {
+    let io = |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    // SAFETY: the map is read-only; rill never writes checkpoint files while they
+    // are mapped (a concurrent external truncation could raise SIGBUS, the accepted
+    // contract of every mmap-based loader).
+    let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
+    Ok(Bytes::Mapped(mmap))
 }

@@ -10,6 +10,13 @@ pub enum MagpieError {
     Invalid(Vec<Problem>),
     #[error("tensor {name}: {reason}")]
     BadTensor { name: String, reason: String },
+    #[error("{path} cannot be used as a Magpie model ({} problems):\n  {}", problems.len(), problems.join("\n  "))]
+    Load {
+        path: std::path::PathBuf,
+        problems: Vec<String>,
+    },
+    #[error(transparent)]
+    Text(#[from] rill_text::TextError),
     #[error("{what} is {value}, but must be {expected}")]
     InvalidValue {
         what: &'static str,

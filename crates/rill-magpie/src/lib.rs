@@ -7,6 +7,8 @@
 //! * [`config`]: dimensions read from the checkpoint's shapes, inference parameters.
 //! * [`synth`]: the oracle's portable random-weight recipe, in memory or as a file.
 //! * [`weights`]: tensors by state-dict name, loaded and validated.
+//! * [`load`]: the files users have: NVIDIA's GGUF and NeMo's `.nemo`, with the
+//!   inference parameters of the model's own config.
 //! * [`layers`]: the transformer pieces, named like the checkpoint keys.
 //! * [`model`]: encoder, decoder step with a host-owned cache, local transformer.
 //! * [`rng`], [`sampler`]: torch's CPU generator and `multinomial`, bit for bit.
@@ -41,6 +43,7 @@ pub mod config;
 pub mod error;
 pub mod gemm;
 pub mod layers;
+pub mod load;
 pub mod model;
 pub mod prior;
 pub mod rng;
@@ -51,6 +54,7 @@ pub mod weights;
 
 pub use config::{Config, InferenceParams};
 pub use error::{MagpieError, Result};
+pub use load::LoadedModel;
 pub use model::Model;
 pub use session::Session;
 pub use weights::Weights;

@@ -11,6 +11,7 @@
 //!   ([`Weights::from_state_dict`], validating every key and shape at once), e.g.
 //!   from a safetensors file ([`Weights::load_safetensors`]). [`state_dict`] also
 //!   synthesises the oracle's random weights for a seed, bit-exact, and writes them.
+//! * [`load`] reads the files users have: NeMo's `.nemo` and NVIDIA's decoder GGUF.
 //! * [`NanoCodec`] holds the weights packed for the convolution kernels of one SIMD
 //!   tier and is `Send + Sync`; every stream owns a [`CodecState`].
 //! * [`NanoCodec::step`] decodes one frame: the decoder is fully causal, so every
@@ -35,6 +36,7 @@ mod decoder;
 mod error;
 pub mod fsq;
 mod kernels;
+pub mod load;
 mod pcm;
 mod state;
 pub mod state_dict;
