@@ -45,13 +45,14 @@ pub struct TtsArgs {
     #[arg(short = 'o', long, value_name = "PATH")]
     pub output: PathBuf,
 
-    /// Magpie weights: a safetensors file in NeMo's state-dict layout (as
-    /// `rill synth-checkpoint --model magpie` writes).
+    /// Magpie weights: NVIDIA's `.nemo` archive, the NeMo-Speech.cpp GGUF
+    /// (`magpie_tts_multilingual_357m.v2602.f16.gguf`), or a safetensors file in
+    /// NeMo's state-dict layout (as `rill synth-checkpoint --model magpie` writes).
     #[arg(long, value_name = "PATH")]
     pub magpie: Option<PathBuf>,
 
-    /// NanoCodec weights: a safetensors file in NeMo's state-dict layout (as
-    /// `rill synth-checkpoint --model nanocodec` writes).
+    /// NanoCodec weights: the `.nemo` archive, the NeMo-Speech.cpp decoder GGUF, or
+    /// a safetensors state dict (as `rill synth-checkpoint --model nanocodec` writes).
     #[arg(long, value_name = "PATH")]
     pub codec: Option<PathBuf>,
 
@@ -68,17 +69,18 @@ pub struct TtsArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Sampling temperature of the local transformer (0 = argmax).
-    #[arg(long, default_value_t = 0.6)]
-    pub temperature: f32,
+    /// Sampling temperature of the local transformer (0 = argmax). Default: the
+    /// checkpoint's config, else 0.6.
+    #[arg(long)]
+    pub temperature: Option<f32>,
 
-    /// Top-k of the local transformer.
-    #[arg(long, default_value_t = 80)]
-    pub top_k: usize,
+    /// Top-k of the local transformer. Default: the checkpoint's config, else 80.
+    #[arg(long)]
+    pub top_k: Option<usize>,
 
-    /// Classifier-free guidance scale (1 = none; --no-cfg skips the second row).
-    #[arg(long, default_value_t = 2.5)]
-    pub cfg_scale: f32,
+    /// Classifier-free guidance scale. Default: the checkpoint's config, else 2.5.
+    #[arg(long)]
+    pub cfg_scale: Option<f32>,
 
     /// Run without classifier-free guidance (about half the decoder work).
     #[arg(long)]
@@ -89,8 +91,9 @@ pub struct TtsArgs {
     pub no_prior: bool,
 
     /// Frame cap per utterance (46.4 ms each; NeMo's max_decoder_steps).
-    #[arg(long, default_value_t = 500)]
-    pub max_frames: usize,
+    /// Default: the checkpoint's config, else 500.
+    #[arg(long)]
+    pub max_frames: Option<usize>,
 
     /// Weight format of Magpie's linear layers: f32 (NeMo's arithmetic, the default),
     /// bf16 (half the bytes per step) or int8 (a quarter; MLX-style groups of 64 with
@@ -132,9 +135,10 @@ fn weights_help() -> &'static str {
     "Magpie TTS weights are a separate download under the NVIDIA Open Model License:\n  \
      huggingface-cli download nvidia/magpie_tts_multilingual_357m\n  \
      huggingface-cli download nvidia/nemo-nano-codec-22khz-1.89kbps-21.5fps\n\
-     rill reads safetensors files in NeMo's state-dict layout today; the .nemo and GGUF \
-     readers are in progress. For a smoke run on random weights: rill tts --random-weights \
-     --text \"Hello world.\" -o hello.wav"
+     then: rill tts --magpie magpie_tts_multilingual_357m.nemo --codec \
+     nemo-nano-codec-22khz-1.89kbps-21.5fps.nemo --text \"Hello world.\" -o hello.wav \
+     (NVIDIA's GGUF files work too). For a smoke run on random weights: rill tts \
+     --random-weights --text \"Hello world.\" -o hello.wav"
 }
 
 pub fn run(args: TtsArgs) -> Result<()> {
@@ -167,22 +171,13 @@ pub fn run(args: TtsArgs) -> Result<()> {
     if !(1..=MAX_THREADS).contains(&threads) {
         bail!("the thread count must be 1..={MAX_THREADS}, got {threads}");
     }
-    let params = InferenceParams {
-        max_decoder_steps: args.max_frames,
-        temperature: args.temperature,
-        topk: args.top_k,
-        use_cfg: !args.no_cfg,
-        cfg_scale: args.cfg_scale,
-        apply_attention_prior: !args.no_prior,
-        ..InferenceParams::default()
-    };
-
     let t0 = Instant::now();
-    let (model, codec) = if args.random_weights {
+    let mut lexicon = None;
+    let (weights, file_params, codec) = if args.random_weights {
         eprintln!("synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed 0)");
         let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0)?;
         let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(0))?;
-        (Model::with_format(w, args.precision.format())?, codec)
+        (w, InferenceParams::default(), codec)
     } else {
         let (Some(mp), Some(cp)) = (&args.magpie, &args.codec) else {
             bail!("no weights given\n{}", weights_help());
@@ -192,12 +187,74 @@ pub fn run(args: TtsArgs) -> Result<()> {
                 bail!("{} does not exist\n{}", p.display(), weights_help());
             }
         }
-        let w = rill_magpie::Weights::load(mp)
-            .with_context(|| format!("loading Magpie weights {}", mp.display()))?;
-        let codec = NanoCodec::load_safetensors(cp)
-            .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?;
-        (Model::with_format(w, args.precision.format())?, codec)
+        let ext = |p: &std::path::Path| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        };
+        let (w, params) = match ext(mp).as_str() {
+            "gguf" => {
+                let m = rill_magpie::load::gguf::load(mp)?;
+                (m.weights, m.params)
+            }
+            "nemo" => {
+                let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
+                lexicon = Some(Arc::new(nemo.english_lexicon()?));
+                let m = nemo.load()?;
+                (m.weights, m.params)
+            }
+            _ => (
+                rill_magpie::Weights::load(mp)
+                    .with_context(|| format!("loading Magpie weights {}", mp.display()))?,
+                InferenceParams::default(),
+            ),
+        };
+        let cw = match ext(cp).as_str() {
+            "gguf" => rill_nanocodec::load::load_gguf(cp)?,
+            "nemo" => rill_nanocodec::load::load_nemo(cp)?,
+            _ => {
+                let codec = NanoCodec::load_safetensors(cp)
+                    .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?;
+                return finish(args, text, threads, t0, w, params, codec, lexicon);
+            }
+        };
+        (w, params, NanoCodec::new(&cw)?)
     };
+    finish(
+        args,
+        text,
+        threads,
+        t0,
+        weights,
+        file_params,
+        codec,
+        lexicon,
+    )
+}
+
+/// Applies the flags over the checkpoint's parameters, then speaks.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    args: TtsArgs,
+    text: String,
+    threads: usize,
+    t0: Instant,
+    weights: rill_magpie::Weights,
+    base: InferenceParams,
+    codec: NanoCodec,
+    lexicon: Option<Arc<rill_text::Lexicon>>,
+) -> Result<()> {
+    let params = InferenceParams {
+        max_decoder_steps: args.max_frames.unwrap_or(base.max_decoder_steps),
+        temperature: args.temperature.unwrap_or(base.temperature),
+        topk: args.top_k.unwrap_or(base.topk),
+        use_cfg: base.use_cfg && !args.no_cfg,
+        cfg_scale: args.cfg_scale.unwrap_or(base.cfg_scale),
+        apply_attention_prior: base.apply_attention_prior && !args.no_prior,
+        ..base
+    };
+    let model = Model::with_format(weights, args.precision.format())?;
     let model = Arc::new(model);
     params.validate(&model.config)?;
     if args.speaker >= model.config.speakers {
@@ -208,7 +265,10 @@ pub fn run(args: TtsArgs) -> Result<()> {
         );
     }
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
-    let front = EnglishFrontEnd::new(vocab);
+    let front = match lexicon {
+        Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
+        None => EnglishFrontEnd::new(vocab),
+    };
     let utterances = front.encode_utterances(&text)?;
     let stages = match args.stages {
         Some(StagesArg::One) => Stages::Sequential,
@@ -232,7 +292,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
     let mut state = codec.new_state();
     let mut audio = [0f32; SAMPLES_PER_FRAME];
     let mut pcm = [0i16; SAMPLES_PER_FRAME];
-    let cap = (args.max_frames * utterances.len()) as u64;
+    let cap = (params.max_decoder_steps * utterances.len()) as u64;
     let bar = progress::frames_bar(cap, "speaking");
     let (mut frames, mut step_time) = (0usize, 0f64);
     let start = Instant::now();
