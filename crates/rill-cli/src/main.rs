@@ -60,7 +60,8 @@ enum Command {
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
     SynthCheckpoint(synth::SynthArgs),
     /// Speak English text with Magpie TTS and NanoCodec (22.05 kHz mono WAV).
-    Tts(tts::TtsArgs),
+    #[command(visible_alias = "tts")]
+    Speak(tts::TtsArgs),
 }
 
 fn main() {
@@ -79,7 +80,7 @@ fn main() {
         Command::Serve(a) => serve::run(a),
         Command::Soak(a) => soak::run(a),
         Command::Overload(a) => overload::run(a),
-        Command::Tts(a) => tts::run(a),
+        Command::Speak(a) => tts::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

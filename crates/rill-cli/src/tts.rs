@@ -1,4 +1,4 @@
-//! `rill tts`: English text → 22.05 kHz speech with Magpie TTS and NanoCodec.
+//! `rill speak` (alias `tts`): English text → 22.05 kHz speech with Magpie TTS and NanoCodec.
 //!
 //! Text → `rill_text` (IPA G2P, tokens; long texts split into sentences) → per
 //! utterance a `rill_magpie::Session` (one 8-code frame per 46.4 ms step) → each frame
@@ -48,7 +48,7 @@ pub struct TtsArgs {
     /// Magpie weights: NVIDIA's `.nemo` archive, the NeMo-Speech.cpp GGUF
     /// (`magpie_tts_multilingual_357m.v2602.f16.gguf`), or a safetensors file in
     /// NeMo's state-dict layout (as `rill synth-checkpoint --model magpie` writes).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long = "checkpoint", visible_alias = "magpie", value_name = "PATH")]
     pub magpie: Option<PathBuf>,
 
     /// NanoCodec weights: the `.nemo` archive, the NeMo-Speech.cpp decoder GGUF, or
@@ -56,10 +56,11 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub codec: Option<PathBuf>,
 
-    /// Smoke run on random weights synthesised in memory (the test oracle's recipe):
-    /// the output is noise-like speech-shaped audio, not words.
-    #[arg(long, conflicts_with_all = ["magpie", "codec"])]
-    pub random_weights: bool,
+    /// Smoke run on random weights synthesised in memory from SEED (default 0; the
+    /// test oracle's recipe): speech-shaped noise, not words.
+    #[arg(long, value_name = "SEED", num_args = 0..=1, default_missing_value = "0",
+          conflicts_with_all = ["magpie", "codec"])]
+    pub random_weights: Option<u64>,
 
     /// Baked speaker (v2602: 0 John, 1 Sofia, 2 Aria, 3 Jason, 4 Leo).
     #[arg(long, default_value_t = 0)]
@@ -79,7 +80,7 @@ pub struct TtsArgs {
     pub top_k: Option<usize>,
 
     /// Classifier-free guidance scale. Default: the checkpoint's config, else 2.5.
-    #[arg(long)]
+    #[arg(long, visible_alias = "cfg")]
     pub cfg_scale: Option<f32>,
 
     /// Run without classifier-free guidance (about half the decoder work).
@@ -135,9 +136,9 @@ fn weights_help() -> &'static str {
     "Magpie TTS weights are a separate download under the NVIDIA Open Model License:\n  \
      huggingface-cli download nvidia/magpie_tts_multilingual_357m\n  \
      huggingface-cli download nvidia/nemo-nano-codec-22khz-1.89kbps-21.5fps\n\
-     then: rill tts --magpie magpie_tts_multilingual_357m.nemo --codec \
+     then: rill speak --checkpoint magpie_tts_multilingual_357m.nemo --codec \
      nemo-nano-codec-22khz-1.89kbps-21.5fps.nemo --text \"Hello world.\" -o hello.wav \
-     (NVIDIA's GGUF files work too). For a smoke run on random weights: rill tts \
+     (NVIDIA's GGUF files work too). For a smoke run on random weights: rill speak \
      --random-weights --text \"Hello world.\" -o hello.wav"
 }
 
@@ -173,10 +174,12 @@ pub fn run(args: TtsArgs) -> Result<()> {
     }
     let t0 = Instant::now();
     let mut lexicon = None;
-    let (weights, file_params, codec) = if args.random_weights {
-        eprintln!("synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed 0)");
-        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0)?;
-        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(0))?;
+    let (weights, file_params, codec) = if let Some(seed) = args.random_weights {
+        eprintln!(
+            "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"
+        );
+        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
+        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
         (w, InferenceParams::default(), codec)
     } else {
         let (Some(mp), Some(cp)) = (&args.magpie, &args.codec) else {
@@ -295,6 +298,7 @@ fn finish(
     let cap = (params.max_decoder_steps * utterances.len()) as u64;
     let bar = progress::frames_bar(cap, "speaking");
     let (mut frames, mut step_time) = (0usize, 0f64);
+    let mut first_audio: Option<f64> = None;
     let start = Instant::now();
     for ids in &utterances {
         // The front end appends EOS; the session appends its own.
@@ -337,6 +341,7 @@ fn finish(
             if decoded? {
                 rill_nanocodec::frame_to_int16(&audio, &mut pcm);
                 wav.write(&pcm)?;
+                first_audio.get_or_insert(start.elapsed().as_secs_f64());
                 frames += 1;
                 bar.inc(1);
             }
@@ -351,6 +356,7 @@ fn finish(
             codec.step(&mut state, &c, &mut audio, pools.codec())?;
             rill_nanocodec::frame_to_int16(&audio, &mut pcm);
             wav.write(&pcm)?;
+            first_audio.get_or_insert(start.elapsed().as_secs_f64());
             frames += 1;
             bar.inc(1);
         }
@@ -360,9 +366,11 @@ fn finish(
     let seconds = frames as f64 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
     let wall = start.elapsed().as_secs_f64();
     eprintln!(
-        "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: {:.1} ms per frame \
-         (decoder + codec), real-time factor {:.2}",
+        "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: first audio after \
+         {:.2} s (text encoder, prefill, first frame), {:.1} ms per frame (decoder + codec), \
+         real-time factor {:.2}",
         args.output.display(),
+        first_audio.unwrap_or(wall),
         1e3 * step_time / frames.max(1) as f64,
         wall / seconds.max(1e-9)
     );

@@ -1,4 +1,4 @@
-//! `rill tts` end to end against NeMo: text → G2P → tokens → Magpie (CFG, attention
+//! `rill speak` (alias `tts`) end to end against NeMo: text → G2P → tokens → Magpie (CFG, attention
 //! prior, local transformer, torch's sampler) → NanoCodec → 16-bit WAV, on the
 //! oracle's random weights. The reference is the oracle's recording of NeMo 3.0.0
 //! speaking the same sentence with the same speaker and seed (`magpie_cached`, whose
