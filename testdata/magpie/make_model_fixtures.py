@@ -2,7 +2,7 @@
 """Slims the Magpie TTS oracle recordings into the fixtures `crates/rill-magpie` tests read.
 
 Source: the upstream NeMo 3.0.0 oracle (`oracle/magpie/recordings/` of the shared oracle, see its
-README): `magpie_{cached,plain,eos,layers}.npz`, text "Hello world, I read the rill docs.", speaker 0,
+README): `magpie_{cached,plain,eos,layers,noprior_uncached}.npz`, text "Hello world, I read the rill docs.", speaker 0,
 weights seed 0, sampler seed 0. The sha256 of every source file is stored in each output
 (`source_sha256`) and checked here. Outputs keep float32 (integers as int32) and only the arrays
 the tests gate; per-step arrays may keep a subset of steps (`<key>_steps` says which).
@@ -43,6 +43,12 @@ PLAN = {
     'eos': {
         'text_tokens': None, 'dec_hidden': None, 'lt_logits': [12, 13], 'lt_codes': None,
         'argmax_codes': None, 'predicted_codes': None, 'eos_frame_index': None,
+    },
+    # NeMo's uncached do_tts (full recompute every step) with the prior off: what the
+    # host-owned cached step must equal (spec T1: with the prior off they agree).
+    'noprior_uncached': {
+        'text_tokens': None, 'dec_hidden': None, 'lt_logits': [0, 8, 16, 31],
+        'final_logits_raw': [0, 31], 'lt_codes': None, 'argmax_codes': None,
     },
     'layers': {
         'text_tokens': None, 'dec_hidden': None, 'xattn_probs_last': None,
