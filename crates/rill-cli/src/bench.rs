@@ -23,6 +23,12 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
 
+    /// Which model to time: mrt2 (the music model of --checkpoint) or magpie (Magpie
+    /// TTS + NanoCodec on random weights of the real shapes, CFG on, f32 codec;
+    /// --precision f32|bf16|int8 sets Magpie's linear layers).
+    #[arg(long = "model", value_enum, default_value = "mrt2")]
+    pub which: BenchModel,
+
     /// Frames to time (after the warm-up; at most a day's worth).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_FRAMES).map(|n| n as usize))]
     pub frames: usize,
@@ -49,6 +55,12 @@ pub struct BenchArgs {
     /// Frames for --quality.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
     pub quality_frames: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchModel {
+    Mrt2,
+    Magpie,
 }
 
 /// Peak resident set size of this process (Linux); None elsewhere.
@@ -92,6 +104,9 @@ fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.which == BenchModel::Magpie {
+        return crate::bench_magpie::run(&args);
+    }
     if args.quality {
         return quality(&args);
     }

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_magpie;
 mod decode;
 mod dump;
 mod generate;

@@ -157,3 +157,22 @@ fn tts_stages_give_the_same_audio() {
     assert_eq!(one, run("two", "2"), "two stages");
     assert_eq!(one, run("two", "3"), "two stages, 3 threads");
 }
+
+/// `rill bench --model magpie` runs and reports its figures (no timing asserted).
+#[test]
+fn bench_magpie_reports_json() {
+    let o = rill()
+        .args([
+            "bench", "--model", "magpie", "--frames", "3", "--warmup", "1", "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["model"], "magpie");
+    assert_eq!(v["frames"], 3);
+    for k in ["decoder_ms", "codec_ms", "step_ms"] {
+        assert!(v[k]["median"].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
+}
