@@ -8,65 +8,7 @@
 //! implicit GEMMs without im2col copies (see `kernels`). The history rows *are* the
 //! streaming state of the layer that reads the grid.
 
-use std::ops::{Deref, DerefMut};
-
-/// Elements per SIMD alignment unit (64 bytes).
-const ALIGN: usize = 16;
-
-/// A zero-initialised f32 buffer whose first element is 64-byte aligned, so that
-/// every channel run of 16·k floats starts on a cache line.
-pub(crate) struct AVec {
-    buf: Vec<f32>,
-    off: usize,
-    len: usize,
-}
-
-impl AVec {
-    pub(crate) fn zeros(len: usize) -> AVec {
-        let buf = vec![0f32; len + ALIGN];
-        let addr = buf.as_ptr() as usize;
-        let off = ((64 - addr % 64) % 64) / 4;
-        AVec { buf, off, len }
-    }
-
-    pub(crate) fn from_slice(v: &[f32]) -> AVec {
-        let mut a = AVec::zeros(v.len());
-        a.copy_from_slice(v);
-        a
-    }
-}
-
-impl Deref for AVec {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        &self.buf[self.off..self.off + self.len]
-    }
-}
-
-impl DerefMut for AVec {
-    fn deref_mut(&mut self) -> &mut [f32] {
-        &mut self.buf[self.off..self.off + self.len]
-    }
-}
-
-impl Clone for AVec {
-    fn clone(&self) -> AVec {
-        // A fresh allocation may have a different alignment: recompute the offset.
-        AVec::from_slice(self)
-    }
-}
-
-impl PartialEq for AVec {
-    fn eq(&self, other: &AVec) -> bool {
-        **self == **other
-    }
-}
-
-impl std::fmt::Debug for AVec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "AVec({} floats)", self.len)
-    }
-}
+pub(crate) use rill_kernels::AVec;
 
 /// Shape of a [`Grid`]: `groups × (hist + max_t) × (pl + f + pr) × c`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
 
+pub mod buf;
 pub mod isa;
 pub mod matrix;
 pub mod ops;
@@ -19,6 +20,7 @@ pub mod gemv_mlx8;
 mod gemv_q4;
 mod simd;
 
+pub use buf::AVec;
 pub use isa::{Isa, Tier};
 pub use matrix::{Matrix, Part, WeightFormat};
 pub use pool::Pool;

@@ -28,14 +28,13 @@ use rill_kernels::{Isa, Pool, Tier};
 
 #[cfg(target_arch = "aarch64")]
 mod arm_neon;
-pub(crate) mod buf;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx512;
 
-pub(crate) use buf::AVec;
+pub(crate) use rill_kernels::AVec;
 
 /// Output channels per packed weight panel (one zmm).
 pub(crate) const PANEL: usize = 16;
