@@ -383,53 +383,61 @@ impl PositionwiseConvFF {
     fn forward(&self, seqs: usize, n: usize, x: &mut [f32], s: &mut LayerScratch, pool: &Pool) {
         let (d, f, k) = (self.o_net.rows(), self.proj.rows(), self.kernel);
         let bn = seqs * n;
-        if k == 1 {
-            gemv_rows(&self.proj, &s.h[..bn * d], &mut s.hidden[..bn * f], pool);
-        } else {
-            for b in 0..seqs {
-                for t in 0..n {
-                    let o = (b * n + t) * k * d;
-                    interleave(
-                        &s.h[b * n * d..(b + 1) * n * d],
-                        d,
-                        t,
-                        k,
-                        &mut s.conv_in[o..o + k * d],
-                    );
-                }
-            }
-            gemv_rows(
-                &self.proj,
-                &s.conv_in[..bn * k * d],
-                &mut s.hidden[..bn * f],
-                pool,
-            );
-        }
+        causal_conv(
+            &self.proj,
+            k,
+            (seqs, n),
+            &s.h[..bn * d],
+            &mut s.conv_in,
+            &mut s.hidden[..bn * f],
+            pool,
+        );
         ops::gelu_tanh(&mut s.hidden[..bn * f]);
-        if k == 1 {
-            gemv_rows(&self.o_net, &s.hidden[..bn * f], &mut s.out[..bn * d], pool);
-        } else {
-            for b in 0..seqs {
-                for t in 0..n {
-                    let o = (b * n + t) * k * f;
-                    interleave(
-                        &s.hidden[b * n * f..(b + 1) * n * f],
-                        f,
-                        t,
-                        k,
-                        &mut s.conv_in[o..o + k * f],
-                    );
-                }
-            }
-            gemv_rows(
-                &self.o_net,
-                &s.conv_in[..bn * k * f],
-                &mut s.out[..bn * d],
-                pool,
-            );
-        }
+        causal_conv(
+            &self.o_net,
+            k,
+            (seqs, n),
+            &s.hidden[..bn * f],
+            &mut s.conv_in,
+            &mut s.out[..bn * d],
+            pool,
+        );
         ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
+}
+
+/// `dst[b·n + t] = m · [src[t−k+1] … src[t]]` for each of `seqs` sequences of `n`
+/// rows of `src.len() / (seqs·n)` floats (a bias-free causal conv of kernel `k` as
+/// one product over interleaved taps; `k == 1` is a plain linear layer).
+fn causal_conv(
+    m: &Matrix,
+    k: usize,
+    (seqs, n): (usize, usize),
+    src: &[f32],
+    conv_in: &mut [f32],
+    dst: &mut [f32],
+    pool: &Pool,
+) {
+    if k == 1 {
+        return gemv_rows(m, src, dst, pool);
+    }
+    if seqs * n == 0 {
+        return;
+    }
+    let width = src.len() / (seqs * n);
+    for b in 0..seqs {
+        for t in 0..n {
+            let o = (b * n + t) * k * width;
+            interleave(
+                &src[b * n * width..(b + 1) * n * width],
+                width,
+                t,
+                k,
+                &mut conv_in[o..o + k * width],
+            );
+        }
+    }
+    gemv_rows(m, &conv_in[..seqs * n * k * width], dst, pool);
 }
 
 /// `v[i·k + j] = rows[t − (k−1) + j][i]`, zero before row 0.
