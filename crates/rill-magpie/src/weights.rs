@@ -44,7 +44,9 @@ impl Weights {
             tensors.keys().map(|k| k.as_str()),
         )?;
         let mut problems = Vec::new();
-        for (name, shape) in config.float_specs() {
+        let floats = config.float_specs().into_iter().map(|(n, s)| (n, s, true));
+        let ints = config.int_specs().into_iter().map(|(n, s)| (n, s, false));
+        for (name, shape, float) in floats.chain(ints) {
             match tensors.get(&name) {
                 None => problems.push(Problem::Missing {
                     name,
@@ -55,36 +57,18 @@ impl Weights {
                     expected: shape,
                     found: t.shape.clone(),
                 }),
-                Some(Tensor {
-                    data: TensorData::I64(_),
-                    ..
-                }) => problems.push(Problem::WrongDtype {
-                    name,
-                    expected: "F32, BF16 or F16",
-                    found: "I64".into(),
-                }),
-                Some(_) => {}
-            }
-        }
-        for (name, shape) in config.int_specs() {
-            match tensors.get(&name) {
-                None => problems.push(Problem::Missing {
-                    name,
-                    expected: shape,
-                }),
-                Some(t) if t.shape != shape => problems.push(Problem::WrongShape {
-                    name,
-                    expected: shape,
-                    found: t.shape.clone(),
-                }),
-                Some(Tensor {
-                    data: TensorData::F32(_),
-                    ..
-                }) => problems.push(Problem::WrongDtype {
-                    name,
-                    expected: "I64",
-                    found: "a float type".into(),
-                }),
+                Some(t) if matches!(t.data, TensorData::I64(_)) == float => {
+                    let (expected, found) = if float {
+                        ("F32, BF16 or F16", "I64")
+                    } else {
+                        ("I64", "a float type")
+                    };
+                    problems.push(Problem::WrongDtype {
+                        name,
+                        expected,
+                        found: found.into(),
+                    })
+                }
                 Some(_) => {}
             }
         }
