@@ -68,22 +68,28 @@ pub const MAX_FRAMES: u64 = 25 * 86_400;
 
 pub use rill_kernels::pool::MAX_THREADS;
 
+/// Worker threads: `explicit` (a --threads flag), else $RILL_THREADS, else the core
+/// count; 1..=MAX_THREADS or an error.
+pub fn thread_count(explicit: Option<usize>) -> Result<usize> {
+    let n = match explicit {
+        Some(n) => n,
+        None => match std::env::var("RILL_THREADS") {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
+                anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
+            })?,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+    };
+    if !(1..=MAX_THREADS).contains(&n) {
+        bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
+    }
+    Ok(n)
+}
+
 impl ModelArgs {
     /// Total worker threads: --threads, else $RILL_THREADS, else the core count.
     pub fn thread_count(&self) -> Result<usize> {
-        let n = match self.threads {
-            Some(n) => n,
-            None => match std::env::var("RILL_THREADS") {
-                Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                    anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
-                })?,
-                _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            },
-        };
-        if !(1..=MAX_THREADS).contains(&n) {
-            bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
-        }
-        Ok(n)
+        thread_count(self.threads)
     }
 
     /// The stage arrangement and its thread pools.

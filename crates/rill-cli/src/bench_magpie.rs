@@ -56,7 +56,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let start = Instant::now();
     let mut session = Session::new(model, ids, 0, params, 0, &setup_pool)?;
     let setup = start.elapsed();
-    let (mut dec, mut cod, mut step) = (Vec::new(), Vec::new(), Vec::new());
+    let n = args.frames;
+    let (mut dec, mut cod, mut step) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     let mut first_audio = None;
     // The frame the codec decodes during the next step (two stages).
     let mut pending: Option<[u32; 8]> = None;

@@ -16,7 +16,7 @@ use rill_magpie::{InferenceParams, Model, Session};
 use rill_nanocodec::NanoCodec;
 use rill_text::{EnglishFrontEnd, Language, TextVocabulary};
 
-use crate::args::{StagesArg, MAX_THREADS};
+use crate::args::StagesArg;
 use crate::output::WavOut;
 use crate::progress;
 use rill_stream::{StagePools, Stages};
@@ -159,19 +159,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
             args.output.display()
         );
     }
-    let threads = match args.threads {
-        Some(n) => n,
-        None => match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v
-                .trim()
-                .parse()
-                .map_err(|_| anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count"))?,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
-    if !(1..=MAX_THREADS).contains(&threads) {
-        bail!("the thread count must be 1..={MAX_THREADS}, got {threads}");
-    }
+    let threads = crate::args::thread_count(args.threads)?;
     let t0 = Instant::now();
     let mut lexicon = None;
     let (weights, file_params, codec) = if let Some(seed) = args.random_weights {
