@@ -366,25 +366,7 @@ mod arm {
     use super::{Act, BLOCK, GROUP, Q8, QUADS};
     use std::arch::aarch64::*;
 
-    /// `acc += a·b` per 4-byte group (`SDOT`). `vdotq_s32` is not stable yet, so
-    /// the instruction is written out.
-    ///
-    /// # Safety
-    /// The CPU must support FEAT_DotProd.
-    #[inline]
-    #[target_feature(enable = "neon,dotprod")]
-    unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-        let mut acc = acc;
-        // SAFETY: register-only arithmetic; the caller guarantees dotprod.
-        std::arch::asm!(
-            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack)
-        );
-        acc
-    }
+    use crate::simd::sdot;
 
     /// One block at a time with `SDOT` (signed × signed bytes). The weights are
     /// stored unsigned, so each is flipped to `q' = q − 128` in the register; with

@@ -284,24 +284,7 @@ mod arm {
         ]
     }
 
-    /// `acc += a·b` per 4-byte group (`SDOT`, written out: `vdotq_s32` is unstable).
-    ///
-    /// # Safety
-    /// The CPU must support FEAT_DotProd.
-    #[inline]
-    #[target_feature(enable = "neon,dotprod")]
-    unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-        let mut acc = acc;
-        // SAFETY: register-only arithmetic; the caller guarantees dotprod.
-        std::arch::asm!(
-            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack)
-        );
-        acc
-    }
+    use crate::simd::sdot;
 
     /// With `SDOT` on the split activation bytes (`xq = 256·hi + lo' + 128`):
     /// `Σl·xq = 256·Σl·hi + Σl·lo' + lsum128`. Each byte sum stays below

@@ -1,4 +1,4 @@
-//! Small SIMD helpers shared by the x86 kernels.
+//! Small SIMD helpers shared by the kernels of one architecture.
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::*;
@@ -19,5 +19,33 @@ mod x86 {
         let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
         let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
         _mm_cvtss_f32(s)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+pub(crate) use arm::*;
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+
+    /// `acc += a·b` per 4-byte group (`SDOT`, FEAT_DotProd). `vdotq_s32` is not
+    /// stable yet, so the instruction is written out.
+    ///
+    /// # Safety
+    /// The CPU must support FEAT_DotProd.
+    #[inline]
+    #[target_feature(enable = "neon,dotprod")]
+    pub(crate) unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+        let mut acc = acc;
+        // SAFETY: register-only arithmetic; the caller guarantees dotprod.
+        std::arch::asm!(
+            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+            acc = inout(vreg) acc,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack)
+        );
+        acc
     }
 }
