@@ -37,8 +37,10 @@ pub struct ModelArgs {
 
     /// Codec (SpectroStream decoder) weights: f32 (exact, ≈107 dB audio SNR vs
     /// upstream), i16 (int16 weights with per-channel scales for the
-    /// bandwidth-bound early layers, ≈86 dB, faster) or f16 (the same layers in
-    /// IEEE half, ≈64 dB). Default: f32 for generate and decode; i16 for play,
+    /// bandwidth-bound early layers, ≈86 dB, faster), f16 (the same layers in
+    /// IEEE half, ≈64 dB) or fp16 (every weight and activation in IEEE half with
+    /// the two-stage rescale, ≈55 dB: the numerics of fp16 hardware, on the f32
+    /// kernels, not faster). Default: f32 for generate and decode; i16 for play,
     /// serve and bench (live use) and with --precision mixed.
     #[arg(long, value_enum)]
     pub codec: Option<CodecArg>,
@@ -129,6 +131,7 @@ pub enum CodecArg {
     F32,
     I16,
     F16,
+    Fp16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

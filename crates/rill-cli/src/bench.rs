@@ -124,6 +124,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             rill_codec::CodecOptions {
                 precision: codec_precision,
                 isa: Some(isa),
+                rescale: None,
             },
         )
         .map(Arc::new)
@@ -274,7 +275,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
         );
     }
 
-    // Codec: audio of the f32 model's tokens, f16 early weights vs f32.
+    // Codec: audio of the f32 model's tokens, each codec mode vs f32.
     let frames = args.quality_frames.max(2);
     let mut s = Session::new(reference, 42, &pool);
     s.set_conditioning(&cond, &pool)?;
@@ -285,6 +286,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
             rill_codec::CodecOptions {
                 precision,
                 isa: None,
+                rescale: None,
             },
         )?;
         let mut st = c.new_state();
@@ -298,15 +300,45 @@ fn quality(args: &BenchArgs) -> Result<()> {
         Ok(out)
     };
     let exact = decode(rill_codec::CodecPrecision::F32)?;
-    let f16 = decode(rill_codec::CodecPrecision::F16Weights)?;
-    let (mut sig, mut err) = (0f64, 0f64);
-    for (a, b) in exact.iter().zip(&f16) {
-        sig += (*a as f64).powi(2);
-        err += ((a - b) as f64).powi(2);
-    }
+    // Activation peaks of the f32 codec on these generated codes: what the fp16
+    // rescale's constants rest on (≥ 30× below half's 65504 once rescaled).
+    let codec = rill_codec::Codec::load(&ckpt)?;
+    let peaks = codec.activation_peaks(&tokens, &pool);
+    let region = |from: usize, to: usize| {
+        peaks
+            .iter()
+            .filter(|p| (from..=to).any(|i| p.stage.starts_with(&format!("decoder_{i}/"))))
+            .map(|p| p.native)
+            .fold(0f32, f32::max)
+    };
+    let r = rill_codec::Rescale::FP16;
+    let (early, late) = (region(1, 4), region(5, 6));
+    let stored = (early / (1u32 << r.first_log2) as f32)
+        .max(late / (1u32 << (r.first_log2 + r.second_log2)) as f32)
+        .max(region(0, 0));
     println!(
-        "codec f16 early weights: audio SNR {:.1} dB vs f32 over {frames} frames (f32 matches upstream at ≈107 dB)",
-        10.0 * (sig / err.max(f64::MIN_POSITIVE)).log10()
+        "codec activation peaks: decoder_0 {:.3e}, decoder_1..4 {early:.3e}, decoder_5..6 {late:.3e}; with the fp16 rescale ({}×, {}×) the largest stored value is {stored:.3e}, {:.0}× below half's maximum",
+        region(0, 0),
+        1u32 << r.first_log2,
+        1u32 << (r.first_log2 + r.second_log2),
+        65504.0 / stored
     );
+    for p in [
+        rill_codec::CodecPrecision::I16Weights,
+        rill_codec::CodecPrecision::F16Weights,
+        rill_codec::CodecPrecision::F16,
+    ] {
+        let got = decode(p)?;
+        let (mut sig, mut err) = (0f64, 0f64);
+        for (a, b) in exact.iter().zip(&got) {
+            sig += (*a as f64).powi(2);
+            err += ((a - b) as f64).powi(2);
+        }
+        println!(
+            "codec {}: audio SNR {:.1} dB vs f32 over {frames} frames (f32 matches upstream at ≈107 dB)",
+            model_source::codec_name(p),
+            10.0 * (sig / err.max(f64::MIN_POSITIVE)).log10()
+        );
+    }
     Ok(())
 }

@@ -148,6 +148,7 @@ pub fn codec_precision(args: &ModelArgs, lm: Precision, live: bool) -> CodecPrec
         (Some(CodecArg::F32), _) => CodecPrecision::F32,
         (Some(CodecArg::F16), _) => CodecPrecision::F16Weights,
         (Some(CodecArg::I16), _) => CodecPrecision::I16Weights,
+        (Some(CodecArg::Fp16), _) => CodecPrecision::F16,
         (None, Precision::Mixed) => CodecPrecision::I16Weights,
         (None, _) if live => CodecPrecision::I16Weights,
         (None, _) => CodecPrecision::F32,
@@ -159,6 +160,7 @@ pub fn codec_name(p: CodecPrecision) -> &'static str {
         CodecPrecision::F32 => "f32",
         CodecPrecision::F16Weights => "f16 early weights",
         CodecPrecision::I16Weights => "int16 early weights",
+        CodecPrecision::F16 => "fp16 activations and weights (rescaled)",
     }
 }
 
@@ -170,6 +172,7 @@ pub fn load_codec(ckpt: &Checkpoint, precision: CodecPrecision) -> Result<Arc<Co
         CodecOptions {
             precision,
             isa: None,
+            rescale: None,
         },
     )?;
     eprintln!(

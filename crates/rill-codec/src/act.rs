@@ -6,6 +6,7 @@ use rill_kernels::{Isa, Pool};
 
 use crate::grid::Grid;
 use crate::kernels::elu_copy;
+use crate::numerics::elu_scaled_in_place;
 
 /// A raw pointer to a grid's data shared by tasks that write disjoint rows.
 #[derive(Clone, Copy)]
@@ -22,11 +23,12 @@ impl RowsPtr {
     }
 }
 
-/// `dst[g, t, f, :] = elu(src[g, t, f, :])` for the `t` current rows.
+/// `dst[g, t, f, :] = elu(src[g, t, f, :])` for the `t` current rows; with an
+/// activation scale `s ≠ 1` the scaled ELU `elu(x/s)·s` (see `numerics`).
 ///
 /// If `src` has one group and `dst` several, `src`'s channels are split into
 /// contiguous blocks, block `g` → group `g` (ParallelChannels, spec §4.2 row 5).
-pub(crate) fn elu_into(isa: Isa, src: &Grid, dst: &mut Grid, t: usize, pool: &Pool) {
+pub(crate) fn elu_into(isa: Isa, src: &Grid, dst: &mut Grid, t: usize, scale: f32, pool: &Pool) {
     let (s, d) = (src.shape, dst.shape);
     let split = s.groups != d.groups;
     assert!(
@@ -49,14 +51,22 @@ pub(crate) fn elu_into(isa: Isa, src: &Grid, dst: &mut Grid, t: usize, pool: &Po
         assert!(o + d.f * d.c <= out_len);
         // SAFETY: rows (g, row) are disjoint between tasks; the range is in bounds.
         let out_row = unsafe { std::slice::from_raw_parts_mut(out.get().add(o), d.f * d.c) };
+        let elu = |from: &[f32], to: &mut [f32]| {
+            if scale == 1.0 {
+                elu_copy(isa, from, to);
+            } else {
+                to.copy_from_slice(from);
+                elu_scaled_in_place(isa, to, scale);
+            }
+        };
         if split {
             for (f, chunk) in out_row.chunks_exact_mut(d.c).enumerate() {
                 let i = src.interior(0, row, f) + g * d.c;
-                elu_copy(isa, &src.data[i..i + d.c], chunk);
+                elu(&src.data[i..i + d.c], chunk);
             }
         } else {
             let i = src.interior(g, row, 0);
-            elu_copy(isa, &src.data[i..i + d.f * d.c], out_row);
+            elu(&src.data[i..i + d.f * d.c], out_row);
         }
     });
 }

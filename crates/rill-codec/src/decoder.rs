@@ -27,114 +27,17 @@ use crate::conv::{Conv2d, Conv2dTranspose};
 use crate::grid::{Grid, GridShape};
 use crate::istft::{BINS, BIN_CHANNELS};
 use crate::kernels::{EarlyWeights, Epilogue, RowMap};
+use crate::numerics::{elu_rows_scaled, scale_rows, Numerics};
 use crate::rvq::{self, Codebook};
 use crate::winograd::{WinoConv3x3, WinoConvT, WinoScratch};
 use crate::CodecError;
 
 const PREFIX: &str = "params/soundstream/decoder";
 
-/// Freq bins at the decoder input (`480 / Π freq strides`).
-const INPUT_BINS: usize = 5;
-/// Channels per input bin (`64 · Π mults`).
-const INPUT_CHANNELS: usize = 512;
-/// STFT frames per codec frame (`Π time strides`).
-pub(crate) const STFT_PER_FRAME: usize = 4;
-/// ParallelChannels groups (stereo channels).
-const GROUPS: usize = 2;
+mod blocks;
 
-/// One upsampling residual block `decoder_i`.
-struct BlockSpec {
-    name: &'static str,
-    cin: usize,
-    cout: usize,
-    stride: [usize; 2],
-    f_in: usize,
-    groups: usize,
-}
-
-/// The blocks, derived from `ratios=((1,2),(1,2),(1,3),(1,2),(1,2),(2,2),(2,1))` and
-/// `mults=(2,1,2,1,1,2,1)` applied in reverse, channel recombination at block 6.
-const BLOCKS: [BlockSpec; 7] = [
-    BlockSpec {
-        name: "decoder_0",
-        cin: 512,
-        cout: 1024,
-        stride: [2, 1],
-        f_in: 5,
-        groups: 1,
-    },
-    BlockSpec {
-        name: "decoder_1",
-        cin: 512,
-        cout: 256,
-        stride: [2, 2],
-        f_in: 5,
-        groups: GROUPS,
-    },
-    BlockSpec {
-        name: "decoder_2",
-        cin: 256,
-        cout: 256,
-        stride: [1, 2],
-        f_in: 10,
-        groups: GROUPS,
-    },
-    BlockSpec {
-        name: "decoder_3",
-        cin: 256,
-        cout: 256,
-        stride: [1, 2],
-        f_in: 20,
-        groups: GROUPS,
-    },
-    BlockSpec {
-        name: "decoder_4",
-        cin: 256,
-        cout: 128,
-        stride: [1, 3],
-        f_in: 40,
-        groups: GROUPS,
-    },
-    BlockSpec {
-        name: "decoder_5",
-        cin: 128,
-        cout: 128,
-        stride: [1, 2],
-        f_in: 120,
-        groups: GROUPS,
-    },
-    BlockSpec {
-        name: "decoder_6",
-        cin: 128,
-        cout: 64,
-        stride: [1, 2],
-        f_in: 240,
-        groups: GROUPS,
-    },
-];
-
-/// Winograd output tile `[rows, bins]` of each block's 3×3 conv, `None` = direct.
-/// The tile rows divide the block's rows per codec frame (4 from decoder_1 on).
-/// decoder_0 (2 rows per frame, 5 bins, 1024 channels) is weight-bandwidth-bound in
-/// step mode, where the 4×–2.7× larger transformed weights would cost more than the
-/// products saved; decoder_1 (10 bins) gains most from `F(4×2)`.
-const WINOGRAD: [Option<[usize; 2]>; 7] = [
-    None,
-    Some([4, 2]),
-    Some([4, 4]),
-    Some([4, 4]),
-    Some([4, 4]),
-    Some([4, 4]),
-    Some([4, 4]),
-];
-
-/// Winograd time tile of each block's transposed conv, `None` = direct: the blocks
-/// with time stride 1 (3 time taps per phase, 4 rows per codec frame) use `F(4, 3)`.
-const WINOGRAD_T: [Option<usize>; 7] = [None, None, Some(4), Some(4), Some(4), Some(4), Some(4)];
-
-/// Blocks whose weights [`crate::CodecPrecision::F16Weights`] rounds to f16 (besides
-/// input_layer and the residual unit): decoder_0, and decoder_1 except its 3×3 conv.
-const F16_BLOCKS: usize = 2;
+pub(crate) use blocks::STFT_PER_FRAME;
+use blocks::*;
 
 /// Reads a decoder tensor and checks its shape.
 fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
@@ -149,14 +52,25 @@ fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, Co
     Ok(t.to_f32()?)
 }
 
+/// What the loader does to the checkpoint's weights: the number format of the
+/// kernels and the activation scale of the block (which multiplies its biases).
+#[derive(Clone, Copy)]
+struct WeightPrep {
+    numerics: Numerics,
+    scale: f32,
+}
+
 /// Kernel and bias of the conv at `path` (`…/conv/kernel`, `…/conv/bias`).
 fn conv_weights(
     ckpt: &Checkpoint,
     path: &str,
     shape: [usize; 4],
+    prep: WeightPrep,
 ) -> Result<(Vec<f32>, Vec<f32>), CodecError> {
-    let k = tensor(ckpt, &format!("{PREFIX}/{path}/conv/kernel"), &shape)?;
-    let b = tensor(ckpt, &format!("{PREFIX}/{path}/conv/bias"), &[shape[3]])?;
+    let mut k = tensor(ckpt, &format!("{PREFIX}/{path}/conv/kernel"), &shape)?;
+    let mut b = tensor(ckpt, &format!("{PREFIX}/{path}/conv/bias"), &[shape[3]])?;
+    prep.numerics.round_to_format(&mut k);
+    b.iter_mut().for_each(|v| *v *= prep.scale);
     Ok((k, b))
 }
 
@@ -165,8 +79,9 @@ fn load_conv(
     path: &str,
     shape: [usize; 4],
     f: usize,
+    prep: WeightPrep,
 ) -> Result<Conv2d, CodecError> {
-    let (k, b) = conv_weights(ckpt, path, shape)?;
+    let (k, b) = conv_weights(ckpt, path, shape, prep)?;
     Ok(Conv2d::new(&k, &b, shape, f))
 }
 
@@ -194,6 +109,21 @@ pub(crate) struct Decoder {
     ru_b: Conv2d,
     blocks: Vec<Block>,
     out: Conv2d,
+    numerics: Numerics,
+}
+
+/// The output grid of a decoder stage, given to the `lap` callback of
+/// [`Decoder::run_chunk`] (profiling, activation peaks).
+pub(crate) struct Stage<'a> {
+    pub out: &'a Grid,
+    /// Current rows of `out`.
+    pub rows: usize,
+    /// Activation scale of `out` (native value = stored value / `scale`).
+    pub scale: f32,
+}
+
+fn stage(out: &Grid, rows: usize, scale: f32) -> Stage<'_> {
+    Stage { out, rows, scale }
 }
 
 /// Every activation grid of one stream; grids with history rows hold its state.
@@ -211,6 +141,8 @@ pub(crate) struct Buffers {
     out_in: Grid,
     /// `[t][480][4]` decoder output of the chunk.
     pub stft: Grid,
+    /// How the grids store activations (state export/import converts to native f32).
+    pub numerics: Numerics,
 }
 
 #[derive(Clone, PartialEq)]
@@ -224,6 +156,8 @@ struct BlockBufs {
     shortcut: Option<Grid>,
     wino: Option<WinoScratch>,
     winot: Option<WinoScratch>,
+    /// Activation scale of the block's grids.
+    scale: f32,
 }
 
 impl Decoder {
@@ -232,11 +166,17 @@ impl Decoder {
     pub(crate) fn load(
         ckpt: &Checkpoint,
         early: Option<EarlyWeights>,
+        numerics: Numerics,
         isa: Isa,
     ) -> Result<Decoder, CodecError> {
         let (d, p, c) = (rvq::DIM, INPUT_BINS * INPUT_CHANNELS, INPUT_CHANNELS);
+        let prep = |block: usize| WeightPrep {
+            numerics,
+            scale: numerics.rescale.block_scale(block),
+        };
         let il = |name: &str, cin: usize| -> Result<Conv2d, CodecError> {
-            let (k, b) = conv_weights(ckpt, &format!("input_layer/{name}"), [1, 1, cin, p])?;
+            let path = format!("input_layer/{name}");
+            let (k, b) = conv_weights(ckpt, &path, [1, 1, cin, p], prep(0))?;
             Ok(Conv2d::new_1x1(&k, &b, cin, p))
         };
         let il_first = il("conv1x1_first", d)?;
@@ -248,15 +188,24 @@ impl Decoder {
             &format!("{ru}/conv2d_3x3_a"),
             [3, 3, c, c],
             INPUT_BINS,
+            prep(0),
         )?;
-        let ru_b = load_conv(ckpt, &format!("{ru}/conv2d_3x3"), [3, 3, c, c], INPUT_BINS)?;
+        let ru_b = load_conv(
+            ckpt,
+            &format!("{ru}/conv2d_3x3"),
+            [3, 3, c, c],
+            INPUT_BINS,
+            prep(0),
+        )?;
         let mut blocks = Vec::new();
-        for spec in &BLOCKS {
+        for (i, spec) in BLOCKS.iter().enumerate() {
+            let prep = prep(i);
             let [st, sf] = spec.stride;
             let (kt, kf) = ((2 * st).max(3), (2 * sf).max(3));
             let convt_name = format!("conv2dtranspose_{kt}x{kf}");
             let shape = [kt, kf, spec.cin, spec.cout];
-            let (k, b) = conv_weights(ckpt, &format!("{}/{convt_name}", spec.name), shape)?;
+            let path = format!("{}/{convt_name}", spec.name);
+            let (k, b) = conv_weights(ckpt, &path, shape, prep)?;
             let convt = Conv2dTranspose::new(&k, &b, shape, spec.stride, spec.f_in);
             let winot = WINOGRAD_T[blocks.len()]
                 .map(|mt| WinoConvT::new(&k, &b, shape, spec.stride, spec.f_in, mt));
@@ -266,10 +215,11 @@ impl Decoder {
                 &format!("{}/conv2d_3x3", spec.name),
                 [3, 3, spec.cout, spec.cout],
                 f_out,
+                prep,
             )?;
             let shortcut = if spec.cin != spec.cout {
                 let path = format!("{}/shortcut_layer/conv1x1", spec.name);
-                let (k, b) = conv_weights(ckpt, &path, [1, 1, spec.cin, spec.cout])?;
+                let (k, b) = conv_weights(ckpt, &path, [1, 1, spec.cin, spec.cout], prep)?;
                 Some(Conv2d::new_1x1(&k, &b, spec.cin, spec.cout))
             } else {
                 None
@@ -278,6 +228,7 @@ impl Decoder {
                 ckpt,
                 &format!("{}/conv2d_3x3", spec.name),
                 [3, 3, spec.cout, spec.cout],
+                prep,
             )?;
             let wino = WINOGRAD[blocks.len()]
                 .map(|m| WinoConv3x3::new(&kk, &kb, spec.cout, spec.cout, f_out, m));
@@ -291,7 +242,14 @@ impl Decoder {
                 shortcut,
             });
         }
-        let out = load_conv(ckpt, "output_layer/base_conv_last", [7, 7, 64, 2], BINS)?;
+        let out_prep = prep(BLOCKS.len());
+        let out = load_conv(
+            ckpt,
+            "output_layer/base_conv_last",
+            [7, 7, 64, 2],
+            BINS,
+            out_prep,
+        )?;
         let mut d = Decoder {
             il_first,
             il_b1,
@@ -300,6 +258,7 @@ impl Decoder {
             ru_b,
             blocks,
             out,
+            numerics,
         };
         if let Some(format) = early {
             d.narrow_early(format, isa);
@@ -353,6 +312,7 @@ impl Decoder {
                     .map(|_| Grid::new(raw(s.groups, t_in, s.f_in, s.cout))),
                 wino: b.wino.as_ref().map(|w| w.scratch(s.groups, t_out)),
                 winot: b.winot.as_ref().map(|w| w.scratch(s.groups, t_in)),
+                scale: self.numerics.rescale.block_scale(blocks.len()),
             });
             t_in = t_out;
         }
@@ -366,11 +326,13 @@ impl Decoder {
             blocks,
             out_in: Grid::new(self.out.input_shape(GROUPS, t_in)),
             stft: Grid::new(raw(1, t_in, BINS, BIN_CHANNELS)),
+            numerics: self.numerics,
         }
     }
 
     /// Runs `frames.len()` codec frames (at most `b.max_frames`) through the decoder;
-    /// the result is in `b.stft`, `4·frames.len()` rows of `[480][4]`.
+    /// the result is in `b.stft`, `4·frames.len()` rows of `[480][4]`. `lap` is called
+    /// after each stage with its output grid.
     pub(crate) fn run_chunk(
         &self,
         isa: Isa,
@@ -378,7 +340,7 @@ impl Decoder {
         frames: &[[u32; rvq::LEVELS]],
         b: &mut Buffers,
         pool: &Pool,
-        lap: &mut dyn FnMut(&'static str),
+        lap: &mut dyn FnMut(&'static str, Stage<'_>),
     ) {
         let t = frames.len();
         assert!(
@@ -386,10 +348,12 @@ impl Decoder {
             "chunk of {t} frames exceeds the buffers ({})",
             b.max_frames
         );
+        let num = self.numerics;
         for (i, ids) in frames.iter().enumerate() {
             let o = b.emb.interior(0, i, 0);
             cb.embed(ids, &mut b.emb.data[o..o + rvq::DIM]);
         }
+        num.store(&mut b.emb, t);
         // input_layer: body + shortcut, both 1x1 over the [1, 256] frame.
         let p = INPUT_BINS * INPUT_CHANNELS;
         let rows = |cin: usize| RowMap {
@@ -399,101 +363,120 @@ impl Decoder {
             out_strides: [0, p, 0],
             out_base: 0,
         };
+        let emb = &b.emb.data;
+        let il_h = &mut b.il_h;
         self.il_b1.pointwise(
             isa,
-            &b.emb.data,
+            emb,
             rows(rvq::DIM),
-            &mut b.il_h.data,
+            &mut il_h.data,
             Epilogue::Elu,
             pool,
         );
+        num.store(il_h, t);
+        let x0 = &mut b.x0;
         self.il_first.pointwise(
             isa,
-            &b.emb.data,
+            emb,
             rows(rvq::DIM),
-            &mut b.x0.data,
+            &mut x0.data,
             Epilogue::Store,
             pool,
         );
-        self.il_b2.pointwise(
-            isa,
-            &b.il_h.data,
-            rows(p),
-            &mut b.x0.data,
-            Epilogue::Accumulate,
-            pool,
-        );
-        lap("input_layer");
+        num.store(x0, t);
+        let accumulate = Epilogue::Accumulate;
+        self.il_b2
+            .pointwise(isa, &il_h.data, rows(p), &mut x0.data, accumulate, pool);
+        num.store(x0, t);
+        lap("input_layer", stage(x0, t, 1.0));
         // input_layers_residual_unit (identity shortcut), in place on x0.
-        elu_into(isa, &b.x0, &mut b.ru_in, t, pool);
+        elu_into(isa, x0, &mut b.ru_in, t, 1.0, pool);
+        num.store(&mut b.ru_in, t);
         self.ru_a
             .run(isa, &b.ru_in, t, &mut b.ru_mid, Epilogue::Elu, pool);
-        self.ru_b
-            .run(isa, &b.ru_mid, t, &mut b.x0, Epilogue::Accumulate, pool);
+        num.store(&mut b.ru_mid, t);
+        self.ru_b.run(isa, &b.ru_mid, t, x0, accumulate, pool);
+        num.store(x0, t);
         b.ru_in.shift_history(t);
         b.ru_mid.shift_history(t);
-        lap("residual_unit");
+        lap("residual_unit", stage(x0, t, 1.0));
         // Upsampling blocks.
         let mut t_in = t;
+        let mut src_scale = 1.0;
         for (i, blk) in self.blocks.iter().enumerate() {
             let (done, rest) = b.blocks.split_at_mut(i);
-            let src = if i == 0 { &b.x0 } else { &done[i - 1].out };
             let bufs = &mut rest[0];
+            let s = bufs.scale;
+            let src = if i == 0 {
+                &mut b.x0
+            } else {
+                &mut done[i - 1].out
+            };
+            // A top-level serial boundary: the only place the scale changes.
+            if s != src_scale {
+                scale_rows(src, t_in, s / src_scale);
+                num.store(src, t_in);
+            }
+            let src = &*src;
             let t_out = t_in * blk.spec.stride[0];
             let names = &LAP_NAMES[i];
-            elu_into(isa, src, &mut bufs.input, t_in, pool);
+            elu_into(isa, src, &mut bufs.input, t_in, s, pool);
+            num.store(&mut bufs.input, t_in);
+            // The transposed conv's fused ELU is the plain one; scaled, it is a pass.
+            let epi = if s == 1.0 {
+                Epilogue::Elu
+            } else {
+                Epilogue::Store
+            };
             match (&blk.winot, &mut bufs.winot) {
-                (Some(w), Some(scratch)) => w.run(
-                    isa,
-                    &bufs.input,
-                    t_in,
-                    &mut bufs.mid,
-                    Epilogue::Elu,
-                    scratch,
-                    pool,
-                ),
+                (Some(w), Some(scratch)) => {
+                    w.run(isa, &bufs.input, t_in, &mut bufs.mid, epi, scratch, pool)
+                }
                 _ => blk
                     .convt
-                    .run(isa, &bufs.input, t_in, &mut bufs.mid, Epilogue::Elu, pool),
+                    .run(isa, &bufs.input, t_in, &mut bufs.mid, epi, pool),
             }
-            lap(names[0]);
+            if epi == Epilogue::Store {
+                elu_rows_scaled(isa, &mut bufs.mid, t_out, s);
+            }
+            num.store(&mut bufs.mid, t_out);
+            lap(names[0], stage(&bufs.mid, t_out, s));
+            let store = Epilogue::Store;
             match (&blk.wino, &mut bufs.wino) {
-                (Some(w), Some(scratch)) => w.run(
-                    isa,
-                    &bufs.mid,
-                    t_out,
-                    &mut bufs.out,
-                    Epilogue::Store,
-                    scratch,
-                    pool,
-                ),
+                (Some(w), Some(scratch)) => {
+                    w.run(isa, &bufs.mid, t_out, &mut bufs.out, store, scratch, pool)
+                }
                 _ => blk
                     .conv
-                    .run(isa, &bufs.mid, t_out, &mut bufs.out, Epilogue::Store, pool),
+                    .run(isa, &bufs.mid, t_out, &mut bufs.out, store, pool),
             }
-            lap(names[1]);
+            num.store(&mut bufs.out, t_out);
+            lap(names[1], stage(&bufs.out, t_out, s));
             match (&blk.shortcut, &mut bufs.shortcut) {
                 (Some(conv), Some(sc)) => {
-                    conv.pointwise(
-                        isa,
-                        &src.data,
-                        shortcut_rows(src, sc, t_in),
-                        &mut sc.data,
-                        Epilogue::Store,
-                        pool,
-                    );
+                    let map = shortcut_rows(src, sc, t_in);
+                    conv.pointwise(isa, &src.data, map, &mut sc.data, store, pool);
+                    num.store(sc, t_in);
                     upsample_add(sc, blk.spec.stride, &mut bufs.out, t_out, pool);
                 }
                 _ => upsample_add(src, blk.spec.stride, &mut bufs.out, t_out, pool),
             }
+            num.store(&mut bufs.out, t_out);
             bufs.input.shift_history(t_in);
             bufs.mid.shift_history(t_out);
-            lap(names[2]);
+            lap(names[2], stage(&bufs.out, t_out, s));
             t_in = t_out;
+            src_scale = s;
         }
         // output_layer per group, written into the interleaved [t][480][4] STFT.
-        let last = &b.blocks[self.blocks.len() - 1].out;
-        elu_into(isa, last, &mut b.out_in, t_in, pool);
+        let s = self.numerics.rescale.block_scale(self.blocks.len());
+        let last = &mut b.blocks[self.blocks.len() - 1].out;
+        if s != src_scale {
+            scale_rows(last, t_in, s / src_scale);
+            num.store(last, t_in);
+        }
+        elu_into(isa, last, &mut b.out_in, t_in, s, pool);
+        num.store(&mut b.out_in, t_in);
         let i = b.out_in.shape;
         let rows = RowMap {
             dims: [GROUPS, t_in, BINS],
@@ -502,74 +485,63 @@ impl Decoder {
             out_strides: [2, BINS * BIN_CHANNELS, BIN_CHANNELS],
             out_base: 0,
         };
+        let stft = &mut b.stft;
         self.out.pointwise(
             isa,
             &b.out_in.data,
             rows,
-            &mut b.stft.data,
+            &mut stft.data,
             Epilogue::Store,
             pool,
         );
+        // Leave the rescaled region: the STFT (the host iSTFT's f32 input, ≈ 1e4 on
+        // the real checkpoint) is at native scale and not rounded to half.
+        scale_rows(stft, t_in, 1.0 / s);
         b.out_in.shift_history(t_in);
-        lap("output_layer");
+        lap("output_layer", stage(stft, t_in, 1.0));
     }
 }
 
-/// Profiling lap names of each block: transposed conv (with its input ELU), 3×3
-/// conv, shortcut and history shift.
-const LAP_NAMES: [[&str; 3]; 7] = [
-    ["decoder_0/convT", "decoder_0/conv3x3", "decoder_0/rest"],
-    ["decoder_1/convT", "decoder_1/conv3x3", "decoder_1/rest"],
-    ["decoder_2/convT", "decoder_2/conv3x3", "decoder_2/rest"],
-    ["decoder_3/convT", "decoder_3/conv3x3", "decoder_3/rest"],
-    ["decoder_4/convT", "decoder_4/conv3x3", "decoder_4/rest"],
-    ["decoder_5/convT", "decoder_5/conv3x3", "decoder_5/rest"],
-    ["decoder_6/convT", "decoder_6/conv3x3", "decoder_6/rest"],
-];
-
 impl Buffers {
-    /// The streaming state arrays (grids with history rows) by stable name, in order.
-    pub(crate) fn state_grids(&self) -> Vec<(String, &Grid)> {
+    /// The streaming state arrays (grids with history rows) by stable name, in order,
+    /// with the activation scale each is stored at.
+    pub(crate) fn state_grids(&self) -> Vec<(String, &Grid, f32)> {
+        let ru = "input_layers_residual_unit";
         let mut v = vec![
-            (
-                "input_layers_residual_unit/conv2d_3x3_a/input".to_string(),
-                &self.ru_in,
-            ),
-            (
-                "input_layers_residual_unit/conv2d_3x3/input".to_string(),
-                &self.ru_mid,
-            ),
+            (format!("{ru}/conv2d_3x3_a/input"), &self.ru_in, 1.0),
+            (format!("{ru}/conv2d_3x3/input"), &self.ru_mid, 1.0),
         ];
         for bb in &self.blocks {
-            v.push((format!("{}/input", bb.convt_path), &bb.input));
-            v.push((format!("{}/input", bb.conv_path), &bb.mid));
+            v.push((format!("{}/input", bb.convt_path), &bb.input, bb.scale));
+            v.push((format!("{}/input", bb.conv_path), &bb.mid, bb.scale));
         }
+        let s = self.numerics.rescale.block_scale(self.blocks.len());
         v.push((
             "output_layer/base_conv_last/input".to_string(),
             &self.out_in,
+            s,
         ));
         v
     }
 
     /// As [`Buffers::state_grids`], mutable (same order).
-    pub(crate) fn state_grids_mut(&mut self) -> Vec<(String, &mut Grid)> {
+    pub(crate) fn state_grids_mut(&mut self) -> Vec<(String, &mut Grid, f32)> {
+        let ru = "input_layers_residual_unit";
+        let s_out = self.numerics.rescale.block_scale(self.blocks.len());
         let mut v = vec![
-            (
-                "input_layers_residual_unit/conv2d_3x3_a/input".to_string(),
-                &mut self.ru_in,
-            ),
-            (
-                "input_layers_residual_unit/conv2d_3x3/input".to_string(),
-                &mut self.ru_mid,
-            ),
+            (format!("{ru}/conv2d_3x3_a/input"), &mut self.ru_in, 1.0),
+            (format!("{ru}/conv2d_3x3/input"), &mut self.ru_mid, 1.0),
         ];
         for bb in self.blocks.iter_mut() {
-            v.push((format!("{}/input", bb.convt_path), &mut bb.input));
-            v.push((format!("{}/input", bb.conv_path), &mut bb.mid));
+            let s = bb.scale;
+            v.push((format!("{}/input", bb.convt_path), &mut bb.input, s));
+            v.push((format!("{}/input", bb.conv_path), &mut bb.mid, s));
         }
+        let out_in = &mut self.out_in;
         v.push((
             "output_layer/base_conv_last/input".to_string(),
-            &mut self.out_in,
+            out_in,
+            s_out,
         ));
         v
     }

@@ -26,4 +26,9 @@ pub enum CodecError {
     UnknownStateArray { name: String },
     #[error("codec state array {name}: {reason}")]
     BadStateArray { name: String, reason: String },
+    #[error(
+        "codec rescale {rescale:?}: each exponent must be at most {}",
+        crate::Rescale::MAX_LOG2
+    )]
+    BadRescale { rescale: crate::Rescale },
 }

@@ -30,6 +30,7 @@ mod error;
 mod grid;
 mod istft;
 mod kernels;
+mod numerics;
 mod pcm;
 mod rvq;
 mod state;
@@ -40,6 +41,7 @@ use rill_kernels::{Isa, Pool};
 
 pub use error::CodecError;
 pub use istft::{BINS, BIN_CHANNELS, HOP};
+pub use numerics::Rescale;
 pub use pcm::{float_to_int16, OUTPUT_GAIN};
 pub use rvq::{CODES, DIM as EMBEDDING_DIM, LEVELS, RESERVED_IDS};
 pub use state::CodecState;
@@ -47,6 +49,7 @@ pub use state::CodecState;
 use decoder::{Decoder, STFT_PER_FRAME};
 use istft::Istft;
 use kernels::EarlyWeights;
+use numerics::Numerics;
 use rvq::Codebook;
 
 /// Output sample rate.
@@ -98,6 +101,25 @@ pub enum CodecPrecision {
     /// precision instead of f16's ≈ 66 dB, so the audio stays much closer to the
     /// reference (test `early_weights_parity`: 86–87 dB) at f16's speed.
     I16Weights,
+    /// The numerics of an fp16 decoder: every weight and every stored activation
+    /// rounded to IEEE half, products accumulated in f32 (what ARMv8.2 `FMLAL` and
+    /// fp16 matrix units compute), with the two-stage [`Rescale::FP16`] by default.
+    /// Without the rescale the real checkpoint's activations (≈ 1.5e7) overflow
+    /// half's range. On the test fixtures: cosine ≥ 0.9999 against the f32 decoder
+    /// (test `fp16_rescale`). It runs on the f32 kernels (no speed gain yet): it fixes
+    /// and tests the numerics that fp16 kernels have to reproduce.
+    F16,
+}
+
+/// The largest `|activation|` of one decoder stage's output ([`Codec::activation_peaks`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActivationPeak {
+    /// Stage name (`input_layer`, `decoder_3/conv3x3`, …, `output_layer`).
+    pub stage: &'static str,
+    /// At native scale (what the plain f32 decoder holds).
+    pub native: f32,
+    /// As stored: divided by the stage's rescale, rounded to half in fp16.
+    pub stored: f32,
 }
 
 /// Load options of [`Codec::load_with`].
@@ -107,6 +129,10 @@ pub struct CodecOptions {
     /// SIMD tier of the kernels (lowered to what the CPU supports); `None` = the
     /// active tier (`rill_kernels::isa::active`).
     pub isa: Option<Isa>,
+    /// Activation rescale; `None` = the precision's default ([`Rescale::FP16`] for
+    /// [`CodecPrecision::F16`], none otherwise). In f32 any rescale gives the same
+    /// bits as none.
+    pub rescale: Option<Rescale>,
 }
 
 impl std::fmt::Debug for Codec {
@@ -144,14 +170,24 @@ impl Codec {
             .isa
             .unwrap_or_else(rill_kernels::isa::active)
             .min(Isa::detect());
-        let early = match options.precision {
-            CodecPrecision::F32 => None,
-            CodecPrecision::F16Weights => Some(EarlyWeights::F16),
-            CodecPrecision::I16Weights => Some(EarlyWeights::I16),
+        let (early, f16) = match options.precision {
+            CodecPrecision::F32 => (None, false),
+            CodecPrecision::F16Weights => (Some(EarlyWeights::F16), false),
+            CodecPrecision::I16Weights => (Some(EarlyWeights::I16), false),
+            // The weights are rounded to half at load; the f16 panels halve the
+            // early layers' bytes on the tiers that read them.
+            CodecPrecision::F16 => (Some(EarlyWeights::F16), true),
         };
+        let rescale = options
+            .rescale
+            .unwrap_or(if f16 { Rescale::FP16 } else { Rescale::NONE });
+        if rescale.first_log2.max(rescale.second_log2) > Rescale::MAX_LOG2 {
+            return Err(CodecError::BadRescale { rescale });
+        }
+        let numerics = Numerics { rescale, f16 };
         Ok(Codec {
             codebook: Codebook::load(ckpt)?,
-            decoder: Decoder::load(ckpt, early, isa)?,
+            decoder: Decoder::load(ckpt, early, numerics, isa)?,
             istft: Istft::new(),
             isa,
             precision: options.precision,
@@ -218,7 +254,7 @@ impl Codec {
             std::slice::from_ref(tokens),
             &mut state.bufs,
             pool,
-            &mut |_| {},
+            &mut |_, _| {},
         );
         self.emit(state, 1, audio, stft);
     }
@@ -243,7 +279,7 @@ impl Codec {
             std::slice::from_ref(tokens),
             &mut state.bufs,
             pool,
-            &mut |name| {
+            &mut |name, _| {
                 let now = clock();
                 laps.push((name, now - last));
                 last = now;
@@ -252,6 +288,44 @@ impl Codec {
         self.emit(state, 1, audio, None);
         laps.push(("istft", clock() - last));
         laps
+    }
+
+    /// The largest `|activation|` at native scale of every decoder stage's output
+    /// over a step-mode decode of `frames` (stage names as in [`Codec::step_profiled`];
+    /// `inf` if a stage overflowed or went NaN). What the rescale constants are chosen
+    /// from: run it on real generated codes with an [`CodecPrecision::F32`] codec.
+    pub fn activation_peaks(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> Vec<ActivationPeak> {
+        let mut peaks: Vec<ActivationPeak> = Vec::with_capacity(32);
+        let mut state = self.new_state();
+        let mut audio = vec![0f32; SAMPLES_PER_FRAME * 2];
+        for ids in frames {
+            let mut stage = 0;
+            self.decoder.run_chunk(
+                self.isa,
+                &self.codebook,
+                std::slice::from_ref(ids),
+                &mut state.bufs,
+                pool,
+                &mut |name, s| {
+                    let stored = numerics::peak_rows(s.out, s.rows);
+                    let native = stored / s.scale;
+                    match peaks.get_mut(stage) {
+                        Some(e) => {
+                            e.native = e.native.max(native);
+                            e.stored = e.stored.max(stored);
+                        }
+                        None => peaks.push(ActivationPeak {
+                            stage: name,
+                            native,
+                            stored,
+                        }),
+                    }
+                    stage += 1;
+                },
+            );
+            self.emit(&mut state, 1, &mut audio, None);
+        }
+        peaks
     }
 
     /// Lookahead mask and inverse STFT of the chunk just decoded into `state`.
@@ -305,7 +379,7 @@ impl Codec {
                 chunk,
                 &mut state.bufs,
                 pool,
-                &mut |_| {},
+                &mut |_, _| {},
             );
             let s = keep_stft.then(|| &mut stft[f0 * frame_stft..f1 * frame_stft]);
             self.emit(

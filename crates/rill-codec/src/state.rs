@@ -65,7 +65,7 @@ impl CodecState {
             .bufs
             .state_grids()
             .into_iter()
-            .map(|(name, g)| {
+            .map(|(name, g, _)| {
                 let s = g.shape;
                 (name, vec![s.groups, s.hist, s.f, s.c])
             })
@@ -75,13 +75,20 @@ impl CodecState {
         v
     }
 
-    /// Every state array as `(name, shape, values)`, in a stable order.
+    /// Every state array as `(name, shape, values)`, in a stable order. Values are
+    /// at native scale whatever the codec's precision (a rescaled grid is multiplied
+    /// back, exactly: the scales are powers of two), so a state moves between
+    /// precisions.
     pub fn export(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
         let mut values: Vec<Vec<f32>> = self
             .bufs
             .state_grids()
             .into_iter()
-            .map(|(_, g)| g.history())
+            .map(|(_, g, scale)| {
+                let mut h = g.history();
+                h.iter_mut().for_each(|v| *v /= scale);
+                h
+            })
             .collect();
         values.push(vec![self.countdown as f32]);
         values.push(self.tail.clone());
@@ -146,8 +153,12 @@ impl CodecState {
                 ),
             });
         }
-        for ((_, grid), v) in self.bufs.state_grids_mut().into_iter().zip(&found) {
-            grid.set_history(v);
+        let numerics = self.bufs.numerics;
+        for ((_, grid, scale), v) in self.bufs.state_grids_mut().into_iter().zip(&found) {
+            let mut v = v.to_vec();
+            v.iter_mut().for_each(|x| *x *= scale);
+            numerics.round_to_format(&mut v);
+            grid.set_history(&v);
         }
         self.countdown = countdown as i32;
         self.tail.copy_from_slice(found[found.len() - 1]);

@@ -18,7 +18,9 @@ fn thresholds(p: CodecPrecision) -> (f64, f64) {
     match p {
         CodecPrecision::F16Weights => (63.0, 1.0 - 3e-7),
         CodecPrecision::I16Weights => (86.0, 1.0 - 2e-9),
-        CodecPrecision::F32 => unreachable!("the f32 codec has its own parity tests"),
+        CodecPrecision::F32 | CodecPrecision::F16 => {
+            unreachable!("f32 and fp16 have their own tests (parity, fp16_rescale)")
+        }
     }
 }
 

@@ -98,8 +98,9 @@ pub fn parse_codec(name: &str) -> Result<CodecPrecision> {
         "f32" => Ok(CodecPrecision::F32),
         "i16" => Ok(CodecPrecision::I16Weights),
         "f16" => Ok(CodecPrecision::F16Weights),
+        "fp16" => Ok(CodecPrecision::F16),
         _ => Err(Error::invalid(format!(
-            "codec {name:?} is not one of f32, i16, f16"
+            "codec {name:?} is not one of f32, i16, f16, fp16"
         ))),
     }
 }
@@ -200,7 +201,7 @@ impl Model {
             &ckpt,
             CodecOptions {
                 precision: codec_precision,
-                isa: None,
+                ..CodecOptions::default()
             },
         )?);
         let pools = StagePools::new(Stages::auto(threads), threads, None);

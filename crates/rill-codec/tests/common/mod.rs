@@ -178,3 +178,23 @@ pub fn check_rvq(what: &str, codec: &Codec, frames: &[[u32; LEVELS]], want: &[f3
     }
     eprintln!("{what} rvq_embeddings: {} frames identical", frames.len());
 }
+
+/// The codec of the random-weight checkpoint `seed` loaded with `options`.
+pub fn codec_with(seed: u64, options: rill_codec::CodecOptions) -> Codec {
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+    let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
+    Codec::load_with(&ckpt, options).expect("loading the codec")
+}
+
+/// The unique-id frames of a recording's `codes` and the weights seed it was made with:
+/// the D sets (the sampler's codes) and C2 (random codes).
+pub fn fixture_frames(name: &str) -> (Vec<[u32; LEVELS]>, u64) {
+    let z = rill_testkit::fixture(&format!("{name}.npz"));
+    let (_, codes) = z.i64("codes").unwrap();
+    let seed = match name {
+        "D1" => 0,
+        "D2" => 1,
+        _ => 2,
+    };
+    (ids_from_codes(&codes), seed)
+}
