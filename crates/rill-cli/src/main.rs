@@ -19,6 +19,7 @@ mod stats;
 mod synth;
 mod tokens;
 mod tts;
+mod tts_dump;
 
 use clap::{Parser, Subcommand};
 

@@ -112,6 +112,20 @@ pub struct TtsArgs {
     /// frame (46 ms) of latency. Default: two with 2 or more threads.
     #[arg(long, value_enum)]
     pub stages: Option<StagesArg>,
+
+    /// Also write the utterance's intermediates to this .npz, in the Magpie oracle
+    /// recordings' key names and shapes (text_tokens, text_encoder_out, dec_hidden,
+    /// final_logits_raw, lt_logits, lt_codes, codec_latents, audio, …), for a
+    /// key-by-key comparison with NeMo. The text must be one sentence.
+    #[arg(long, value_name = "F.npz")]
+    pub dump: Option<PathBuf>,
+
+    /// Teacher-force these codes: an [F, 8] int32 .npy of NanoCodec codes (e.g. a
+    /// recording's lt_codes). Frame i is decoded from row i whatever the model
+    /// samples (the sampler's random stream advances as usual); F frames are made.
+    /// The text must be one sentence.
+    #[arg(long, value_name = "F.npy")]
+    pub force_codes: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -236,8 +250,20 @@ fn finish(
     codec: NanoCodec,
     lexicon: Option<Arc<rill_text::Lexicon>>,
 ) -> Result<()> {
+    let forced = match &args.force_codes {
+        Some(p) => Some(crate::tts_dump::read_forced_codes(p)?),
+        None => None,
+    };
+    let max_frames = match (&forced, args.max_frames) {
+        (Some(f), Some(m)) if m != f.len() => bail!(
+            "--max-frames {m} disagrees with the {} frames of --force-codes; leave it out",
+            f.len()
+        ),
+        (Some(f), _) => f.len(),
+        (None, m) => m.unwrap_or(base.max_decoder_steps),
+    };
     let params = InferenceParams {
-        max_decoder_steps: args.max_frames.unwrap_or(base.max_decoder_steps),
+        max_decoder_steps: max_frames,
         temperature: args.temperature.unwrap_or(base.temperature),
         topk: args.top_k.unwrap_or(base.topk),
         use_cfg: base.use_cfg && !args.no_cfg,
@@ -261,6 +287,12 @@ fn finish(
         None => EnglishFrontEnd::new(vocab),
     };
     let utterances = front.encode_utterances(&text)?;
+    if utterances.len() > 1 && (args.dump.is_some() || forced.is_some()) {
+        bail!(
+            "--dump and --force-codes work on one utterance; the text splits into {} sentences",
+            utterances.len()
+        );
+    }
     let stages = match args.stages {
         Some(StagesArg::One) => Stages::Sequential,
         Some(StagesArg::Two) => Stages::TwoStage,
@@ -288,7 +320,12 @@ fn finish(
     let (mut frames, mut step_time) = (0usize, 0f64);
     let mut first_audio: Option<f64> = None;
     let start = Instant::now();
+    let mut dump = None;
+    let mut trace = rill_magpie::StepTrace::default();
     for ids in &utterances {
+        if args.dump.is_some() {
+            dump = Some(crate::tts_dump::TtsDump::new(&model, ids, &setup_pool)?);
+        }
         // The front end appends EOS; the session appends its own.
         let ids = &ids[..ids.len() - 1];
         let mut session = Session::new(
@@ -303,30 +340,44 @@ fn finish(
         let mut pending: Option<[u32; 8]> = None;
         loop {
             let t = Instant::now();
+            let force = forced.as_ref().and_then(|f| f.get(session.frames()));
+            // A trace only when dumping (it copies the step's logits).
+            trace.hidden.clear();
+            let tr = dump.is_some().then_some(&mut trace);
+            // `decoded`: the codes the codec turned into `audio` during this step.
             let (next, decoded) = match stages {
                 Stages::TwoStage => {
                     let prev = pending.take();
                     pools.overlap(
-                        |lm| session.step(lm),
+                        |lm| session.step_with(lm, force, tr),
                         |cp| match prev {
-                            Some(c) => codec.step(&mut state, &c, &mut audio, cp).map(|_| true),
-                            None => Ok(false),
+                            Some(c) => codec.step(&mut state, &c, &mut audio, cp).map(|_| prev),
+                            None => Ok(None),
                         },
                     )
                 }
                 Stages::Sequential => {
-                    let next = session.step(pools.lm());
+                    let next = session.step_with(pools.lm(), force, tr);
                     let decoded = match &next {
-                        Ok(Some(f)) => codec
-                            .step(&mut state, &f.map(u32::from), &mut audio, pools.codec())
-                            .map(|_| true),
-                        _ => Ok(false),
+                        Ok(Some(f)) => {
+                            let c = f.map(u32::from);
+                            codec
+                                .step(&mut state, &c, &mut audio, pools.codec())
+                                .map(|_| Some(c))
+                        }
+                        _ => Ok(None),
                     };
                     (next, decoded)
                 }
             };
             step_time += t.elapsed().as_secs_f64();
-            if decoded? {
+            if let (Some(d), false) = (dump.as_mut(), trace.hidden.is_empty()) {
+                d.step(&trace);
+            }
+            if let Some(c) = decoded? {
+                if let Some(d) = dump.as_mut() {
+                    d.frame(&c, &audio);
+                }
                 rill_nanocodec::frame_to_int16(&audio, &mut pcm);
                 wav.write(&pcm)?;
                 first_audio.get_or_insert(start.elapsed().as_secs_f64());
@@ -342,6 +393,9 @@ fn finish(
         // The last frame of a two-stage utterance is still to decode.
         if let Some(c) = pending.take() {
             codec.step(&mut state, &c, &mut audio, pools.codec())?;
+            if let Some(d) = dump.as_mut() {
+                d.frame(&c, &audio);
+            }
             rill_nanocodec::frame_to_int16(&audio, &mut pcm);
             wav.write(&pcm)?;
             first_audio.get_or_insert(start.elapsed().as_secs_f64());
@@ -351,6 +405,10 @@ fn finish(
     }
     bar.finish_and_clear();
     wav.finish()?;
+    if let (Some(d), Some(path)) = (dump, &args.dump) {
+        d.write(path)?;
+        eprintln!("wrote the intermediates to {}", path.display());
+    }
     let seconds = frames as f64 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
     let wall = start.elapsed().as_secs_f64();
     eprintln!(

@@ -176,3 +176,128 @@ fn bench_magpie_reports_json() {
     }
     assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
 }
+
+/// Largest |a − b| over two equally long float arrays.
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// `--dump` writes the oracle's keys in its shapes, and they agree with NeMo's
+/// recording of the same run (`magpie_cached`, free-running, 32 frames).
+#[test]
+fn tts_dump_matches_the_oracle_recording() {
+    let (out, dump) = (scratch("dump.wav"), scratch("dump.npz"));
+    let status = rill()
+        .args(["speak", "--random-weights", "--max-frames", "32"])
+        .args(["--text", "Hello world, I read the rill docs.", "-o"])
+        .arg(&out)
+        .arg("--dump")
+        .arg(&dump)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = rill_io::Npz::read(&dump).unwrap();
+    let want = rill_io::Npz::read(rill_testkit::require_magpie("model_cached.npz")).unwrap();
+    let (ts, tokens) = got.i64("text_tokens").unwrap();
+    assert_eq!((ts, tokens), want.i64("text_tokens").unwrap());
+    // Measured on the Xeon (AVX-512): encoder 8.8e-6, hidden 5.8e-6, LT logits 1.2e-5.
+    for (key, tol) in [
+        ("text_encoder_out", 1e-4),
+        ("dec_hidden", 1e-4),
+        ("lt_logits", 1e-3),
+    ] {
+        let (gs, g) = got.f32(key).unwrap();
+        let (ws, w) = want.f32(key).unwrap();
+        assert_eq!(gs, ws, "{key} shape");
+        let d = max_diff(&g, &w);
+        eprintln!("dump {key}: max |Δ| {d:.2e}");
+        assert!(d <= tol, "{key}: max |Δ| {d}");
+    }
+    for key in ["lt_codes", "argmax_codes", "attended_timestep"] {
+        assert_eq!(got.i64(key).unwrap(), want.i64(key).unwrap(), "{key}");
+    }
+    // The rest against the codec recording of the same 32 frames.
+    let codec = rill_io::Npz::read(rill_testkit::require_magpie("nanocodec_decode.npz")).unwrap();
+    let (ls, latents) = got.f32("codec_latents").unwrap();
+    assert_eq!(ls, vec![1, 32, 32]);
+    let (_, want_latents) = codec.f32("latents").unwrap();
+    assert_eq!(latents, want_latents, "codec_latents");
+    let (_, predicted) = got.i64("predicted_codes").unwrap();
+    assert_eq!(predicted, codec.i64("codes").unwrap().1, "predicted_codes");
+    let (_, audio) = got.f32("audio").unwrap();
+    let (_, want_audio) = codec.f32("audio").unwrap();
+    let d = max_diff(&audio, &want_audio);
+    eprintln!("dump audio: max |Δ| {d:.2e}");
+    assert!(d <= 2e-4, "audio: max |Δ| {d}");
+    let (fs, final_logits) = got.f32("final_logits_raw").unwrap();
+    assert_eq!(fs, vec![32, 2, 8 * 2024]);
+    assert!(final_logits.iter().all(|v| v.is_finite()));
+}
+
+/// `--force-codes` decodes the given codes whatever the sampler draws: with another
+/// sampler seed, the recording's codes give the recording's decoder states.
+#[test]
+fn tts_force_codes_teacher_forces_the_decoder() {
+    let want = rill_io::Npz::read(rill_testkit::require_magpie("model_cached.npz")).unwrap();
+    let (_, codes) = want.i64("lt_codes").unwrap();
+    let forced = scratch("forced.npy");
+    let arr = rill_io::Array::new(
+        vec![32, 8],
+        rill_io::Data::I32(codes.iter().map(|&c| c as i32).collect()),
+    );
+    rill_io::write_npy(&forced, &arr).unwrap();
+    let (out, dump) = (scratch("forced.wav"), scratch("forced.npz"));
+    let status = rill()
+        .args(["speak", "--random-weights", "--seed", "7"])
+        .args(["--text", "Hello world, I read the rill docs.", "-o"])
+        .arg(&out)
+        .arg("--dump")
+        .arg(&dump)
+        .arg("--force-codes")
+        .arg(&forced)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = rill_io::Npz::read(&dump).unwrap();
+    let (_, predicted) = got.i64("predicted_codes").unwrap();
+    let want_predicted: Vec<i64> = (0..8)
+        .flat_map(|k| (0..32).map(move |f| (k, f)))
+        .map(|(k, f)| codes[f * 8 + k])
+        .collect();
+    assert_eq!(predicted, want_predicted, "the forced codes are decoded");
+    let (_, hidden) = got.f32("dec_hidden").unwrap();
+    let (_, want_hidden) = want.f32("dec_hidden").unwrap();
+    let d = max_diff(&hidden, &want_hidden);
+    assert!(d <= 1e-4, "teacher-forced dec_hidden: max |Δ| {d}");
+    let (_, sampled) = got.i64("lt_codes").unwrap();
+    assert_ne!(
+        sampled, codes,
+        "seed 7 should sample other codes than seed 0"
+    );
+
+    // Bad code files are refused with the reason.
+    for (shape, data, msg) in [
+        (vec![4, 7], vec![0i32; 28], "expected [frames, 8]"),
+        (
+            vec![1, 8],
+            vec![0, 0, 0, 2016, 0, 0, 0, 0],
+            "codebook 3 has code 2016",
+        ),
+    ] {
+        let bad = scratch("bad_codes.npy");
+        rill_io::write_npy(&bad, &rill_io::Array::new(shape, rill_io::Data::I32(data))).unwrap();
+        let o = rill()
+            .args(["speak", "--random-weights", "--text", "Hello.", "-o"])
+            .arg(scratch("bad.wav"))
+            .arg("--force-codes")
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(msg), "{err}");
+    }
+}

@@ -56,5 +56,5 @@ pub use config::{Config, InferenceParams};
 pub use error::{MagpieError, Result};
 pub use load::LoadedModel;
 pub use model::Model;
-pub use session::Session;
+pub use session::{Session, StepTrace, CODEBOOKS};
 pub use weights::Weights;
