@@ -1,9 +1,9 @@
 //! `rill speak` (alias `tts`): English text → 22.05 kHz speech with Magpie TTS and NanoCodec.
 //!
-//! Text → `rill_text` (IPA G2P, tokens; long texts split into sentences) → per
-//! utterance a `rill_magpie::Session` (one 8-code frame per 46.4 ms step) → each frame
-//! straight into the streaming `rill_nanocodec` decoder → 16-bit mono WAV. Utterances
-//! follow each other through one codec stream, as NeMo decodes the concatenated codes.
+//! Loads the weights, turns the flags into a `rill_stream::tts::SpeakPlan` and runs
+//! it (`Voice::speak`: text → sentences → Magpie frames → streaming NanoCodec),
+//! writing each frame to a 16-bit mono WAV as it is made; `--dump` / `--force-codes`
+//! are in `tts_dump`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,14 +12,15 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rill_kernels::WeightFormat;
-use rill_magpie::{InferenceParams, Model, Session};
+use rill_magpie::{InferenceParams, Model};
 use rill_nanocodec::NanoCodec;
+use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice};
+use rill_stream::{StagePools, Stages};
 use rill_text::{EnglishFrontEnd, Language, TextVocabulary};
 
 use crate::args::StagesArg;
 use crate::output::WavOut;
 use crate::progress;
-use rill_stream::{StagePools, Stages};
 
 use rill_nanocodec::{SAMPLES_PER_FRAME, SAMPLE_RATE};
 
@@ -254,43 +255,34 @@ fn finish(
         Some(p) => Some(crate::tts_dump::read_forced_codes(p)?),
         None => None,
     };
-    let max_frames = match (&forced, args.max_frames) {
-        (Some(f), Some(m)) if m != f.len() => bail!(
-            "--max-frames {m} disagrees with the {} frames of --force-codes; leave it out",
-            f.len()
-        ),
-        (Some(f), _) => f.len(),
-        (None, m) => m.unwrap_or(base.max_decoder_steps),
-    };
-    let params = InferenceParams {
-        max_decoder_steps: max_frames,
-        temperature: args.temperature.unwrap_or(base.temperature),
-        topk: args.top_k.unwrap_or(base.topk),
-        use_cfg: base.use_cfg && !args.no_cfg,
-        cfg_scale: args.cfg_scale.unwrap_or(base.cfg_scale),
-        apply_attention_prior: base.apply_attention_prior && !args.no_prior,
-        ..base
-    };
-    let model = Model::with_format(weights, args.precision.format())?;
-    let model = Arc::new(model);
-    params.validate(&model.config)?;
-    if args.speaker >= model.config.speakers {
-        bail!(
-            "--speaker {} is out of range: this checkpoint has speakers 0..{}",
-            args.speaker,
-            model.config.speakers - 1
-        );
-    }
+    let model = Arc::new(Model::with_format(weights, args.precision.format())?);
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
     let front = match lexicon {
         Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
         None => EnglishFrontEnd::new(vocab),
     };
-    let utterances = front.encode_utterances(&text)?;
-    if utterances.len() > 1 && (args.dump.is_some() || forced.is_some()) {
+    let voice = Voice {
+        model: model.clone(),
+        codec: Arc::new(codec),
+        front,
+        params: base,
+    };
+    let options = SpeakOptions {
+        speaker: args.speaker,
+        seed: args.seed,
+        temperature: args.temperature,
+        top_k: args.top_k,
+        cfg_scale: args.cfg_scale,
+        no_cfg: args.no_cfg,
+        no_prior: args.no_prior,
+        max_frames: args.max_frames,
+        forced,
+    };
+    let plan = voice.plan(&text, &options).map_err(flag_names)?;
+    if plan.utterances.len() > 1 && args.dump.is_some() {
         bail!(
-            "--dump and --force-codes work on one utterance; the text splits into {} sentences",
-            utterances.len()
+            "--dump records one sentence; the text splits into {}",
+            plan.utterances.len()
         );
     }
     let stages = match args.stages {
@@ -304,121 +296,113 @@ fn finish(
     eprintln!(
         "loaded in {:.1} s; {} utterance(s), {} text tokens; {} weights, {}, {} tier",
         t0.elapsed().as_secs_f64(),
-        utterances.len(),
-        utterances.iter().map(Vec::len).sum::<usize>(),
+        plan.utterances.len(),
+        plan.utterances.iter().map(Vec::len).sum::<usize>(),
         args.precision.format().name(),
         pools.describe(),
         rill_kernels::isa::active()
     );
-
-    let mut wav = WavOut::create_with(&args.output, 1, SAMPLE_RATE)?;
-    let mut state = codec.new_state();
-    let mut audio = [0f32; SAMPLES_PER_FRAME];
-    let mut pcm = [0i16; SAMPLES_PER_FRAME];
-    let cap = (params.max_decoder_steps * utterances.len()) as u64;
-    let bar = progress::frames_bar(cap, "speaking");
-    let (mut frames, mut step_time) = (0usize, 0f64);
-    let mut first_audio: Option<f64> = None;
-    let start = Instant::now();
-    let mut dump = None;
-    let mut trace = rill_magpie::StepTrace::default();
-    for ids in &utterances {
-        if args.dump.is_some() {
-            dump = Some(crate::tts_dump::TtsDump::new(&model, ids, &setup_pool)?);
-        }
-        // The front end appends EOS; the session appends its own.
-        let ids = &ids[..ids.len() - 1];
-        let mut session = Session::new(
-            model.clone(),
-            ids,
-            args.speaker,
-            params.clone(),
-            args.seed,
-            &setup_pool,
-        )?;
-        // The frame made by the previous step, decoded during this one.
-        let mut pending: Option<[u32; 8]> = None;
-        loop {
-            let t = Instant::now();
-            let force = forced.as_ref().and_then(|f| f.get(session.frames()));
-            // A trace only when dumping (it copies the step's logits).
-            trace.hidden.clear();
-            let tr = dump.is_some().then_some(&mut trace);
-            // `decoded`: the codes the codec turned into `audio` during this step.
-            let (next, decoded) = match stages {
-                Stages::TwoStage => {
-                    let prev = pending.take();
-                    pools.overlap(
-                        |lm| session.step_with(lm, force, tr),
-                        |cp| match prev {
-                            Some(c) => codec.step(&mut state, &c, &mut audio, cp).map(|_| prev),
-                            None => Ok(None),
-                        },
-                    )
-                }
-                Stages::Sequential => {
-                    let next = session.step_with(pools.lm(), force, tr);
-                    let decoded = match &next {
-                        Ok(Some(f)) => {
-                            let c = f.map(u32::from);
-                            codec
-                                .step(&mut state, &c, &mut audio, pools.codec())
-                                .map(|_| Some(c))
-                        }
-                        _ => Ok(None),
-                    };
-                    (next, decoded)
-                }
-            };
-            step_time += t.elapsed().as_secs_f64();
-            if let (Some(d), false) = (dump.as_mut(), trace.hidden.is_empty()) {
-                d.step(&trace);
-            }
-            if let Some(c) = decoded? {
-                if let Some(d) = dump.as_mut() {
-                    d.frame(&c, &audio);
-                }
-                rill_nanocodec::frame_to_int16(&audio, &mut pcm);
-                wav.write(&pcm)?;
-                first_audio.get_or_insert(start.elapsed().as_secs_f64());
-                frames += 1;
-                bar.inc(1);
-            }
-            match next? {
-                Some(f) if stages == Stages::TwoStage => pending = Some(f.map(u32::from)),
-                Some(_) => {}
-                None => break,
-            }
-        }
-        // The last frame of a two-stage utterance is still to decode.
-        if let Some(c) = pending.take() {
-            codec.step(&mut state, &c, &mut audio, pools.codec())?;
-            if let Some(d) = dump.as_mut() {
-                d.frame(&c, &audio);
-            }
-            rill_nanocodec::frame_to_int16(&audio, &mut pcm);
-            wav.write(&pcm)?;
-            first_audio.get_or_insert(start.elapsed().as_secs_f64());
-            frames += 1;
-            bar.inc(1);
-        }
+    let mut sink = CliSink {
+        wav: WavOut::create_with(&args.output, 1, SAMPLE_RATE)?,
+        bar: progress::frames_bar(plan.max_frames() as u64, "speaking"),
+        dump: None,
+        dump_path: args.dump.clone(),
+        model,
+        pool: &setup_pool,
+        error: None,
+    };
+    let stats = voice.speak(&plan, &pools, &setup_pool, &mut sink);
+    if let Some(e) = sink.error.take() {
+        return Err(e);
     }
-    bar.finish_and_clear();
-    wav.finish()?;
-    if let (Some(d), Some(path)) = (dump, &args.dump) {
+    let stats = stats?;
+    sink.bar.finish_and_clear();
+    sink.wav.finish()?;
+    if let (Some(d), Some(path)) = (sink.dump, &args.dump) {
         d.write(path)?;
         eprintln!("wrote the intermediates to {}", path.display());
     }
+    let frames = stats.frames;
     let seconds = frames as f64 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
-    let wall = start.elapsed().as_secs_f64();
+    let wall = stats.wall_seconds;
     eprintln!(
         "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: first audio after \
          {:.2} s (text encoder, prefill, first frame), {:.1} ms per frame (decoder + codec), \
          real-time factor {:.2}",
         args.output.display(),
-        first_audio.unwrap_or(wall),
-        1e3 * step_time / frames.max(1) as f64,
+        stats.first_audio.unwrap_or(wall),
+        1e3 * stats.step_seconds / frames.max(1) as f64,
         wall / seconds.max(1e-9)
     );
     Ok(())
+}
+
+/// The library's wording of a bad option, with this command's flag names.
+fn flag_names(e: TtsError) -> anyhow::Error {
+    match e {
+        TtsError::Invalid(m) => anyhow::anyhow!(
+            "{}",
+            m.replace("speaker ", "--speaker ")
+                .replace("a frame cap of", "--max-frames")
+                .replace("forced codes are", "--force-codes is")
+                .replace("forced frames", "frames of --force-codes")
+        ),
+        e => e.into(),
+    }
+}
+
+/// Writes `rill speak`'s frames: the WAV, the progress bar and `--dump`.
+struct CliSink<'a> {
+    wav: WavOut,
+    bar: indicatif::ProgressBar,
+    dump: Option<crate::tts_dump::TtsDump>,
+    dump_path: Option<PathBuf>,
+    model: Arc<Model>,
+    pool: &'a rill_kernels::Pool,
+    /// The first I/O error (the library's error type carries no `anyhow` context).
+    error: Option<anyhow::Error>,
+}
+
+impl SpeakSink for CliSink<'_> {
+    fn utterance(&mut self, tokens: &[u32]) -> Result<(), TtsError> {
+        if self.dump_path.is_some() {
+            let d = crate::tts_dump::TtsDump::new(&self.model, tokens, self.pool)
+                .map_err(|e| self.stop(e))?;
+            self.dump = Some(d);
+        }
+        Ok(())
+    }
+
+    fn wants_trace(&self) -> bool {
+        self.dump_path.is_some()
+    }
+
+    fn step(&mut self, trace: &rill_magpie::StepTrace) {
+        if let Some(d) = self.dump.as_mut() {
+            d.step(trace);
+        }
+    }
+
+    fn frame(
+        &mut self,
+        codes: &[u32; 8],
+        audio: &[f32; SAMPLES_PER_FRAME],
+        pcm: &[i16; SAMPLES_PER_FRAME],
+    ) -> Result<(), TtsError> {
+        if let Some(d) = self.dump.as_mut() {
+            d.frame(codes, audio);
+        }
+        self.wav.write(pcm).map_err(|e| self.stop(e))?;
+        self.bar.inc(1);
+        Ok(())
+    }
+}
+
+impl CliSink<'_> {
+    /// Keeps `e` for the caller and tells the library to stop.
+    fn stop(&mut self, e: anyhow::Error) -> TtsError {
+        let msg = format!("{e:#}");
+        self.error.get_or_insert(e);
+        TtsError::Stopped(msg)
+    }
 }

@@ -17,6 +17,7 @@ pub mod notes;
 pub mod pipeline;
 pub mod process;
 mod state;
+pub mod tts;
 
 pub use engine::{
     Engine, EngineConfig, StreamConfig, StreamController, StreamError, StreamHandle, StreamStats,
