@@ -1,6 +1,7 @@
 //! `rill serve`: the browser instrument and WebSocket streams.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -11,6 +12,7 @@ use rill_server::{AppState, ServerOptions};
 
 use crate::args::ModelArgs;
 use crate::live;
+use crate::tts::TtsPrecision;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -45,6 +47,26 @@ pub struct ServeArgs {
     /// (not browsers) are admitted.
     #[arg(long, value_name = "ORIGIN", value_parser = Origin::parse)]
     pub allow_origin: Vec<Origin>,
+
+    /// Also serve streaming text-to-speech at POST /api/tts with these Magpie TTS
+    /// weights (as `rill speak --checkpoint`; needs --tts-codec): JSON
+    /// {"text": "…", "speaker": 0, "seed": 0, …} in, a WAV stream out that grows by
+    /// one 46 ms frame per decoder step.
+    #[arg(long, value_name = "PATH", requires = "tts_codec")]
+    pub tts_checkpoint: Option<PathBuf>,
+
+    /// NanoCodec weights for --tts-checkpoint.
+    #[arg(long, value_name = "PATH", requires = "tts_checkpoint")]
+    pub tts_codec: Option<PathBuf>,
+
+    /// Serve /api/tts on random Magpie and NanoCodec weights from SEED (smoke test).
+    #[arg(long, value_name = "SEED", num_args = 0..=1, default_missing_value = "0",
+          conflicts_with_all = ["tts_checkpoint", "tts_codec"])]
+    pub tts_random_weights: Option<u64>,
+
+    /// Weight format of the voice's linear layers (as `rill speak --precision`).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub tts_precision: TtsPrecision,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -78,7 +100,20 @@ pub fn run(args: ServeArgs) -> Result<()> {
             format!(" and {}", origins.join(", "))
         }
     );
-    let state = Arc::new(AppState::new(loaded.engine, loaded.info, options));
+    let mut state = AppState::new(loaded.engine, loaded.info, options);
+    let mut tts_line = String::new();
+    if args.tts_checkpoint.is_some() || args.tts_random_weights.is_some() {
+        let voice = crate::tts::load_voice(
+            args.tts_checkpoint.as_deref(),
+            args.tts_codec.as_deref(),
+            args.tts_random_weights,
+            args.tts_precision.format(),
+        )?;
+        let threads = crate::args::thread_count(args.model.threads)?;
+        state = state.with_tts(rill_server::tts::TtsService::new(voice, threads));
+        tts_line = format!("; text-to-speech at POST http://{addr}/api/tts");
+    }
+    let state = Arc::new(state);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         // The network yields the CPU to generation (rill_server::rate).
@@ -90,7 +125,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     rate::lower_thread_priority();
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits})");
+        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}");
         rill_server::run(listener, state).await
     })
 }

@@ -5,7 +5,7 @@
 //! writing each frame to a 16-bit mono WAV as it is made; `--dump` / `--force-codes`
 //! are in `tts_dump`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -137,7 +137,7 @@ pub enum TtsPrecision {
 }
 
 impl TtsPrecision {
-    fn format(self) -> WeightFormat {
+    pub fn format(self) -> WeightFormat {
         match self {
             TtsPrecision::F32 => WeightFormat::F32,
             TtsPrecision::Bf16 => WeightFormat::Bf16,
@@ -175,98 +175,17 @@ pub fn run(args: TtsArgs) -> Result<()> {
         );
     }
     let threads = crate::args::thread_count(args.threads)?;
-    let t0 = Instant::now();
-    let mut lexicon = None;
-    let (weights, file_params, codec) = if let Some(seed) = args.random_weights {
-        eprintln!(
-            "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"
-        );
-        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
-        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
-        (w, InferenceParams::default(), codec)
-    } else {
-        let (Some(mp), Some(cp)) = (&args.magpie, &args.codec) else {
-            bail!("no weights given\n{}", weights_help());
-        };
-        for p in [mp, cp] {
-            if !p.exists() {
-                bail!("{} does not exist\n{}", p.display(), weights_help());
-            }
-        }
-        let ext = |p: &std::path::Path| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_ascii_lowercase()
-        };
-        let (w, params) = match ext(mp).as_str() {
-            "gguf" => {
-                let m = rill_magpie::load::gguf::load(mp)?;
-                (m.weights, m.params)
-            }
-            "nemo" => {
-                let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
-                lexicon = Some(Arc::new(nemo.english_lexicon()?));
-                let m = nemo.load()?;
-                (m.weights, m.params)
-            }
-            _ => (
-                rill_magpie::Weights::load(mp)
-                    .with_context(|| format!("loading Magpie weights {}", mp.display()))?,
-                InferenceParams::default(),
-            ),
-        };
-        let cw = match ext(cp).as_str() {
-            "gguf" => rill_nanocodec::load::load_gguf(cp)?,
-            "nemo" => rill_nanocodec::load::load_nemo(cp)?,
-            _ => {
-                let codec = NanoCodec::load_safetensors(cp)
-                    .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?;
-                return finish(args, text, threads, t0, w, params, codec, lexicon);
-            }
-        };
-        (w, params, NanoCodec::new(&cw)?)
-    };
-    finish(
-        args,
-        text,
-        threads,
-        t0,
-        weights,
-        file_params,
-        codec,
-        lexicon,
-    )
-}
-
-/// Applies the flags over the checkpoint's parameters, then speaks.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    args: TtsArgs,
-    text: String,
-    threads: usize,
-    t0: Instant,
-    weights: rill_magpie::Weights,
-    base: InferenceParams,
-    codec: NanoCodec,
-    lexicon: Option<Arc<rill_text::Lexicon>>,
-) -> Result<()> {
     let forced = match &args.force_codes {
         Some(p) => Some(crate::tts_dump::read_forced_codes(p)?),
         None => None,
     };
-    let model = Arc::new(Model::with_format(weights, args.precision.format())?);
-    let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
-    let front = match lexicon {
-        Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
-        None => EnglishFrontEnd::new(vocab),
-    };
-    let voice = Voice {
-        model: model.clone(),
-        codec: Arc::new(codec),
-        front,
-        params: base,
-    };
+    let t0 = Instant::now();
+    let voice = load_voice(
+        args.magpie.as_deref(),
+        args.codec.as_deref(),
+        args.random_weights,
+        args.precision.format(),
+    )?;
     let options = SpeakOptions {
         speaker: args.speaker,
         seed: args.seed,
@@ -307,7 +226,7 @@ fn finish(
         bar: progress::frames_bar(plan.max_frames() as u64, "speaking"),
         dump: None,
         dump_path: args.dump.clone(),
-        model,
+        model: voice.model.clone(),
         pool: &setup_pool,
         error: None,
     };
@@ -335,6 +254,78 @@ fn finish(
         wall / seconds.max(1e-9)
     );
     Ok(())
+}
+
+/// Loads a voice: Magpie weights (`.nemo`, GGUF or a safetensors state dict) and
+/// NanoCodec weights (the same formats), or both synthesised from `random_weights`;
+/// the checkpoint's inference parameters, and the `.nemo`'s own dictionary when
+/// it has one. Shared by `rill speak` and `rill serve --tts-…`.
+pub fn load_voice(
+    magpie: Option<&Path>,
+    codec: Option<&Path>,
+    random_weights: Option<u64>,
+    format: WeightFormat,
+) -> Result<Voice> {
+    let mut lexicon = None;
+    let (weights, params, codec) = if let Some(seed) = random_weights {
+        eprintln!(
+            "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"
+        );
+        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
+        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
+        (w, InferenceParams::default(), codec)
+    } else {
+        let (Some(mp), Some(cp)) = (magpie, codec) else {
+            bail!("no weights given\n{}", weights_help());
+        };
+        for p in [mp, cp] {
+            if !p.exists() {
+                bail!("{} does not exist\n{}", p.display(), weights_help());
+            }
+        }
+        let ext = |p: &Path| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        };
+        let (w, params) = match ext(mp).as_str() {
+            "gguf" => {
+                let m = rill_magpie::load::gguf::load(mp)?;
+                (m.weights, m.params)
+            }
+            "nemo" => {
+                let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
+                lexicon = Some(Arc::new(nemo.english_lexicon()?));
+                let m = nemo.load()?;
+                (m.weights, m.params)
+            }
+            _ => (
+                rill_magpie::Weights::load(mp)
+                    .with_context(|| format!("loading Magpie weights {}", mp.display()))?,
+                InferenceParams::default(),
+            ),
+        };
+        let codec = match ext(cp).as_str() {
+            "gguf" => NanoCodec::new(&rill_nanocodec::load::load_gguf(cp)?)?,
+            "nemo" => NanoCodec::new(&rill_nanocodec::load::load_nemo(cp)?)?,
+            _ => NanoCodec::load_safetensors(cp)
+                .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?,
+        };
+        (w, params, codec)
+    };
+    let model = Arc::new(Model::with_format(weights, format)?);
+    let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
+    let front = match lexicon {
+        Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
+        None => EnglishFrontEnd::new(vocab),
+    };
+    Ok(Voice {
+        model,
+        codec: Arc::new(codec),
+        front,
+        params,
+    })
 }
 
 /// The library's wording of a bad option, with this command's flag names.

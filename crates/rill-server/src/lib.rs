@@ -1,5 +1,6 @@
 //! `rill serve`: the browser instrument at `/`, one WebSocket audio stream per
-//! listener at `/ws` (protocol in [`protocol`]), and `/api/info`.
+//! listener at `/ws` (protocol in [`protocol`]), `/api/info`, and with a voice
+//! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]).
 //!
 //! Generation runs on the [`Engine`]'s scheduler thread, never on the async
 //! runtime; each socket task only moves finished frames out at real-time pace
@@ -14,6 +15,7 @@
 pub mod limits;
 pub mod protocol;
 pub mod rate;
+pub mod tts;
 
 use std::error::Error as _;
 use std::net::SocketAddr;
@@ -21,10 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
 use rill_stream::{Control, Engine, StreamConfig, StreamError, StreamHandle, FRAME_PCM};
@@ -75,6 +78,8 @@ pub struct AppState {
     allowed_origins: Vec<Origin>,
     connections: ConnectionLimit,
     upgrades: UpgradeRate,
+    /// The voice of `/api/tts`, if one was loaded.
+    pub tts: Option<Arc<tts::TtsService>>,
 }
 
 impl AppState {
@@ -85,7 +90,19 @@ impl AppState {
             allowed_origins: options.allowed_origins,
             connections: ConnectionLimit::new(options.max_connections),
             upgrades: UpgradeRate::new(options.max_upgrades_per_second),
+            tts: None,
         }
+    }
+
+    /// Adds a voice: `POST /api/tts` speaks with it.
+    pub fn with_tts(mut self, service: tts::TtsService) -> AppState {
+        self.tts = Some(Arc::new(service));
+        self
+    }
+
+    /// Page origins admitted besides the server's own.
+    pub fn allowed_origins(&self) -> &[Origin] {
+        &self.allowed_origins
     }
 }
 
@@ -99,6 +116,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/ws", get(ws))
         .route("/api/info", get(info))
+        .route(
+            "/api/tts",
+            post(tts::speak).layer(DefaultBodyLimit::max(tts::MAX_TTS_BODY_BYTES)),
+        )
         .with_state(state)
 }
 
@@ -124,6 +145,9 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
         o.insert("connections".into(), st.connections.open().into());
         o.insert("max_connections".into(), st.connections.max().into());
         o.insert("max_message_bytes".into(), MAX_MESSAGE_BYTES.into());
+        if let Some(t) = &st.tts {
+            o.insert("tts".into(), t.info());
+        }
         // For overload and soak runs: memory must return to its baseline.
         o.insert(
             "rss_bytes".into(),

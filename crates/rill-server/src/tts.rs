@@ -1,0 +1,270 @@
+//! `POST /api/tts`: text in, speech out as it is generated — a WAV stream (16-bit
+//! mono, 22.05 kHz; the RIFF sizes are `0xFFFFFFFF`, as for any live WAV) whose
+//! body grows by one 46 ms frame of PCM per decoder step, so playback can start
+//! after the first frame (`curl -d '{"text":"Hello."}' URL/api/tts > hello.wav`).
+//!
+//! The request is a JSON object of at most [`MAX_TTS_BODY_BYTES`]:
+//! `{"text": "…", "speaker": 0, "seed": 0, "temperature": 0.6, "top_k": 80,
+//! "cfg_scale": 2.5, "no_cfg": false, "no_prior": false, "max_frames": 500}`; only
+//! `text` is required, unknown fields and out-of-range values are refused with
+//! HTTP 400 and the reason, pages from foreign origins with 403 (the same rule
+//! as `/ws`). One synthesis runs at a time (a second gets 503 and `Retry-After`);
+//! it runs on its own thread, never on the async runtime, and stops when the
+//! client goes away.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice};
+use rill_stream::{StagePools, Stages};
+use serde::Deserialize;
+
+use crate::limits::{self, OriginRefusal};
+use crate::AppState;
+
+/// Largest accepted request body.
+pub const MAX_TTS_BODY_BYTES: usize = 16 * 1024;
+/// Longest accepted text, in characters (≈ 3 minutes of speech).
+pub const MAX_TTS_TEXT_CHARS: usize = 4000;
+/// Frames of PCM buffered between the generator and a slow client.
+const CHANNEL_FRAMES: usize = 64;
+
+/// The voice of `/api/tts` and its one-at-a-time guard.
+pub struct TtsService {
+    pub voice: Voice,
+    /// Generation threads per synthesis.
+    pub threads: usize,
+    busy: AtomicBool,
+}
+
+impl TtsService {
+    pub fn new(voice: Voice, threads: usize) -> TtsService {
+        TtsService {
+            voice,
+            threads: threads.max(1),
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// Facts for `/api/info`.
+    pub fn info(&self) -> serde_json::Value {
+        let c = &self.voice.model.config;
+        serde_json::json!({
+            "endpoint": "/api/tts",
+            "sample_rate": rill_nanocodec::SAMPLE_RATE,
+            "speakers": c.speakers,
+            "busy": self.busy.load(Ordering::Relaxed),
+            "max_text_chars": MAX_TTS_TEXT_CHARS,
+        })
+    }
+}
+
+/// The request body (see the module doc).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TtsRequest {
+    text: String,
+    #[serde(default)]
+    speaker: usize,
+    #[serde(default)]
+    seed: u64,
+    temperature: Option<f32>,
+    top_k: Option<usize>,
+    cfg_scale: Option<f32>,
+    #[serde(default)]
+    no_cfg: bool,
+    #[serde(default)]
+    no_prior: bool,
+    max_frames: Option<usize>,
+}
+
+impl TtsRequest {
+    /// Range checks beyond what the model's own validation covers.
+    fn options(self) -> Result<(String, SpeakOptions), String> {
+        if self.text.chars().count() > MAX_TTS_TEXT_CHARS {
+            return Err(format!(
+                "text is {} characters; at most {MAX_TTS_TEXT_CHARS} per request",
+                self.text.chars().count()
+            ));
+        }
+        if let Some(t) = self.temperature {
+            if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
+                return Err(format!("temperature {t} is not in 0..=10"));
+            }
+        }
+        if let Some(s) = self.cfg_scale {
+            if !(s.is_finite() && (0.0..=20.0).contains(&s)) {
+                return Err(format!("cfg_scale {s} is not in 0..=20"));
+            }
+        }
+        if self.top_k == Some(0) {
+            return Err("top_k must be at least 1".into());
+        }
+        let options = SpeakOptions {
+            speaker: self.speaker,
+            seed: self.seed,
+            temperature: self.temperature,
+            top_k: self.top_k,
+            cfg_scale: self.cfg_scale,
+            no_cfg: self.no_cfg,
+            no_prior: self.no_prior,
+            max_frames: self.max_frames,
+            forced: None,
+        };
+        Ok((self.text, options))
+    }
+}
+
+fn bad_request(msg: impl std::fmt::Display) -> Response {
+    (StatusCode::BAD_REQUEST, format!("bad request: {msg}\n")).into_response()
+}
+
+/// Clears the busy flag when the synthesis thread ends, however it ends.
+struct BusyGuard(Arc<TtsService>);
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+/// The WAV header of a stream of unknown length.
+fn wav_header() -> Vec<u8> {
+    let rate = rill_nanocodec::SAMPLE_RATE;
+    let mut h = Vec::with_capacity(44);
+    h.extend_from_slice(b"RIFF");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    h.extend_from_slice(b"WAVEfmt ");
+    h.extend_from_slice(&16u32.to_le_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    h.extend_from_slice(&1u16.to_le_bytes()); // mono
+    h.extend_from_slice(&rate.to_le_bytes());
+    h.extend_from_slice(&(rate * 2).to_le_bytes());
+    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&16u16.to_le_bytes());
+    h.extend_from_slice(b"data");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    h
+}
+
+/// Sends each frame's PCM to the response body.
+struct ChannelSink(tokio::sync::mpsc::Sender<Bytes>);
+
+impl SpeakSink for ChannelSink {
+    fn frame(
+        &mut self,
+        _codes: &[u32; 8],
+        _audio: &[f32; rill_nanocodec::SAMPLES_PER_FRAME],
+        pcm: &[i16; rill_nanocodec::SAMPLES_PER_FRAME],
+    ) -> Result<(), TtsError> {
+        let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_le_bytes()).collect();
+        self.0
+            .blocking_send(Bytes::from(bytes))
+            .map_err(|_| TtsError::Stopped("the client went away".into()))
+    }
+}
+
+pub(crate) async fn speak(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(refusal) = limits::check_origin(&headers, st.allowed_origins()) {
+        let why = match refusal {
+            OriginRefusal::Malformed => {
+                "the Origin header is not a single scheme://host[:port]".into()
+            }
+            OriginRefusal::Foreign(o) => format!("pages from {o} may not use this server"),
+        };
+        return (StatusCode::FORBIDDEN, format!("forbidden: {why}\n")).into_response();
+    }
+    let Some(service) = st.tts.clone() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "this server has no voice: start rill serve with --tts-checkpoint M --tts-codec C (or --tts-random-weights)\n",
+        )
+            .into_response();
+    };
+    if body.len() > MAX_TTS_BODY_BYTES {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request is {} bytes; at most {MAX_TTS_BODY_BYTES}\n",
+                body.len()
+            ),
+        )
+            .into_response();
+    }
+    let req: TtsRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(e),
+    };
+    let (text, options) = match req.options() {
+        Ok(v) => v,
+        Err(e) => return bad_request(e),
+    };
+    let plan = match service.voice.plan(&text, &options) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    if service
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "1")],
+            "busy: one synthesis runs at a time; retry when it ends\n",
+        )
+            .into_response();
+    }
+    let guard = BusyGuard(service.clone());
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_FRAMES);
+    let spawned = std::thread::Builder::new()
+        .name("rill-tts".into())
+        .spawn(move || {
+            let s = guard.0.clone();
+            let pools = StagePools::new(Stages::auto(s.threads), s.threads, None);
+            let setup = rill_kernels::Pool::new(s.threads);
+            let mut sink = ChannelSink(tx);
+            // A panic ends this response (cut short), not the server.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                s.voice.speak(&plan, &pools, &setup, &mut sink)
+            }));
+            match r {
+                Ok(Ok(_)) | Ok(Err(TtsError::Stopped(_))) => {}
+                Ok(Err(e)) => eprintln!("tts: {e}; the response was cut short"),
+                Err(_) => eprintln!("tts: internal error (panic); the response was cut short"),
+            }
+            drop(guard);
+        });
+    if let Err(e) = spawned {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot start the synthesis thread: {e}\n"),
+        )
+            .into_response();
+    }
+    let head =
+        futures_util::stream::once(async { Ok::<_, std::io::Error>(Bytes::from(wav_header())) });
+    let frames =
+        futures_util::stream::unfold(
+            rx,
+            |mut rx| async move { rx.recv().await.map(|b| (Ok(b), rx)) },
+        );
+    let body = Body::from_stream(futures_util::StreamExt::chain(head, frames));
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "audio/wav"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}

@@ -1,0 +1,169 @@
+//! `POST /api/tts` end to end: an in-process server with the oracle's random-weight
+//! voice speaks the recorded sentence as a WAV stream equal (to ±1 LSB) to NeMo's
+//! recording, and refuses bad requests with the right status and reason.
+
+mod common;
+
+use common::*;
+use rill_server::tts::TtsService;
+use rill_stream::tts::Voice;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn voice() -> Voice {
+    let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0).unwrap();
+    let codec = rill_nanocodec::NanoCodec::new(&rill_nanocodec::Weights::synthetic(0)).unwrap();
+    let model = Arc::new(rill_magpie::Model::new(w).unwrap());
+    let vocab = rill_text::TextVocabulary::from_embedding_rows(model.config.text_vocab, 0).unwrap();
+    Voice {
+        model,
+        codec: Arc::new(codec),
+        front: rill_text::EnglishFrontEnd::new(vocab),
+        params: rill_magpie::InferenceParams::default(),
+    }
+}
+
+/// A server with (or without) the voice; its address.
+async fn tts_server(with_voice: bool) -> String {
+    let (lm, codec) = weights();
+    let engine = Engine::start(
+        lm,
+        codec,
+        EngineConfig {
+            threads: 1,
+            stages: rill_stream::Stages::Sequential,
+            lm_threads: None,
+            max_sessions: Some(1),
+            calibration_frames: 0,
+        },
+    );
+    let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
+    if with_voice {
+        state = state.with_tts(TtsService::new(voice(), 2));
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rill_server::run(listener, Arc::new(state)));
+    format!("{addr}")
+}
+
+/// POSTs `body` to /api/tts; returns (status, headers, de-chunked body).
+async fn post(addr: &str, body: &str, extra_headers: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /api/tts HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(300), s.read_to_end(&mut raw))
+        .await
+        .expect("response within 300 s")
+        .unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut rest = &raw[split + 4..];
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = Vec::new();
+        loop {
+            let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16)
+                .unwrap();
+            rest = &rest[eol + 2..];
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[..n]);
+            rest = &rest[n + 2..];
+        }
+        out
+    } else {
+        rest.to_vec()
+    };
+    (status, head, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tts_streams_nemos_waveform() {
+    let addr = tts_server(true).await;
+    let (status, head, body) = post(
+        &addr,
+        r#"{"text": "Hello world, I read the rill docs.", "max_frames": 32}"#,
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: audio/wav"),
+        "{head}"
+    );
+    assert_eq!(&body[..4], b"RIFF");
+    assert_eq!(&body[8..16], b"WAVEfmt ");
+    assert_eq!(u32::from_le_bytes(body[24..28].try_into().unwrap()), 22_050);
+    assert_eq!(&body[36..40], b"data");
+    let got: Vec<i16> = body[44..]
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    let z = rill_io::Npz::read(rill_testkit::require_magpie("nanocodec_decode.npz")).unwrap();
+    let (_, audio) = z.f32("audio").unwrap();
+    assert_eq!(got.len(), audio.len(), "samples");
+    for (i, (&g, &a)) in got.iter().zip(&audio).enumerate() {
+        let want = (a.clamp(-1.0, 1.0) * 32767.0).round() as i32;
+        assert!(
+            (g as i32 - want).abs() <= 1,
+            "sample {i}: {g} vs NeMo {want}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tts_refuses_bad_requests_with_the_reason() {
+    let addr = tts_server(true).await;
+    for (body, headers, status, reason) in [
+        (r#"{"txt": "Hi."}"#, "", 400, "unknown field"),
+        (
+            r#"{"text": "Hi.", "temperature": 1e30}"#,
+            "",
+            400,
+            "temperature",
+        ),
+        (
+            r#"{"text": "Hi.", "speaker": 9}"#,
+            "",
+            400,
+            "speaker 9 is out of range",
+        ),
+        (r#"{"text": "Hi.", "top_k": 0}"#, "", 400, "top_k"),
+        (
+            r#"{"text": "Hi.", "max_frames": 100000}"#,
+            "",
+            400,
+            "max_decoder_steps",
+        ),
+        ("not json", "", 400, "bad request"),
+        (
+            r#"{"text": "Hi."}"#,
+            "Origin: http://evil.example\r\n",
+            403,
+            "pages from http://evil.example",
+        ),
+    ] {
+        let (got, head, text) = post(&addr, body, headers).await;
+        let text = String::from_utf8_lossy(&text);
+        assert_eq!(got, status, "{body}: {head} {text}");
+        assert!(text.contains(reason), "{body}: {text}");
+    }
+    let long = format!(r#"{{"text": "{}"}}"#, "a".repeat(20_000));
+    let (got, _, _) = post(&addr, &long, "").await;
+    assert_eq!(got, 413, "a 20 kB body is over the limit");
+
+    let bare = tts_server(false).await;
+    let (got, _, text) = post(&bare, r#"{"text": "Hi."}"#, "").await;
+    assert_eq!(got, 404);
+    assert!(String::from_utf8_lossy(&text).contains("--tts-checkpoint"));
+}
