@@ -7,40 +7,9 @@ use rill_kernels::Pool;
 use rill_magpie::layers::LayerScratch;
 use rill_magpie::model::{DecoderCache, DecoderOut};
 use rill_magpie::session::{StepTrace, CODEBOOKS};
-use rill_magpie::{InferenceParams, Session};
+use rill_magpie::Session;
 
-use common::{f32s, ints, max_abs};
-
-/// The fixture's text ids without the final EOS.
-fn token_ids(z: &rill_io::Npz) -> Vec<u32> {
-    let (_, t) = ints(z, "text_tokens");
-    assert_eq!(*t.last().unwrap(), 97, "recorded tokens end with EOS");
-    t[..t.len() - 1].iter().map(|&v| v as u32).collect()
-}
-
-fn params(info: &serde_json::Value) -> InferenceParams {
-    let p = &info["inference_parameters"];
-    let layers = |k: &str| {
-        p[k].as_array()
-            .map(|a| a.iter().map(|v| v.as_u64().unwrap() as usize).collect())
-    };
-    InferenceParams {
-        max_decoder_steps: p["max_decoder_steps"].as_u64().unwrap() as usize,
-        temperature: p["temperature"].as_f64().unwrap() as f32,
-        topk: p["topk"].as_u64().unwrap() as usize,
-        use_cfg: info["use_cfg"].as_bool().unwrap(),
-        cfg_scale: p["cfg_scale"].as_f64().unwrap() as f32,
-        apply_attention_prior: p["apply_attention_prior"].as_bool().unwrap(),
-        attention_prior_epsilon: p["attention_prior_epsilon"].as_f64().unwrap() as f32,
-        attention_prior_lookahead_window: p["attention_prior_lookahead_window"].as_u64().unwrap()
-            as usize,
-        estimate_alignment_from_layers: layers("estimate_alignment_from_layers"),
-        apply_prior_to_layers: layers("apply_prior_to_layers"),
-        start_prior_after_n_audio_steps: p["start_prior_after_n_audio_steps"].as_u64().unwrap()
-            as usize,
-        min_generated_frames: p["min_generated_frames"].as_u64().unwrap() as usize,
-    }
-}
+use common::{f32s, ints, max_abs, params, token_ids};
 
 #[test]
 fn encoder_matches_upstream() {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use rill_magpie::{synth, Config, Model, Weights};
+use rill_magpie::{synth, Config, InferenceParams, Model, Weights};
 
 /// A committed fixture under `testdata/magpie/`; a missing file fails the test.
 pub fn require(name: &str) -> PathBuf {
@@ -60,4 +60,35 @@ pub fn oracle_model() -> Arc<Model> {
 
 pub fn max_abs(a: &[f32], b: &[f32]) -> f32 {
     rill_testkit::max_abs_diff(a, b)
+}
+
+/// The fixture's text ids without the final EOS.
+pub fn token_ids(z: &rill_io::Npz) -> Vec<u32> {
+    let (_, t) = ints(z, "text_tokens");
+    assert_eq!(*t.last().unwrap(), 97, "recorded tokens end with EOS");
+    t[..t.len() - 1].iter().map(|&v| v as u32).collect()
+}
+
+pub fn params(info: &serde_json::Value) -> InferenceParams {
+    let p = &info["inference_parameters"];
+    let layers = |k: &str| {
+        p[k].as_array()
+            .map(|a| a.iter().map(|v| v.as_u64().unwrap() as usize).collect())
+    };
+    InferenceParams {
+        max_decoder_steps: p["max_decoder_steps"].as_u64().unwrap() as usize,
+        temperature: p["temperature"].as_f64().unwrap() as f32,
+        topk: p["topk"].as_u64().unwrap() as usize,
+        use_cfg: info["use_cfg"].as_bool().unwrap(),
+        cfg_scale: p["cfg_scale"].as_f64().unwrap() as f32,
+        apply_attention_prior: p["apply_attention_prior"].as_bool().unwrap(),
+        attention_prior_epsilon: p["attention_prior_epsilon"].as_f64().unwrap() as f32,
+        attention_prior_lookahead_window: p["attention_prior_lookahead_window"].as_u64().unwrap()
+            as usize,
+        estimate_alignment_from_layers: layers("estimate_alignment_from_layers"),
+        apply_prior_to_layers: layers("apply_prior_to_layers"),
+        start_prior_after_n_audio_steps: p["start_prior_after_n_audio_steps"].as_u64().unwrap()
+            as usize,
+        min_generated_frames: p["min_generated_frames"].as_u64().unwrap() as usize,
+    }
 }
