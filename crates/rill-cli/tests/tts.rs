@@ -177,15 +177,6 @@ fn bench_magpie_reports_json() {
     assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
 }
 
-/// Largest |a − b| over two equally long float arrays.
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
 /// `--dump` writes the oracle's keys in its shapes, and they agree with NeMo's
 /// recording of the same run (`magpie_cached`, free-running, 32 frames).
 #[test]
@@ -213,7 +204,7 @@ fn tts_dump_matches_the_oracle_recording() {
         let (gs, g) = got.f32(key).unwrap();
         let (ws, w) = want.f32(key).unwrap();
         assert_eq!(gs, ws, "{key} shape");
-        let d = max_diff(&g, &w);
+        let d = rill_testkit::max_abs_diff(&g, &w);
         eprintln!("dump {key}: max |Δ| {d:.2e}");
         assert!(d <= tol, "{key}: max |Δ| {d}");
     }
@@ -230,7 +221,7 @@ fn tts_dump_matches_the_oracle_recording() {
     assert_eq!(predicted, codec.i64("codes").unwrap().1, "predicted_codes");
     let (_, audio) = got.f32("audio").unwrap();
     let (_, want_audio) = codec.f32("audio").unwrap();
-    let d = max_diff(&audio, &want_audio);
+    let d = rill_testkit::max_abs_diff(&audio, &want_audio);
     eprintln!("dump audio: max |Δ| {d:.2e}");
     assert!(d <= 2e-4, "audio: max |Δ| {d}");
     let (fs, final_logits) = got.f32("final_logits_raw").unwrap();
@@ -271,7 +262,7 @@ fn tts_force_codes_teacher_forces_the_decoder() {
     assert_eq!(predicted, want_predicted, "the forced codes are decoded");
     let (_, hidden) = got.f32("dec_hidden").unwrap();
     let (_, want_hidden) = want.f32("dec_hidden").unwrap();
-    let d = max_diff(&hidden, &want_hidden);
+    let d = rill_testkit::max_abs_diff(&hidden, &want_hidden);
     assert!(d <= 1e-4, "teacher-forced dec_hidden: max |Δ| {d}");
     let (_, sampled) = got.i64("lt_codes").unwrap();
     assert_ne!(

@@ -25,14 +25,6 @@ fn info(z: &rill_io::Npz) -> serde_json::Value {
     serde_json::from_slice(b).unwrap()
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
 /// Runs `rill speak` with the recording's settings (and `extra` flags); its dump.
 fn speak(name: &str, info: &serde_json::Value, extra: &[&std::ffi::OsStr]) -> rill_io::Npz {
     let p = &info["inference_parameters"];
@@ -76,7 +68,7 @@ fn check(name: &str) {
         want.i64("text_tokens").unwrap(),
         "{name}: text tokens"
     );
-    let enc = max_diff(
+    let enc = rill_testkit::max_abs_diff(
         &free.f32("text_encoder_out").unwrap().1,
         &want.f32("text_encoder_out").unwrap().1,
     );
@@ -109,7 +101,7 @@ fn check(name: &str) {
     let (ws, want_hidden) = want.f32("dec_hidden").unwrap();
     // The forced run makes `frames` steps; NeMo's last step may be the EOS step.
     let n = hs[0].min(ws[0]) * hs[1] * hs[2];
-    let hid = max_diff(&hidden[..n], &want_hidden[..n]);
+    let hid = rill_testkit::max_abs_diff(&hidden[..n], &want_hidden[..n]);
     let (_, lt_steps) = want.i64("lt_logits_steps").unwrap();
     let (ls, want_lt) = want.f32("lt_logits").unwrap();
     let (_, lt) = tf.f32("lt_logits").unwrap();
@@ -118,14 +110,15 @@ fn check(name: &str) {
     for (k, &s) in lt_steps.iter().enumerate() {
         let s = s as usize;
         if (s + 1) * per <= lt.len() {
-            let d = max_diff(
+            let d = rill_testkit::max_abs_diff(
                 &lt[s * per..(s + 1) * per],
                 &want_lt[k * per..(k + 1) * per],
             );
             lt_err = lt_err.max(d);
         }
     }
-    let audio = max_diff(&tf.f32("audio").unwrap().1, &want.f32("audio").unwrap().1);
+    let audio =
+        rill_testkit::max_abs_diff(&tf.f32("audio").unwrap().1, &want.f32("audio").unwrap().1);
     eprintln!(
         "{name}: encoder {enc:.2e}; free-running codes equal for {equal}/{steps} steps; \
          teacher-forced hidden {hid:.2e}, LT logits {lt_err:.2e}, audio {audio:.2e}"

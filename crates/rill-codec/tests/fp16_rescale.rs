@@ -28,6 +28,17 @@ fn options(precision: CodecPrecision, rescale: Option<Rescale>) -> CodecOptions 
     }
 }
 
+/// The largest stored |activation| of the half-stored stages (the output conv
+/// writes its STFT in f32).
+fn largest_stored(codec: &Codec, frames: &[[u32; LEVELS]], pool: &Pool) -> f32 {
+    codec
+        .activation_peaks(frames, pool)
+        .iter()
+        .filter(|p| p.stage != "output_layer")
+        .map(|p| p.stored)
+        .fold(0f32, f32::max)
+}
+
 fn decode(codec: &Codec, frames: &[[u32; LEVELS]], pool: &Pool) -> StepRun {
     let mut state = codec.new_state();
     run_steps(codec, &mut state, frames, pool)
@@ -113,12 +124,7 @@ fn fp16_with_rescale_matches_f32(name: &str) {
     let (_, upstream) = z.f32(key).unwrap();
     let n = upstream.len().min(got.audio.len());
     let snr_up = rill_testkit::snr_db(&upstream[..n], &got.audio[..n]);
-    let peak = f16_codec
-        .activation_peaks(&frames, &pool)
-        .iter()
-        .filter(|p| p.stage != "output_layer")
-        .map(|p| p.stored)
-        .fold(0f32, f32::max);
+    let peak = largest_stored(&f16_codec, &frames, &pool);
     eprintln!(
         "{name} fp16+rescale: min STFT cosine 1-{:.2e}, audio cosine 1-{:.2e}, SNR {snr:.1} dB vs f32, {snr_up:.1} dB vs upstream; largest stored |x| {peak:.3e}",
         1.0 - cos,
@@ -252,13 +258,7 @@ fn plain_fp16_overflows_on_real_magnitudes_and_the_rescale_does_not() {
         "rescaled fp16 not finite"
     );
     let cos = rill_testkit::cosine(&got.audio, &want.audio);
-    // The half-stored stages (the output conv writes its STFT in f32).
-    let stored = f16_codec
-        .activation_peaks(&frames, &pool)
-        .iter()
-        .filter(|p| p.stage != "output_layer")
-        .map(|p| p.stored)
-        .fold(0f32, f32::max);
+    let stored = largest_stored(&f16_codec, &frames, &pool);
     eprintln!(
         "hot fp16+rescale: audio cosine 1-{:.2e}, largest stored |x| {stored:.3e} ({:.0}× headroom)",
         1.0 - cos,
