@@ -197,7 +197,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         max_frames: args.max_frames,
         forced,
     };
-    let plan = voice.plan(&text, &options).map_err(flag_names)?;
+    let plan = voice.plan(&text, &options)?;
     if plan.utterances.len() > 1 && args.dump.is_some() {
         bail!(
             "--dump records one sentence; the text splits into {}",
@@ -326,20 +326,6 @@ pub fn load_voice(
         front,
         params,
     })
-}
-
-/// The library's wording of a bad option, with this command's flag names.
-fn flag_names(e: TtsError) -> anyhow::Error {
-    match e {
-        TtsError::Invalid(m) => anyhow::anyhow!(
-            "{}",
-            m.replace("speaker ", "--speaker ")
-                .replace("a frame cap of", "--max-frames")
-                .replace("forced codes are", "--force-codes is")
-                .replace("forced frames", "frames of --force-codes")
-        ),
-        e => e.into(),
-    }
 }
 
 /// Writes `rill speak`'s frames: the WAV, the progress bar and `--dump`.
