@@ -5,9 +5,11 @@
 //! into a buffer first measured no faster than streaming them twice).
 //!
 //! Each task widens 4 weight rows at a time into a per-thread buffer
-//! ([`Matrix::row_into`]) and dots them with every input row (one input load feeds
-//! four FMA chains). Tasks split the output rows by a fixed count, so results do not
-//! depend on the number of threads.
+//! ([`Matrix::row_into`]) and dots them with a few input rows at once (a register
+//! block of 4 × up to 4 accumulators: 8 loads feed 16 FMAs on AVX-512, where one
+//! input at a time needed 5 loads per 4). Every output is its own accumulator chain,
+//! so the block size changes no bit. Tasks split the output rows by a fixed count, so
+//! results do not depend on the number of threads either.
 
 use std::cell::RefCell;
 
@@ -73,19 +75,31 @@ pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
             if buf.len() < GROUP * cols {
                 buf.resize(GROUP * cols, 0.0);
             }
-            let mut sums = [0f32; GROUP];
+            let mut sums = [[0f32; GROUP]; 4];
+            let step = inputs_per_block(isa);
             for g0 in (r0..r1).step_by(GROUP) {
                 let k = GROUP.min(r1 - g0);
                 for j in 0..k {
                     m.row_into(g0 + j, &mut buf[j * cols..(j + 1) * cols]);
                 }
-                for i in 0..n {
-                    let xi = &x[i * cols..(i + 1) * cols];
-                    dots(isa, &buf[..k * cols], cols, xi, &mut sums[..k]);
-                    for (j, &s) in sums[..k].iter().enumerate() {
-                        // SAFETY: row g0 + j belongs to this task only, i < n, so the
-                        // index is inside `y` and written by no other task.
-                        unsafe { *out.get().add(i * rows + g0 + j) = s };
+                // Rows k.. of a last, short group hold stale weights: computed, unused.
+                for i0 in (0..n).step_by(step) {
+                    let ni = step.min(n - i0);
+                    dots(
+                        isa,
+                        &buf,
+                        cols,
+                        &x[i0 * cols..(i0 + ni) * cols],
+                        ni,
+                        &mut sums,
+                    );
+                    for (i, row) in sums[..ni].iter().enumerate() {
+                        for (j, &s) in row[..k].iter().enumerate() {
+                            // SAFETY: row g0 + j belongs to this task only and
+                            // i0 + i < n, so the index is inside `y` and written by
+                            // no other task.
+                            unsafe { *out.get().add((i0 + i) * rows + g0 + j) = s };
+                        }
                     }
                 }
             }
@@ -98,119 +112,186 @@ pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
     }
 }
 
-/// `y[j] = w[j]·x` for the (up to 4) rows of `w`.
-fn dots(isa: Isa, w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
+/// Input rows dotted together with one group of weight rows, per tier (the register
+/// block is `GROUP × INPUTS` accumulators: 4×4 of 32 zmm on AVX-512, 4×2 of 16 ymm on
+/// AVX2 and of 32 q-registers on NEON).
+fn inputs_per_block(isa: Isa) -> usize {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F/BW.
-        Tier::Avx512 => unsafe { x86::dots_avx512(w, cols, x, y) },
+        Tier::Avx512 => 4,
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2 and FMA.
-        Tier::Avx2 => unsafe { x86::dots_avx2(w, cols, x, y) },
+        Tier::Avx2 => 2,
         #[cfg(target_arch = "aarch64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has NEON.
-        Tier::Neon => unsafe { arm::dots_neon(w, cols, x, y) },
-        _ => dots_portable(w, cols, x, y),
+        Tier::Neon => 2,
+        _ => 1,
     }
 }
 
-fn dots_portable(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
-    for (j, o) in y.iter_mut().enumerate() {
-        *o = ops::dot(&w[j * cols..(j + 1) * cols], x);
+/// `y[i][j] = w[j]·x[i]` for the `GROUP` rows of `w` and the `ni ≤ 4` rows of `x`.
+/// Every (j, i) pair is its own accumulator chain with the lane order and reduction of
+/// a single dot, so the result does not depend on `ni` (nor on the row count).
+fn dots(isa: Isa, w: &[f32], cols: usize, x: &[f32], ni: usize, y: &mut [[f32; GROUP]; 4]) {
+    debug_assert!(w.len() >= GROUP * cols && x.len() >= ni * cols && ni <= 4);
+    match isa.tier() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F/BW; the
+        // shapes were checked above.
+        Tier::Avx512 => unsafe {
+            match ni {
+                4 => x86::dots_avx512::<4>(w, cols, x, y),
+                3 => x86::dots_avx512::<3>(w, cols, x, y),
+                2 => x86::dots_avx512::<2>(w, cols, x, y),
+                _ => x86::dots_avx512::<1>(w, cols, x, y),
+            }
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2 and FMA.
+        Tier::Avx2 => unsafe {
+            match ni {
+                2 => x86::dots_avx2::<2>(w, cols, x, y),
+                _ => x86::dots_avx2::<1>(w, cols, x, y),
+            }
+        },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: an `Isa` of this tier exists only if the CPU has NEON.
+        Tier::Neon => unsafe {
+            match ni {
+                2 => arm::dots_neon::<2>(w, cols, x, y),
+                _ => arm::dots_neon::<1>(w, cols, x, y),
+            }
+        },
+        _ => {
+            for (i, yi) in y.iter_mut().enumerate().take(ni) {
+                for (j, o) in yi.iter_mut().enumerate() {
+                    *o = ops::dot(&w[j * cols..(j + 1) * cols], &x[i * cols..(i + 1) * cols]);
+                }
+            }
+        }
     }
 }
 
 #[cfg(target_arch = "aarch64")]
 mod arm {
+    use super::GROUP;
     use std::arch::aarch64::*;
 
     /// # Safety
-    /// The CPU must support NEON; `w` holds `y.len() ≤ 4` rows of `cols`, `x` `cols`.
+    /// The CPU must support NEON; `w` holds `GROUP` rows of `cols`, `x` `NI` rows.
     #[target_feature(enable = "neon")]
-    pub unsafe fn dots_neon(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
-        let k = y.len();
-        debug_assert!(k <= 4 && w.len() >= k * cols && x.len() >= cols);
+    pub unsafe fn dots_neon<const NI: usize>(
+        w: &[f32],
+        cols: usize,
+        x: &[f32],
+        y: &mut [[f32; GROUP]; 4],
+    ) {
         let n8 = cols / 8 * 8;
         let (wp, xp) = (w.as_ptr(), x.as_ptr());
-        let mut a = [[vdupq_n_f32(0.0); 2]; 4];
+        let mut a = [[[vdupq_n_f32(0.0); 2]; GROUP]; NI];
         let mut c = 0;
         while c < n8 {
-            let (x0, x1) = (vld1q_f32(xp.add(c)), vld1q_f32(xp.add(c + 4)));
-            for j in 0..k {
+            let wv: [[float32x4_t; 2]; GROUP] = std::array::from_fn(|j| {
                 let p = wp.add(j * cols + c);
-                a[j][0] = vfmaq_f32(a[j][0], vld1q_f32(p), x0);
-                a[j][1] = vfmaq_f32(a[j][1], vld1q_f32(p.add(4)), x1);
+                [vld1q_f32(p), vld1q_f32(p.add(4))]
+            });
+            for i in 0..NI {
+                let p = xp.add(i * cols + c);
+                let (x0, x1) = (vld1q_f32(p), vld1q_f32(p.add(4)));
+                for j in 0..GROUP {
+                    a[i][j][0] = vfmaq_f32(a[i][j][0], wv[j][0], x0);
+                    a[i][j][1] = vfmaq_f32(a[i][j][1], wv[j][1], x1);
+                }
             }
             c += 8;
         }
-        for j in 0..k {
-            let mut s = vaddvq_f32(vaddq_f32(a[j][0], a[j][1]));
-            for c in n8..cols {
-                s += w[j * cols + c] * x[c];
+        for i in 0..NI {
+            for j in 0..GROUP {
+                let mut s = vaddvq_f32(vaddq_f32(a[i][j][0], a[i][j][1]));
+                for c in n8..cols {
+                    s += w[j * cols + c] * x[i * cols + c];
+                }
+                y[i][j] = s;
             }
-            y[j] = s;
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::GROUP;
     use std::arch::x86_64::*;
 
     /// # Safety
-    /// The CPU must support AVX-512F; `w` holds `y.len() ≤ 4` rows of `cols`, `x` `cols`.
+    /// The CPU must support AVX-512F; `w` holds `GROUP` rows of `cols`, `x` `NI` rows.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn dots_avx512(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
-        let k = y.len();
-        debug_assert!(k <= 4 && w.len() >= k * cols && x.len() >= cols);
+    pub unsafe fn dots_avx512<const NI: usize>(
+        w: &[f32],
+        cols: usize,
+        x: &[f32],
+        y: &mut [[f32; GROUP]; 4],
+    ) {
         let n16 = cols / 16 * 16;
         let (wp, xp) = (w.as_ptr(), x.as_ptr());
-        let mut a = [_mm512_setzero_ps(); 4];
+        let mut a = [[_mm512_setzero_ps(); GROUP]; NI];
         let mut c = 0;
         while c < n16 {
-            let xv = _mm512_loadu_ps(xp.add(c));
-            for j in 0..k {
-                a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(wp.add(j * cols + c)), xv, a[j]);
+            let wv: [__m512; GROUP] =
+                std::array::from_fn(|j| _mm512_loadu_ps(wp.add(j * cols + c)));
+            for i in 0..NI {
+                let xv = _mm512_loadu_ps(xp.add(i * cols + c));
+                for j in 0..GROUP {
+                    a[i][j] = _mm512_fmadd_ps(wv[j], xv, a[i][j]);
+                }
             }
             c += 16;
         }
-        for j in 0..k {
-            let mut s = _mm512_reduce_add_ps(a[j]);
-            for c in n16..cols {
-                s += w[j * cols + c] * x[c];
+        for i in 0..NI {
+            for j in 0..GROUP {
+                let mut s = _mm512_reduce_add_ps(a[i][j]);
+                for c in n16..cols {
+                    s += w[j * cols + c] * x[i * cols + c];
+                }
+                y[i][j] = s;
             }
-            y[j] = s;
         }
     }
 
     /// # Safety
     /// The CPU must support AVX2 and FMA; shapes as [`dots_avx512`].
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dots_avx2(w: &[f32], cols: usize, x: &[f32], y: &mut [f32]) {
-        let k = y.len();
-        debug_assert!(k <= 4 && w.len() >= k * cols && x.len() >= cols);
+    pub unsafe fn dots_avx2<const NI: usize>(
+        w: &[f32],
+        cols: usize,
+        x: &[f32],
+        y: &mut [[f32; GROUP]; 4],
+    ) {
         let n8 = cols / 8 * 8;
         let (wp, xp) = (w.as_ptr(), x.as_ptr());
-        let mut a = [_mm256_setzero_ps(); 4];
+        let mut a = [[_mm256_setzero_ps(); GROUP]; NI];
         let mut c = 0;
         while c < n8 {
-            let xv = _mm256_loadu_ps(xp.add(c));
-            for j in 0..k {
-                a[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wp.add(j * cols + c)), xv, a[j]);
+            let wv: [__m256; GROUP] =
+                std::array::from_fn(|j| _mm256_loadu_ps(wp.add(j * cols + c)));
+            for i in 0..NI {
+                let xv = _mm256_loadu_ps(xp.add(i * cols + c));
+                for j in 0..GROUP {
+                    a[i][j] = _mm256_fmadd_ps(wv[j], xv, a[i][j]);
+                }
             }
             c += 8;
         }
-        for j in 0..k {
-            let hi = _mm256_extractf128_ps(a[j], 1);
-            let lo = _mm256_castps256_ps128(a[j]);
-            let q = _mm_add_ps(hi, lo);
-            let q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-            let q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
-            let mut s = _mm_cvtss_f32(q);
-            for c in n8..cols {
-                s += w[j * cols + c] * x[c];
+        for i in 0..NI {
+            for j in 0..GROUP {
+                let hi = _mm256_extractf128_ps(a[i][j], 1);
+                let lo = _mm256_castps256_ps128(a[i][j]);
+                let q = _mm_add_ps(hi, lo);
+                let q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+                let q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+                let mut s = _mm_cvtss_f32(q);
+                for c in n8..cols {
+                    s += w[j * cols + c] * x[i * cols + c];
+                }
+                y[i][j] = s;
             }
-            y[j] = s;
         }
     }
 }
@@ -237,6 +318,8 @@ mod tests {
             (70, 33, 2),
             (130, 100, 5),
             (5, 17, 1),
+            (9, 40, 7),
+            (4, 16, 6),
         ] {
             let w: Vec<f32> = (0..rows * cols).map(|_| next()).collect();
             let x: Vec<f32> = (0..n * cols).map(|_| next()).collect();
@@ -254,6 +337,33 @@ mod tests {
                             (got - want).abs() < 1e-5 * (cols as f64).sqrt(),
                             "{isa:?} {rows}x{cols} n {n}: {got} vs {want}"
                         );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_input_block_changes_no_bit() {
+        let mut seed = 5u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        for isa in isa::tiers_under_test("rill_magpie::gemm block") {
+            for cols in [1, 15, 16, 17, 100, 768] {
+                let w: Vec<f32> = (0..GROUP * cols).map(|_| next()).collect();
+                let x: Vec<f32> = (0..4 * cols).map(|_| next()).collect();
+                for ni in 2..=inputs_per_block(isa) {
+                    let mut block = [[0f32; GROUP]; 4];
+                    dots(isa, &w, cols, &x[..ni * cols], ni, &mut block);
+                    for i in 0..ni {
+                        let mut one = [[0f32; GROUP]; 4];
+                        dots(isa, &w, cols, &x[i * cols..(i + 1) * cols], 1, &mut one);
+                        let (a, b) = (block[i].map(f32::to_bits), one[0].map(f32::to_bits));
+                        assert_eq!(a, b, "{isa:?} cols {cols} block {ni} input {i}");
                     }
                 }
             }

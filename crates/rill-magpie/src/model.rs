@@ -2,6 +2,8 @@
 //! over `[baked context ; frames]` with a host-owned KV cache, `final_proj`, and the
 //! local transformer with its 8 heads.
 
+use std::sync::OnceLock;
+
 use rill_kernels::{ops, Matrix, Pool};
 
 use crate::config::Config;
@@ -34,6 +36,8 @@ pub struct Model {
     local_transformer_out_projections: Vec<(Matrix, Vec<f32>)>,
     baked_context_embedding: Vec<f32>,
     baked_context_len: Vec<usize>,
+    /// The CFG-unconditional prefill, computed on first use ([`Model::unconditional_prefill`]).
+    unconditional: OnceLock<DecoderOut>,
 }
 
 /// Cross-attention memory of one utterance: per decoder layer `T × 128` keys and
@@ -105,7 +109,22 @@ impl DecoderCache {
 
     /// Appends the `out.rows` new positions of a decoder call.
     pub fn append(&mut self, out: &DecoderOut) -> Result<()> {
-        let n = out.rows;
+        self.append_parts(&[out])
+    }
+
+    /// Appends the same number of new positions from several decoder calls whose
+    /// batch rows, in order, are this cache's batch rows (the conditional prefill and
+    /// the model's shared unconditional one, [`Model::unconditional_prefill`]).
+    pub fn append_parts(&mut self, parts: &[&DecoderOut]) -> Result<()> {
+        let n = parts.first().map_or(0, |p| p.rows);
+        let batch: usize = parts.iter().map(|p| p.batch).sum();
+        if batch != self.batch || parts.iter().any(|p| p.rows != n || p.dim != self.dim) {
+            return Err(MagpieError::invalid(
+                "decoder output batch",
+                batch,
+                format!("{} rows of {} new positions each", self.batch, n),
+            ));
+        }
         if self.rows + n > self.capacity {
             return Err(MagpieError::invalid(
                 "decoder positions",
@@ -114,9 +133,12 @@ impl DecoderCache {
             ));
         }
         for l in 0..self.layers {
-            for b in 0..self.batch {
+            let rows = parts
+                .iter()
+                .flat_map(|&p| (0..p.batch).map(move |b| (p, b)));
+            for (b, (out, ob)) in rows.enumerate() {
                 let dst = self.base(l, b) + self.rows * self.dim;
-                let src = out.kv_index(l, b, 0);
+                let src = out.kv_index(l, ob, 0);
                 let len = n * self.dim;
                 self.k[dst..dst + len].copy_from_slice(&out.k[src..src + len]);
                 self.v[dst..dst + len].copy_from_slice(&out.v[src..src + len]);
@@ -238,6 +260,7 @@ impl Model {
             local_transformer_out_projections: heads,
             baked_context_embedding: w.take_f32("baked_context_embedding.weight")?,
             baked_context_len: lens,
+            unconditional: OnceLock::new(),
             config,
         })
     }
@@ -358,15 +381,16 @@ impl Model {
     }
 
     /// One decoder call over `n` new rows per batch row (`x`: `batch × n × D`, position
-    /// embeddings already added), after the cache's past positions. Batch row 0 is
-    /// conditional (`mem`, `prior`); rows ≥ 1 are CFG-unconditional (zero memory, whose
-    /// cross-attention output is exactly 0). Pure: reads `cache`, writes `out`.
+    /// embeddings already added), after the cache's past positions. With `mem`, batch
+    /// row 0 is conditional (`mem`, `prior`); every other row (all of them without
+    /// `mem`) is CFG-unconditional (zero memory, whose cross-attention output is
+    /// exactly 0). Pure: reads `cache`, writes `out`.
     pub fn decoder_forward(
         &self,
         n: usize,
         x: &mut [f32],
         cache: &DecoderCache,
-        mem: &CrossMemory,
+        mem: Option<&CrossMemory>,
         prior: Option<PriorUse<'_>>,
         out: &mut DecoderOut,
         s: &mut LayerScratch,
@@ -374,7 +398,7 @@ impl Model {
     ) {
         let d = self.config.dim;
         let batch = out.batch.min(MAX_BATCH);
-        let t = mem.text_len;
+        let t = mem.map_or(0, |m| m.text_len);
         let stride = out.max_rows * d;
         out.rows = n;
         for (l, layer) in self.decoder.iter().enumerate() {
@@ -395,7 +419,7 @@ impl Model {
                     past: cache.past(l, b),
                     new_k: &mut k[..n * d],
                     new_v: &mut v[..n * d],
-                    cross: (b == 0).then(|| CrossInput {
+                    cross: mem.filter(|_| b == 0).map(|mem| CrossInput {
                         k: &mem.k[l],
                         v: &mem.v[l],
                         prior: layer_prior,
@@ -410,6 +434,42 @@ impl Model {
             self.decoder_norm_out
                 .apply(last, &mut out.hidden[b * d..(b + 1) * d]);
         }
+    }
+
+    /// Decoder input of the prefill (`(context_frames + 1) × D`): the speaker's baked
+    /// context (zeros for the CFG-unconditional sequence) and the BOS frame, with
+    /// their position embeddings.
+    pub fn prefill_input(&self, context: Option<&[f32]>, out: &mut [f32]) {
+        let c = &self.config;
+        let (d, n) = (c.dim, c.context_frames * c.dim);
+        match context {
+            Some(ctx) => out[..n].copy_from_slice(ctx),
+            None => out[..n].fill(0.0),
+        }
+        self.embed_frame(&[c.audio_bos(); crate::CODEBOOKS], &mut out[n..n + d]);
+        for (p, row) in out[..n + d].chunks_exact_mut(d).enumerate() {
+            self.add_decoder_position(row, p);
+        }
+    }
+
+    /// The prefill of the CFG-unconditional sequence: its K/V rows and last hidden
+    /// state. Its input (zero context, BOS) and its cross-attention (zero memory) are
+    /// the same for every utterance and speaker, so it is a constant of the model:
+    /// computed once, on first use, then shared by every session. The decoder's rows
+    /// are independent of each other and of the batch, so this is bit for bit what
+    /// the batched prefill computed (tested in `session`).
+    pub fn unconditional_prefill(&self, pool: &Pool) -> &DecoderOut {
+        self.unconditional.get_or_init(|| {
+            let c = &self.config;
+            let rows = c.context_frames + 1;
+            let mut x = vec![0f32; rows * c.dim];
+            self.prefill_input(None, &mut x);
+            let mut out = DecoderOut::new(c, 1, rows, 0);
+            let mut s = LayerScratch::new(rows, c.dim, c.ffn, 1, rows, c.xattn_dim, 1);
+            let empty = DecoderCache::new(c, 1, 0);
+            self.decoder_forward(rows, &mut x, &empty, None, None, &mut out, &mut s, pool);
+            out
+        })
     }
 
     /// `final_proj(hidden)` for each row of `hidden` (`8·2024` logits per row, the

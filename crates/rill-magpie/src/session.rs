@@ -135,35 +135,34 @@ impl Session {
         model.encode(&tokens, &mut enc, pool)?;
         let mem = model.cross_memory(&enc, pool);
 
-        // Prefill: [context ; BOS frame] for the conditional row, [zeros ; BOS] for CFG.
+        // Prefill: [context ; BOS frame] for the conditional row; the CFG row's
+        // [zeros ; BOS] prefill is the model's shared constant.
         let rows = c.context_frames + 1;
         let capacity = rows + params.max_decoder_steps;
         let mut cache = DecoderCache::new(&c, batch, capacity);
-        let mut x = vec![0f32; batch * rows * d];
-        let bos = [c.audio_bos(); CODEBOOKS];
-        for b in 0..batch {
-            let xb = &mut x[b * rows * d..(b + 1) * rows * d];
-            if b == 0 {
-                xb[..c.context_frames * d].copy_from_slice(ctx);
-            }
-            model.embed_frame(&bos, &mut xb[c.context_frames * d..]);
-            for (p, row) in xb.chunks_exact_mut(d).enumerate() {
-                model.add_decoder_position(row, p);
-            }
-        }
-        let mut pre = DecoderOut::new(&c, batch, rows, t);
-        let mut pre_scratch = LayerScratch::new(batch * rows, d, c.ffn, 1, rows, c.xattn_dim, t);
+        let mut x = vec![0f32; rows * d];
+        model.prefill_input(Some(ctx), &mut x);
+        let mut pre = DecoderOut::new(&c, 1, rows, t);
+        let mut pre_scratch = LayerScratch::new(rows, d, c.ffn, 1, rows, c.xattn_dim, t);
+        let empty = DecoderCache::new(&c, 1, 0);
         model.decoder_forward(
             rows,
             &mut x,
-            &cache,
-            &mem,
+            &empty,
+            Some(&mem),
             None,
             &mut pre,
             &mut pre_scratch,
             pool,
         );
-        cache.append(&pre)?;
+        let mut hidden = pre.hidden.clone();
+        if params.use_cfg {
+            let uncond = model.unconditional_prefill(pool);
+            cache.append_parts(&[&pre, uncond])?;
+            hidden.extend_from_slice(&uncond.hidden);
+        } else {
+            cache.append(&pre)?;
+        }
 
         let prior = params.apply_attention_prior.then(|| {
             AttentionPrior::new(
@@ -182,7 +181,7 @@ impl Session {
             out: DecoderOut::new(&c, batch, 1, t),
             scratch: LayerScratch::new(batch, d, c.ffn, 1, capacity, c.xattn_dim, t),
             x: vec![0.0; batch * d],
-            hidden: pre.hidden.clone(),
+            hidden,
             probs: pre.probs.clone(),
             prior,
             attended: None,
@@ -197,7 +196,7 @@ impl Session {
             topk_scratch: vec![0.0; v],
             noise: vec![0.0; batch * v],
             rng: Mt19937::new(seed),
-            prev: bos,
+            prev: [c.audio_bos(); CODEBOOKS],
             step: 0,
             finished: false,
             params,
@@ -286,7 +285,7 @@ impl Session {
             1,
             &mut self.x,
             &self.cache,
-            &self.mem,
+            Some(&self.mem),
             prior,
             &mut self.out,
             &mut self.scratch,

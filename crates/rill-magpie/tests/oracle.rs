@@ -56,7 +56,16 @@ fn prefill_matches_upstream() {
     let cache = DecoderCache::new(c, 2, rows);
     let mut out = DecoderOut::new(c, 2, rows, tl);
     let mut s = LayerScratch::new(2 * rows, d, c.ffn, 1, rows, c.xattn_dim, tl);
-    m.decoder_forward(rows, &mut x, &cache, &mem, None, &mut out, &mut s, &pool);
+    m.decoder_forward(
+        rows,
+        &mut x,
+        &cache,
+        Some(&mem),
+        None,
+        &mut out,
+        &mut s,
+        &pool,
+    );
     let mut got = vec![0f32; x.len()];
     m.norm_out_rows(&x, &mut got);
     let (_, want) = f32s(&z, "dec_out_step0");
@@ -71,6 +80,22 @@ fn prefill_matches_upstream() {
     eprintln!("prefill cross-attention probabilities max |diff| {perr:e}");
     // Measured 3.9e-7.
     assert!(perr < 1e-6);
+
+    // The model's shared CFG prefill, computed alone, is the batched row 1 bit for bit.
+    let u = m.unconditional_prefill(&pool);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let n = rows * d;
+    for l in 0..c.decoder_layers {
+        let batched = (2 * l + 1) * n..(2 * l + 2) * n;
+        let alone = l * n..(l + 1) * n;
+        assert_eq!(
+            bits(&out.k[batched.clone()]),
+            bits(&u.k[alone.clone()]),
+            "layer {l} K"
+        );
+        assert_eq!(bits(&out.v[batched]), bits(&u.v[alone]), "layer {l} V");
+    }
+    assert_eq!(bits(&out.hidden[d..]), bits(&u.hidden), "CFG hidden");
 }
 
 struct Run {

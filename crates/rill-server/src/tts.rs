@@ -42,7 +42,14 @@ pub struct TtsService {
 }
 
 impl TtsService {
+    /// Computes the model's one-time CFG prefill here, at start-up, so that the
+    /// first request's first audio does not wait for it.
     pub fn new(voice: Voice, threads: usize) -> TtsService {
+        if voice.params.use_cfg {
+            voice
+                .model
+                .unconditional_prefill(&rill_kernels::Pool::new(threads.max(1)));
+        }
         TtsService {
             voice,
             threads: threads.max(1),
