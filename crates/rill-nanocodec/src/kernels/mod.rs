@@ -266,8 +266,10 @@ pub(crate) fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], poo
 
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let w = job.w;
-    let nb = tiles(w.n);
-    let (mb, cb) = (task / nb, task % nb);
+    // Column tile major: the row blocks of one tile run back to back, so its
+    // weights (≤ 3 panels) are read from memory once and then from cache.
+    let row_blocks = job.rows.div_ceil(BLOCK_M);
+    let (mb, cb) = (task % row_blocks, task / row_blocks);
     let r0 = mb * BLOCK_M;
     let r1 = (r0 + BLOCK_M).min(job.rows);
     let (p0, np) = tile_panels(w.n, cb);
