@@ -213,6 +213,7 @@ fn rows_at_once_equal_cached_steps() {
     let (mut ck, mut cv) = (vec![0f32; n * d], vec![0f32; n * d]);
     let mut s1 = LayerScratch::new(1, d, f, 1, n, xd, t);
     let mut p_one = vec![0f32; t];
+    let mut worst = 0f32;
     for r in 0..n {
         let mut row = x0[r * d..(r + 1) * d].to_vec();
         let (past_k, new_k) = ck.split_at_mut(r * d);
@@ -230,11 +231,26 @@ fn rows_at_once_equal_cached_steps() {
             probs: Some(&mut p_one),
         }];
         layer.forward(1, &mut row, &mut io, &mut s1, &pool);
-        for (a, b) in row.iter().zip(&all[r * d..(r + 1) * d]) {
-            assert!((a - b).abs() < 1e-5, "row {r}: {a} vs {b}");
+        // Rows at once run the GEMM (one FMA chain per output), one row the GEMV
+        // (lane-parallel sums): the same products summed in another order.
+        let want = &all[r * d..(r + 1) * d];
+        let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
+        for (a, b) in row.iter().zip(want) {
+            let rel = (a - b).abs() / scale;
+            worst = worst.max(rel);
+            assert!(rel < 2e-6, "row {r}: {a} vs {b} (row scale {scale})");
         }
     }
-    assert_eq!(ck, k);
+    eprintln!("rows at once vs cached steps: max |diff| / row scale {worst:e}");
+    // The keys: one product of the layer's input, in either summation order.
+    let scale = k.iter().fold(1f32, |m, v| m.max(v.abs()));
+    let kerr = ck
+        .iter()
+        .zip(&k)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()))
+        / scale;
+    eprintln!("keys: max |diff| / scale {kerr:e}");
+    assert!(kerr < 6e-7, "keys differ by {kerr} of their scale");
     for (a, b) in p_one.iter().zip(&p_all) {
         assert!((a - b).abs() < 1e-7);
     }
