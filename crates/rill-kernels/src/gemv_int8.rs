@@ -140,9 +140,17 @@ impl Q8 {
 
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
         let groups = self.groups();
-        for (c, o) in out.iter_mut().enumerate() {
-            let meta = ((r / BLOCK) * groups + c / GROUP) * BLOCK + r % BLOCK;
-            *o = self.q[self.index(r, c)] as f32 * self.scales[meta] + self.biases[meta];
+        let (b, rr) = (r / BLOCK, r % BLOCK);
+        // Group by group, a quad (4 inputs) at a time: the layout of `index`.
+        for (g, og) in out.chunks_exact_mut(GROUP).enumerate().take(groups) {
+            let meta = (b * groups + g) * BLOCK + rr;
+            let (scale, bias) = (self.scales[meta], self.biases[meta]);
+            for (j, oq) in og.chunks_exact_mut(4).enumerate() {
+                let base = (((b * groups + g) * QUADS + j) * BLOCK + rr) * 4;
+                for (o, &q) in oq.iter_mut().zip(&self.q[base..base + 4]) {
+                    *o = q as f32 * scale + bias;
+                }
+            }
         }
     }
 
@@ -613,6 +621,30 @@ pub(crate) mod tests {
             q: (0..rows * cols).map(|_| rng.int(0, 255) as u8).collect(),
             scales: (0..g).map(|_| rng.unit() * 1e-2).collect(),
             biases: (0..g).map(|_| rng.unit()).collect(),
+        }
+    }
+
+    /// The row widening walks the blocked layout quad by quad; it must read what
+    /// `index` addresses, element by element.
+    #[test]
+    fn row_into_reads_the_blocked_layout() {
+        let mut rng = Rng(7);
+        for &(rows, cols) in &SHAPES {
+            let a = random_affine(&mut rng, rows, cols);
+            let m = Q8::from_affine(&a, rows, cols);
+            let mut row = vec![0f32; cols];
+            for r in 0..rows {
+                m.row_into(r, &mut row);
+                for (c, &got) in row.iter().enumerate() {
+                    let meta = ((r / BLOCK) * m.groups() + c / GROUP) * BLOCK + r % BLOCK;
+                    let want = m.q[m.index(r, c)] as f32 * m.scales[meta] + m.biases[meta];
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "{rows}x{cols} row {r} col {c}"
+                    );
+                }
+            }
         }
     }
 
