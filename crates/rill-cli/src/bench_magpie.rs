@@ -12,7 +12,7 @@ use rill_magpie::{InferenceParams, Model, Session};
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
 use rill_text::{EnglishFrontEnd, TextVocabulary};
 
-use crate::args::PrecisionArg;
+use crate::args::{CodecArg, PrecisionArg};
 use crate::bench::BenchArgs;
 use crate::stats::summarize;
 
@@ -33,15 +33,31 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let t0 = Instant::now();
     let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
     let model = Arc::new(Model::with_format(w, format)?);
-    let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
+    let mut codec_weights = rill_nanocodec::Weights::synthetic(seed);
+    let (codec_short, codec_kind) = match args.model.codec {
+        None | Some(CodecArg::F32) => ("f32", "f32 codec weights"),
+        Some(CodecArg::F16) => {
+            codec_weights.round_to_half();
+            (
+                "f16",
+                "codec weights rounded to half as in NVIDIA's F16 GGUF (f32 arithmetic)",
+            )
+        }
+        Some(c) => bail!(
+            "--model magpie takes --codec f32 or f16 (not {})",
+            format!("{c:?}").to_lowercase()
+        ),
+    };
+    let codec = NanoCodec::new(&codec_weights)?;
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
     let ids = EnglishFrontEnd::new(vocab).encode(TEXT)?;
     let ids = &ids[..ids.len() - 1];
     eprintln!(
         "Magpie (random weights, seed {seed}) + NanoCodec ready in {:.1} s; {} linears, CFG on, \
-         {}, {} tier",
+         {codec_kind} ({} convs streamed as half), {}, {} tier",
         t0.elapsed().as_secs_f64(),
         format.name(),
+        codec.half_weight_convs(),
         pools.describe(),
         rill_kernels::isa::active()
     );
@@ -107,12 +123,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (d, c, s) = (summarize(&dec), summarize(&cod), summarize(&step));
     if args.json {
         println!(
-            "{{\"model\":\"magpie\",\"linears\":\"{}\",\"threads\":{threads},\"stages\":\"{}\",\
+            "{{\"model\":\"magpie\",\"linears\":\"{}\",\"codec_weights\":\"{codec_short}\",\
+             \"half_convs\":{},\"threads\":{threads},\"stages\":\"{}\",\
              \"isa\":\"{}\",\"frames\":{},\"decoder_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\
              \"codec_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\"step_ms\":{{\"median\":{:.2},\
              \"p99\":{:.2}}},\"setup_ms\":{:.1},\"first_audio_ms\":{:.1},\"cfg_prefill_ms\":{:.1},\
              \"rtf\":{:.3}}}",
             format.name(),
+            codec.half_weight_convs(),
             pools.stages().name(),
             rill_kernels::isa::active(),
             step.len(),

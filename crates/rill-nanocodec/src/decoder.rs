@@ -172,7 +172,10 @@ impl Buffers {
 pub(crate) type Probe<'a> = &'a mut dyn FnMut(&str, usize, &[f32]);
 
 impl Decoder {
-    pub(crate) fn new(w: &Weights) -> Decoder {
+    /// Packs the weights; with `half_panels` (a tier that reads them) the
+    /// residual convs of the bandwidth-bound stages are kept as IEEE half when
+    /// that is exact ([`Packed::store_as_half`]: bit-identical results).
+    pub(crate) fn new(w: &Weights, half_panels: bool) -> Decoder {
         let cfg = w.config.clone();
         let mut rows_per_frame = 1;
         let stages = w
@@ -180,6 +183,14 @@ impl Decoder {
             .iter()
             .map(|s| {
                 rows_per_frame *= s.up.stride;
+                let half = half_panels && rows_per_frame <= HALF_PANEL_ROWS;
+                let pack = |c: &crate::weights::Conv1d| {
+                    let mut p = pack(c);
+                    if half {
+                        p.store_as_half();
+                    }
+                    p
+                };
                 let res = s
                     .res
                     .iter()
@@ -219,6 +230,14 @@ impl Decoder {
             post_w,
             post_b: pc.bias[0],
         }
+    }
+
+    /// Residual convolutions whose weights are streamed as IEEE half.
+    pub(crate) fn half_convs(&self) -> usize {
+        let blocks = self.stages.iter().flat_map(|s| s.res.iter().flatten());
+        blocks
+            .map(|b| usize::from(b.input_conv.is_half()) + usize::from(b.skip_conv.is_half()))
+            .sum()
     }
 
     pub(crate) fn buffers(&self, max_frames: usize) -> Buffers {
@@ -444,6 +463,10 @@ impl Decoder {
 
 const STAGE_UP: [&str; 5] = ["up0", "up1", "up2", "up3", "up4"];
 const STAGE_RES: [&str; 5] = ["res0", "res1", "res2", "res3", "res4"];
+
+/// Stages with at most this many rows per frame (stage 0: 8) read each weight for
+/// only that many products, so they are bound by weight bandwidth.
+const HALF_PANEL_ROWS: usize = 8;
 
 fn pack(c: &crate::weights::Conv1d) -> Packed {
     Packed::conv(&c.weight, &c.bias, c.cout, c.cin, c.kernel, c.dilation)

@@ -84,15 +84,23 @@ impl NanoCodec {
                 problems,
             });
         }
+        let isa = isa.min(Isa::detect());
         Ok(NanoCodec {
-            decoder: Decoder::new(weights),
-            isa: isa.min(Isa::detect()),
+            decoder: Decoder::new(weights, kernels::reads_half_panels(isa)),
+            isa,
         })
     }
 
     /// Loads a safetensors file in the torch state-dict layout (see [`Weights::load_safetensors`]).
     pub fn load_safetensors(path: &std::path::Path) -> Result<NanoCodec, CodecError> {
         NanoCodec::new(&Weights::load_safetensors(path)?)
+    }
+
+    /// Residual convolutions streamed as IEEE half: those of the bandwidth-bound
+    /// stage 0, when the tier reads half panels (x86) and every weight is exactly
+    /// a half (as in NVIDIA's F16 GGUF). The results are the same bits either way.
+    pub fn half_weight_convs(&self) -> usize {
+        self.decoder.half_convs()
     }
 
     /// The SIMD tier of the convolution kernels.
@@ -173,10 +181,47 @@ impl NanoCodec {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn codec_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<super::NanoCodec>();
         check::<super::CodecState>();
+    }
+
+    /// Weights as NVIDIA's F16 GGUF holds them: stage 0's 18 residual convs are
+    /// streamed as half on the x86 tiers, and a frame decodes to the same bits as
+    /// with f32 panels. Random f32 weights are never converted.
+    #[test]
+    fn half_weights_decode_the_same_bits() {
+        let mut w = Weights::synthetic(3);
+        assert_eq!(NanoCodec::new(&w).unwrap().half_weight_convs(), 0);
+        w.round_to_half();
+        let pool = Pool::new(2);
+        let frames: Vec<[u32; CODEBOOKS]> = (0..3u32)
+            .map(|f| std::array::from_fn(|c| (f * 97 + c as u32 * 131) % CODEBOOK_SIZE))
+            .collect();
+        for isa in rill_kernels::isa::tiers_under_test("nanocodec half weights") {
+            let half = NanoCodec::with_isa(&w, isa).unwrap();
+            let f32_panels = NanoCodec {
+                decoder: Decoder::new(&w, false),
+                isa: half.isa,
+            };
+            let want = if kernels::reads_half_panels(isa) {
+                18
+            } else {
+                0
+            };
+            assert_eq!(half.half_weight_convs(), want, "{isa:?}");
+            assert_eq!(f32_panels.half_weight_convs(), 0);
+            let (mut sa, mut sb) = (half.new_state(), f32_panels.new_state());
+            let (mut a, mut b) = ([0f32; SAMPLES_PER_FRAME], [0f32; SAMPLES_PER_FRAME]);
+            for f in &frames {
+                half.step(&mut sa, f, &mut a, &pool).unwrap();
+                f32_panels.step(&mut sb, f, &mut b, &pool).unwrap();
+                assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits), "{isa:?}");
+            }
+        }
     }
 }

@@ -279,6 +279,32 @@ fn check_conv(out: &mut Vec<Problem>, name: &str, c: &Conv1d, [cout, cin, k, d]:
 }
 
 impl Weights {
+    /// Rounds every convolution weight and bias to IEEE half (round to nearest
+    /// even), as NVIDIA's F16 GGUF stores them: random weights with the value set a
+    /// GGUF user's codec runs on (`rill bench --model magpie --codec f16`). The
+    /// arithmetic stays f32.
+    pub fn round_to_half(&mut self) {
+        let round = |v: &mut Vec<f32>| {
+            for x in v.iter_mut() {
+                *x = half::f16::from_f32(*x).to_f32();
+            }
+        };
+        let conv = |c: &mut Conv1d| {
+            round(&mut c.weight);
+            round(&mut c.bias);
+        };
+        conv(&mut self.pre_conv);
+        conv(&mut self.post_conv);
+        for s in &mut self.stages {
+            round(&mut s.up.weight);
+            round(&mut s.up.bias);
+            for b in s.res.iter_mut().flatten() {
+                conv(&mut b.input_conv);
+                conv(&mut b.skip_conv);
+            }
+        }
+    }
+
     /// Every inconsistency of these weights with their config and with what the
     /// decoder supports (counts, lengths, finite values), named after the
     /// state-dict stems. [`crate::NanoCodec::new`] refuses weights with problems, so

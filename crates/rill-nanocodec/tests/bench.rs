@@ -72,8 +72,23 @@ fn step_ms_per_frame() {
 #[test]
 #[ignore]
 fn layer_profile() {
+    profile(NanoCodec::new(weights()).unwrap());
+}
+
+/// [`layer_profile`] with the weights rounded to half, as NVIDIA's F16 GGUF holds
+/// them (stage 0 then streams half the bytes; the same bits come out).
+#[test]
+#[ignore]
+fn layer_profile_half_weights() {
+    let mut w = weights().clone();
+    w.round_to_half();
+    let codec = NanoCodec::new(&w).unwrap();
+    eprintln!("{} convs streamed as half", codec.half_weight_convs());
+    profile(codec);
+}
+
+fn profile(codec: NanoCodec) {
     let frames = frames();
-    let codec = NanoCodec::new(weights()).unwrap();
     let pool = Pool::new(1);
     let mut laps: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     let mut st = codec.new_state();

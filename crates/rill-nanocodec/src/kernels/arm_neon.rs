@@ -178,6 +178,8 @@ unsafe fn epilogue<const M: usize>(
 /// NEON must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
+    // This tier reads f32 panels only (`reads_half_panels`; `run_task` checks).
+    debug_assert!(t.b16.is_null());
     let n = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
         let mut r = 0;

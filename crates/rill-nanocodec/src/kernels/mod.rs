@@ -101,8 +101,11 @@ pub(crate) struct Packed {
     pub cin: usize,
     /// Element offset of each tap's channel run from an output row's input base.
     pub taps: Vec<usize>,
-    /// `[n/16 panels][k][16]`, zero-padded columns.
+    /// `[n/16 panels][k][16]`, zero-padded columns (empty when `half` holds them).
     data: AVec,
+    /// The same panels as IEEE half bits, when every weight is exactly a half
+    /// ([`Packed::store_as_half`]): half the bytes to stream, the same values.
+    half: Option<Vec<u16>>,
     /// Bias, zero-padded to whole panels.
     bias: AVec,
 }
@@ -140,13 +143,54 @@ impl Packed {
             cin,
             taps,
             data,
+            half: None,
             bias: b,
         }
+    }
+
+    /// Stores the panels as IEEE half if every weight is exactly representable (as
+    /// in NVIDIA's F16 GGUF): the kernels widen them to the same f32 values, so
+    /// the results do not change by a bit, and a bandwidth-bound layer reads half
+    /// the bytes. Otherwise nothing changes. Returns whether it converted.
+    pub(crate) fn store_as_half(&mut self) -> bool {
+        let half: Vec<u16> = self
+            .data
+            .iter()
+            .map(|&v| half::f16::from_f32(v).to_bits())
+            .collect();
+        let exact = half
+            .iter()
+            .zip(self.data.iter())
+            .all(|(&h, &v)| half::f16::from_bits(h).to_f32().to_bits() == v.to_bits());
+        if exact {
+            self.half = Some(half);
+            self.data = AVec::zeros(0);
+        }
+        exact
+    }
+
+    /// Whether the panels are stored as half.
+    pub(crate) fn is_half(&self) -> bool {
+        self.half.is_some()
     }
 
     /// Input rows a window spans before its output row (`(kernel − 1)·dilation`).
     pub(crate) fn history_rows(&self) -> usize {
         self.taps.last().copied().unwrap_or(0) / self.cin.max(1)
+    }
+}
+
+/// Whether `isa`'s kernels read half panels ([`Packed::store_as_half`]): the x86 tiers
+/// (F16C / AVX-512F conversions). NEON and portable keep f32 panels.
+pub(crate) fn reads_half_panels(isa: Isa) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        matches!(isa.tier(), Tier::Avx2 | Tier::Avx512)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        false
     }
 }
 
@@ -215,8 +259,11 @@ pub(crate) struct Tile<'a> {
     pub c: &'a [*mut f32],
     pub taps: &'a [usize],
     pub cin: usize,
-    /// The packed panel of the tile's first column.
+    /// The packed panel of the tile's first column (f32 panels).
     pub b: *const f32,
+    /// The same in IEEE half bits (half panels; then `b` is null). Only the x86
+    /// tiers are given half panels.
+    pub b16: *const u16,
     /// Floats between consecutive panels (`k·16`).
     pub b_stride: usize,
     /// Valid columns of this tile (≤ 16·[`MAX_TILE_PANELS`]).
@@ -266,6 +313,10 @@ pub(crate) fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], poo
 
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let w = job.w;
+    assert!(
+        w.half.is_none() || reads_half_panels(isa),
+        "half panels given to a tier that reads f32 panels"
+    );
     // Column tile major: the row blocks of one tile run back to back, so its
     // weights (≤ 3 panels) are read from memory once and then from cache.
     let row_blocks = job.rows.div_ceil(BLOCK_M);
@@ -296,7 +347,14 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         c: &c[..n],
         taps: &w.taps,
         cin: w.cin,
-        b: w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+        b: match w.half {
+            None => w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+            Some(_) => std::ptr::null(),
+        },
+        b16: match &w.half {
+            Some(h) => h[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+            None => std::ptr::null(),
+        },
         b_stride: w.k * PANEL,
         ncols,
         bias: w.bias[c0..].as_ptr(),

@@ -76,6 +76,8 @@ const MR: usize = 4;
 /// # Safety
 /// The tile's pointers must be valid (see `Tile`).
 pub(super) unsafe fn tile(t: &Tile<'_>) {
+    // This tier reads f32 panels only (`reads_half_panels`; `run_task` checks).
+    debug_assert!(t.b16.is_null());
     let panels = t.ncols.div_ceil(PANEL);
     for p in 0..panels {
         let b = t.b.add(p * t.b_stride);

@@ -24,6 +24,17 @@ fn snake_params(channels: usize, seed: u64) -> SnakeParams {
     SnakeParams::new(&HalfSnake::new(channels, alpha))
 }
 
+/// How [`conv_with`] stores the weights.
+#[derive(Clone, Copy, PartialEq)]
+enum Panels {
+    /// The random weights, f32 panels.
+    F32,
+    /// The weights rounded to IEEE half, kept in f32 panels.
+    RoundedF32,
+    /// The weights rounded to IEEE half, in half panels ([`Packed::store_as_half`]).
+    Half,
+}
+
 /// Runs one causal conv (`rows` outputs, input rows with `(k−1)·d` history) on `isa`.
 fn conv(
     isa: Isa,
@@ -31,10 +42,31 @@ fn conv(
     epi_kind: u8,
     pool: &Pool,
 ) -> Vec<f32> {
+    conv_with(isa, shape, epi_kind, pool, Panels::F32)
+}
+
+fn conv_with(
+    isa: Isa,
+    shape: (usize, usize, usize, usize, usize),
+    epi_kind: u8,
+    pool: &Pool,
+    panels: Panels,
+) -> Vec<f32> {
     let (cin, n, k, d, rows) = shape;
-    let w = values(n * cin * k, 1);
+    let mut w = values(n * cin * k, 1);
+    if panels != Panels::F32 {
+        for v in &mut w {
+            *v = half::f16::from_f32(*v).to_f32();
+        }
+    }
     let b = values(n, 2);
-    let p = Packed::conv(&w, &b, n, cin, k, d);
+    let mut p = Packed::conv(&w, &b, n, cin, k, d);
+    if panels == Panels::Half {
+        assert!(
+            p.store_as_half() && p.is_half(),
+            "half-exact weights must convert"
+        );
+    }
     let hist = p.history_rows();
     let input = values((hist + rows) * cin, 3);
     let sp = snake_params(n, 4);
@@ -248,4 +280,33 @@ fn simd_tiers_reproduce_the_x86_bits() {
             }
         }
     }
+}
+
+/// Half panels hold the same values as f32 panels, so the x86 tiers give the same
+/// bits from either; weights that are not exact halves stay f32.
+#[test]
+fn half_panels_change_no_bit() {
+    let pool = Pool::new(2);
+    for isa in tiers_under_test("nanocodec half panels") {
+        if !reads_half_panels(isa) {
+            continue;
+        }
+        for shape in [(432, 432, 3, 1, 8), (432, 432, 11, 5, 8), (40, 37, 7, 3, 5)] {
+            for epi in 0..3 {
+                let f = conv_with(isa, shape, epi, &pool, Panels::RoundedF32);
+                let h = conv_with(isa, shape, epi, &pool, Panels::Half);
+                assert_eq!(
+                    bits_hash(&f),
+                    bits_hash(&h),
+                    "{isa:?} {shape:?} epilogue {epi}"
+                );
+            }
+        }
+    }
+    let w = values(16 * 16 * 3, 1);
+    let mut p = Packed::conv(&w, &values(16, 2), 16, 16, 3, 1);
+    assert!(
+        !p.store_as_half() && !p.is_half(),
+        "inexact weights stay f32"
+    );
 }

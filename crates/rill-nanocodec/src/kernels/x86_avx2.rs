@@ -98,10 +98,16 @@ pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
 }
 
 #[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], p: usize) {
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn micro<const M: usize, const HALF: bool>(
+    t: &Tile<'_>,
+    a: &[*const f32],
+    c: &[*mut f32],
+    p: usize,
+) {
     let mut acc = [[_mm256_setzero_ps(); 2]; M];
-    let mut bp = t.b.add(p * t.b_stride);
+    // Element offset into the panels (f32 in `t.b`, or half bits in `t.b16`).
+    let mut bo = p * t.b_stride;
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
@@ -109,15 +115,24 @@ unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], 
         }
         for ci in 0..t.cin {
             // Prefetching past the panel's end is harmless (no fault, no effect).
-            _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
-            let b0 = _mm256_loadu_ps(bp);
-            let b1 = _mm256_loadu_ps(bp.add(H));
+            let (b0, b1) = if HALF {
+                let bp = t.b16.add(bo);
+                _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                (
+                    _mm256_cvtph_ps(_mm_loadu_si128(bp as *const __m128i)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(bp.add(H) as *const __m128i)),
+                )
+            } else {
+                let bp = t.b.add(bo);
+                _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(H)))
+            };
             for m in 0..M {
                 let av = _mm256_set1_ps(*ap[m].add(ci));
                 acc[m][0] = _mm256_fmadd_ps(av, b0, acc[m][0]);
                 acc[m][1] = _mm256_fmadd_ps(av, b1, acc[m][1]);
             }
-            bp = bp.add(PANEL);
+            bo += PANEL;
         }
     }
     // A copy, so the epilogue's loops do not pin `acc` in memory.
@@ -155,9 +170,19 @@ unsafe fn epilogue<const M: usize>(t: &Tile<'_>, res: &[[__m256; 2]; M], c: &[*m
 /// The AVX2 panel kernel.
 ///
 /// # Safety
-/// AVX2 and FMA must be available and the tile's pointers valid (see `Tile`).
-#[target_feature(enable = "avx2,fma")]
+/// AVX2, FMA and F16C must be available and the tile's pointers valid (see `Tile`).
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
+    if t.b16.is_null() {
+        tile_of::<false>(t)
+    } else {
+        tile_of::<true>(t)
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {
     let n = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
         let mut r = 0;
@@ -165,12 +190,12 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
             let mr = MR.min(n - r);
             let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
             match mr {
-                6 => micro::<6>(t, a, c, p),
-                5 => micro::<5>(t, a, c, p),
-                4 => micro::<4>(t, a, c, p),
-                3 => micro::<3>(t, a, c, p),
-                2 => micro::<2>(t, a, c, p),
-                _ => micro::<1>(t, a, c, p),
+                6 => micro::<6, HALF>(t, a, c, p),
+                5 => micro::<5, HALF>(t, a, c, p),
+                4 => micro::<4, HALF>(t, a, c, p),
+                3 => micro::<3, HALF>(t, a, c, p),
+                2 => micro::<2, HALF>(t, a, c, p),
+                _ => micro::<1, HALF>(t, a, c, p),
             }
             r += mr;
         }

@@ -101,14 +101,15 @@ pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
 /// `M` rows × `NV` panels starting at panel `p0` of the tile.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro<const M: usize, const NV: usize>(
+unsafe fn micro<const M: usize, const NV: usize, const HALF: bool>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
     p0: usize,
 ) {
     let mut acc = [[_mm512_setzero_ps(); NV]; M];
-    let mut bp = t.b.add(p0 * t.b_stride);
+    // Element offset into the panels (f32 in `t.b`, or half bits in `t.b16`).
+    let mut bo = p0 * t.b_stride;
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
@@ -118,8 +119,16 @@ unsafe fn micro<const M: usize, const NV: usize>(
             let mut bv = [_mm512_setzero_ps(); NV];
             for v in 0..NV {
                 // Prefetching past the panel's end is harmless (no fault, no effect).
-                _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(v * t.b_stride + PREFETCH) as *const i8);
-                bv[v] = _mm512_loadu_ps(bp.add(v * t.b_stride));
+                let o = bo + v * t.b_stride;
+                bv[v] = if HALF {
+                    let bp = t.b16.add(o);
+                    _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                    _mm512_cvtph_ps(_mm256_loadu_si256(bp as *const __m256i))
+                } else {
+                    let bp = t.b.add(o);
+                    _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                    _mm512_loadu_ps(bp)
+                };
             }
             for m in 0..M {
                 let av = _mm512_set1_ps(*ap[m].add(ci));
@@ -127,7 +136,7 @@ unsafe fn micro<const M: usize, const NV: usize>(
                     acc[m][v] = _mm512_fmadd_ps(av, bv[v], acc[m][v]);
                 }
             }
-            bp = bp.add(PANEL);
+            bo += PANEL;
         }
     }
     // Hand the sums over through a copy so the epilogue's loops do not pin `acc`
@@ -172,15 +181,15 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 
 /// Rows in groups of `MR` (the tails with smaller `M`), `NV` panels from panel `p0`.
 macro_rules! by_rows {
-    ($t:expr, $nv:literal, $mr:literal, $p0:expr, [$($m:literal),*]) => {{
+    ($t:expr, $half:ident, $nv:literal, $mr:literal, $p0:expr, [$($m:literal),*]) => {{
         let n = $t.a.len();
         let mut r = 0;
         while r < n {
             let mr = $mr.min(n - r);
             let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
             match mr {
-                $($m => micro::<$m, $nv>($t, a, c, $p0),)*
-                _ => micro::<1, $nv>($t, a, c, $p0),
+                $($m => micro::<$m, $nv, $half>($t, a, c, $p0),)*
+                _ => micro::<1, $nv, $half>($t, a, c, $p0),
             }
             r += mr;
         }
@@ -193,9 +202,19 @@ macro_rules! by_rows {
 /// AVX-512F must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
+    if t.b16.is_null() {
+        tile_of::<false>(t)
+    } else {
+        tile_of::<true>(t)
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {
     match t.ncols.div_ceil(PANEL) {
-        3 => by_rows!(t, 3, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
-        2 => by_rows!(t, 2, 12, 0, [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2]),
-        _ => by_rows!(t, 1, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
+        3 => by_rows!(t, HALF, 3, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
+        2 => by_rows!(t, HALF, 2, 12, 0, [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2]),
+        _ => by_rows!(t, HALF, 1, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
     }
 }
