@@ -98,8 +98,10 @@ pub struct TtsArgs {
     pub max_frames: Option<usize>,
 
     /// Weight format of Magpie's linear layers: f32 (NeMo's arithmetic, the default),
-    /// bf16 (half the bytes per step) or int8 (a quarter; MLX-style groups of 64 with
-    /// int16 activations). The codec always runs in f32.
+    /// f16 (half the bytes per step; exact for NVIDIA's F16 GGUF, whose weights are
+    /// halves already), bf16 (the same bytes, 3 fewer mantissa bits) or int8 (a
+    /// quarter; MLX-style groups of 64 with int16 activations). The codec always
+    /// runs in f32.
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: TtsPrecision,
 
@@ -132,6 +134,7 @@ pub struct TtsArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum TtsPrecision {
     F32,
+    F16,
     Bf16,
     Int8,
 }
@@ -140,6 +143,7 @@ impl TtsPrecision {
     pub fn format(self) -> WeightFormat {
         match self {
             TtsPrecision::F32 => WeightFormat::F32,
+            TtsPrecision::F16 => WeightFormat::F16,
             TtsPrecision::Bf16 => WeightFormat::Bf16,
             TtsPrecision::Int8 => WeightFormat::Int8,
         }

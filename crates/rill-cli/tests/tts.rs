@@ -96,8 +96,8 @@ fn tts_rejects_other_languages_and_bad_speakers() {
 /// approximate NeMo's, so sampling parts from the f32 stream; a smoke check of the
 /// plumbing, the formats themselves are gated in rill-kernels).
 #[test]
-fn tts_runs_in_bf16_and_int8() {
-    for p in ["bf16", "int8"] {
+fn tts_runs_in_f16_bf16_and_int8() {
+    for p in ["f16", "bf16", "int8"] {
         let out = scratch(&format!("p-{p}.wav"));
         let o = rill()
             .args([

@@ -1,5 +1,5 @@
 //! Float weights × f32 activations with f32 accumulation:
-//! `y[r] = Σ_c w[r, c]·x[c]`, for f32 weights and bf16 weights (widened exactly
+//! `y[r] = Σ_c w[r, c]·x[c]`, for f32, bf16 and IEEE half weights (widened exactly
 //! to f32 in registers). One generic kernel per SIMD tier, parameterised by how a
 //! weight element loads.
 
@@ -68,6 +68,42 @@ impl FloatWeight for u16 {
     unsafe fn load4(p: *const u16) -> std::arch::aarch64::float32x4_t {
         use std::arch::aarch64::*;
         vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p)))
+    }
+}
+
+/// IEEE half weights (exact to f32: F16C `vcvtph2ps` on x86, `fcvtl` on ARM).
+impl FloatWeight for half::f16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(p: *const half::f16) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const half::f16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn load4(p: *const half::f16) -> std::arch::aarch64::float32x4_t {
+        use std::arch::aarch64::*;
+        let h = vld1_u16(p as *const u16);
+        let out: float32x4_t;
+        // SAFETY: `fcvtl` (half → single, base ARMv8 FP) only reads and writes
+        // registers; the f16 vector types are not stable in Rust, so asm.
+        std::arch::asm!(
+            "fcvtl {o:v}.4s, {i:v}.4h",
+            i = in(vreg) h,
+            o = out(vreg) out,
+            options(pure, nomem, nostack)
+        );
+        out
     }
 }
 
@@ -215,8 +251,8 @@ mod x86 {
     }
 
     /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU must support AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn rows_avx2<W: FloatWeight, const V: usize>(
         w: &[W],
         cols: usize,

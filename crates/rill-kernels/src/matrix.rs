@@ -24,6 +24,10 @@ pub enum WeightFormat {
     F32,
     /// bfloat16 (f32 rounded to nearest even), widened exactly to f32 in the kernel.
     Bf16,
+    /// IEEE half (f32 rounded to nearest even; ±∞ past 65504), widened exactly: the
+    /// bytes of bf16 with 3 more mantissa bits, and exact for weights that come as
+    /// f16 (NVIDIA's F16 GGUF).
+    F16,
     /// MLX affine int8, groups of 64 along the input (`nn.quantize(bits=8)`).
     Int8,
     /// MLX affine int4, groups of 32 along the input (`nn.quantize(bits=4, group_size=32)`).
@@ -41,6 +45,7 @@ impl WeightFormat {
         match self {
             WeightFormat::F32 => "f32",
             WeightFormat::Bf16 => "bf16",
+            WeightFormat::F16 => "f16",
             WeightFormat::Int8 => "int8",
             WeightFormat::Int4 => "int4",
             WeightFormat::Lut4 => "lut4",
@@ -53,6 +58,7 @@ impl WeightFormat {
 enum Storage {
     F32(Vec<f32>),
     Bf16(Vec<u16>),
+    F16(Vec<half::f16>),
     Int8(Q8),
     /// Packed nibbles (see `gemv_q4`), per-group scales and biases.
     Int4 {
@@ -153,6 +159,9 @@ impl Matrix {
             WeightFormat::Bf16 => {
                 Storage::Bf16(values.iter().map(|&v| f32_to_bf16_bits(v)).collect())
             }
+            WeightFormat::F16 => {
+                Storage::F16(values.iter().map(|&v| half::f16::from_f32(v)).collect())
+            }
             WeightFormat::Int8 if cols.is_multiple_of(gemv_int8::GROUP) => {
                 let a = quant::affine(&values, cols, gemv_int8::GROUP, 8);
                 Storage::Int8(Q8::from_affine(&a, rows, cols))
@@ -198,6 +207,8 @@ impl Matrix {
         match &self.data {
             Storage::F32(v) => vec![("f32", Part::F32(v.clone()))],
             Storage::Bf16(v) => vec![("bf16", Part::Bf16(v.clone()))],
+            // Widened (exact), so the part types stay three.
+            Storage::F16(v) => vec![("f16", Part::F32(v.iter().map(|h| h.to_f32()).collect()))],
             Storage::Int8(m) => {
                 let a = m.to_affine();
                 vec![
@@ -254,6 +265,10 @@ impl Matrix {
             WeightFormat::Bf16 => match take("bf16", n)? {
                 Part::Bf16(v) => Storage::Bf16(v),
                 _ => return Err(wrong("bf16")),
+            },
+            WeightFormat::F16 => match take("f16", n)? {
+                Part::F32(v) => Storage::F16(v.iter().map(|&x| half::f16::from_f32(x)).collect()),
+                _ => return Err(wrong("f16")),
             },
             WeightFormat::Int8 => {
                 let g = n / gemv_int8::GROUP;
@@ -371,6 +386,7 @@ impl Matrix {
             match (&mut data, m.data) {
                 (Storage::F32(a), Storage::F32(b)) => a.extend(b),
                 (Storage::Bf16(a), Storage::Bf16(b)) => a.extend(b),
+                (Storage::F16(a), Storage::F16(b)) => a.extend(b),
                 (
                     Storage::Int4 {
                         packed,
@@ -405,6 +421,7 @@ impl Matrix {
         match self.data {
             Storage::F32(_) => WeightFormat::F32,
             Storage::Bf16(_) => WeightFormat::Bf16,
+            Storage::F16(_) => WeightFormat::F16,
             Storage::Int8(_) => WeightFormat::Int8,
             Storage::Int4 { .. } => WeightFormat::Int4,
             Storage::Lut4(_) => WeightFormat::Lut4,
@@ -417,6 +434,7 @@ impl Matrix {
         match &self.data {
             Storage::F32(v) => v.len() * 4,
             Storage::Bf16(v) => v.len() * 2,
+            Storage::F16(v) => v.len() * 2,
             Storage::Int8(m) => m.bytes(),
             Storage::Int4 {
                 packed,
@@ -437,6 +455,9 @@ impl Matrix {
                 for (o, &b) in out.iter_mut().zip(&v[r * c..(r + 1) * c]) {
                     *o = gemv_float::bf16_to_f32(b);
                 }
+            }
+            Storage::F16(v) => {
+                half::slice::HalfFloatSliceExt::convert_to_f32_slice(&v[r * c..(r + 1) * c], out)
             }
             Storage::Int8(m) => m.row_into(r, out),
             Storage::Int4 {
@@ -507,6 +528,10 @@ impl Matrix {
                 let (r0, r1, ys) = block(t);
                 gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
+            Storage::F16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
             _ => {
                 self.gemv_rows_isa(isa, x[0], y0, 0..rows, pool);
                 self.gemv_rows_isa(isa, x[1], y1, 0..rows, pool);
@@ -551,6 +576,10 @@ impl Matrix {
                 gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Bf16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::F16(w) => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
                 gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
@@ -778,6 +807,7 @@ mod tests {
             for format in [
                 WeightFormat::F32,
                 WeightFormat::Bf16,
+                WeightFormat::F16,
                 WeightFormat::Int8,
                 WeightFormat::Int4,
                 WeightFormat::Lut4,
@@ -817,7 +847,12 @@ mod tests {
             let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
             let x0: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
             let x1: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
-            for format in [WeightFormat::F32, WeightFormat::Bf16, WeightFormat::Int8] {
+            for format in [
+                WeightFormat::F32,
+                WeightFormat::Bf16,
+                WeightFormat::F16,
+                WeightFormat::Int8,
+            ] {
                 let m = Matrix::from_f32(rows, cols, w.clone(), format);
                 for &isa in &tiers {
                     let (mut a0, mut a1) = (vec![0f32; rows], vec![0f32; rows]);

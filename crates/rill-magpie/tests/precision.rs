@@ -1,4 +1,4 @@
-//! Agreement of the reduced-precision weight formats (bf16, int8) with upstream's
+//! Agreement of the reduced-precision weight formats (bf16, f16, int8) with upstream's
 //! f32 run (`magpie_cached`, CFG + prior + LT), teacher-forced on the recorded codes
 //! so every step sees the same history: per-step cosine of the decoder hidden state
 //! and of the LT logits, and how many sampled codes (same torch RNG stream) and
@@ -83,6 +83,22 @@ fn bf16_agrees_with_upstream() {
 }
 
 #[test]
+fn f16_agrees_with_upstream() {
+    let a = agreement(WeightFormat::F16);
+    assert!(
+        a.hidden_cos_min >= 1.0 - F16.0,
+        "hidden cosine {}",
+        a.hidden_cos_min
+    );
+    assert!(a.lt_cos_min >= 1.0 - F16.1, "LT cosine {}", a.lt_cos_min);
+    assert!(
+        a.sampled_equal >= F16.2,
+        "sampled codes {}",
+        a.sampled_equal
+    );
+}
+
+#[test]
 fn int8_agrees_with_upstream() {
     let a = agreement(WeightFormat::Int8);
     assert!(
@@ -100,6 +116,8 @@ fn int8_agrees_with_upstream() {
 
 /// (1 − hidden cosine, 1 − LT cosine, share of sampled codes equal), bounds just
 /// outside what was measured (the same on the AVX-512, AVX2 and portable tiers):
-/// bf16 1.20e-5, 6.85e-6, 98.8 % (253/256); int8 5.79e-5, 3.72e-5, 99.6 % (255/256).
+/// bf16 1.20e-5, 6.85e-6, 98.8 % (253/256); f16 1.75e-7, 1.20e-7, 100 %;
+/// int8 5.79e-5, 3.72e-5, 99.6 % (255/256).
 const BF16: (f64, f64, f64) = (3e-5, 2e-5, 0.97);
+const F16: (f64, f64, f64) = (3e-7, 2e-7, 0.99);
 const INT8: (f64, f64, f64) = (1.5e-4, 1e-4, 0.98);
