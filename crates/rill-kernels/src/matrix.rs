@@ -126,6 +126,14 @@ pub fn f32_to_bf16_bits(v: f32) -> u16 {
     half::bf16::from_f32(v).to_bits()
 }
 
+/// Whether every value is exactly an IEEE half (weights from an F16 file): stored
+/// as half they keep every bit and stream half the bytes.
+pub fn all_exact_f16(values: &[f32]) -> bool {
+    values
+        .iter()
+        .all(|&v| half::f16::from_f32(v).to_f32().to_bits() == v.to_bits())
+}
+
 /// Rounds f32 to the nearest bf16 value, kept as f32.
 pub fn round_bf16(v: f32) -> f32 {
     half::bf16::from_f32(v).to_f32()
@@ -835,6 +843,29 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Half-exact weights (an F16 file) stored as F16 give the bits of F32 storage.
+    #[test]
+    fn exact_halves_stored_as_f16_change_no_bit() {
+        let tiers = crate::isa::tiers_under_test("matrix::exact_halves_stored_as_f16");
+        let pool = Pool::new(2);
+        let mut seed = 8u64;
+        let (rows, cols) = (70, 256);
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|_| half::f16::from_f32(lcg(&mut seed)).to_f32())
+            .collect();
+        assert!(all_exact_f16(&w) && !all_exact_f16(&[0.1]));
+        let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        let a = Matrix::from_f32(rows, cols, w.clone(), WeightFormat::F32);
+        let b = Matrix::from_f32(rows, cols, w, WeightFormat::F16);
+        for &isa in &tiers {
+            let (mut ya, mut yb) = (vec![0f32; rows], vec![0f32; rows]);
+            a.gemv_rows_isa(isa, &x, &mut ya, 0..rows, &pool);
+            b.gemv_rows_isa(isa, &x, &mut yb, 0..rows, &pool);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&ya), bits(&yb), "{isa}");
         }
     }
 

@@ -53,7 +53,8 @@ impl LayerNorm {
 }
 
 /// A bias-free linear layer `(out, in)` as a GEMV matrix, in the weights' matrix
-/// format (f32 unless [`crate::Model::with_format`] chose another).
+/// format (f32 unless [`crate::Model::with_format`] chose another; f32 weights that
+/// are all exact halves are kept as f16, which computes the same bits).
 pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
     let shape = w.get(name).map(|t| t.shape.clone()).unwrap_or_default();
     let v = w.take_f32(name)?;
@@ -67,6 +68,8 @@ pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
         {
             WeightFormat::F32
         }
+        // Exact halves (NVIDIA's F16 GGUF) under f32: the same bits, half the bytes.
+        WeightFormat::F32 if rill_kernels::all_exact_f16(&v) => WeightFormat::F16,
         f => f,
     };
     Ok(Matrix::from_f32(rows, cols, v, format))
@@ -488,6 +491,17 @@ impl TransformerLayer {
             norm_pos_ff: LayerNorm::load(w, &format!("{p}.norm_pos_ff"))?,
             pos_ff: PositionwiseConvFF::load(w, &format!("{p}.pos_ff"))?,
         })
+    }
+
+    /// The layer's weight matrices.
+    pub fn matrices(&self) -> Vec<&Matrix> {
+        let a = &self.self_attention;
+        let mut m = vec![&a.qkv_net, &a.o_net, &self.pos_ff.proj, &self.pos_ff.o_net];
+        if let Some(c) = &self.cross {
+            let x = &c.cross_attention;
+            m.extend([&x.q_net, &x.kv_net, &x.o_net]);
+        }
+        m
     }
 
     /// Runs the layer over `n` new rows of each sequence (`x`: `seqs.len() × n × D`,

@@ -265,6 +265,29 @@ impl Model {
         })
     }
 
+    /// How many weight matrices are stored in each format (f32 weights that are
+    /// all exact halves, as from NVIDIA's F16 GGUF, are kept as f16: same bits).
+    pub fn linear_formats(&self) -> std::collections::BTreeMap<&'static str, usize> {
+        let layers = self
+            .encoder
+            .iter()
+            .chain(&self.decoder)
+            .chain(&self.local_transformer);
+        let mut all: Vec<&Matrix> = layers.flat_map(|l| l.matrices()).collect();
+        all.push(&self.final_proj);
+        all.push(&self.local_transformer_in_projection);
+        all.extend(
+            self.local_transformer_out_projections
+                .iter()
+                .map(|(m, _)| m),
+        );
+        let mut count = std::collections::BTreeMap::new();
+        for m in all {
+            *count.entry(m.format().name()).or_insert(0) += 1;
+        }
+        count
+    }
+
     /// Checks that `tokens` (including the final EOS) fit the text table and the
     /// encoder positions.
     pub fn check_tokens(&self, tokens: &[u32]) -> Result<()> {

@@ -109,10 +109,18 @@ fn expected_params(e: &Value) -> InferenceParams {
 }
 
 /// A few frames through the real session: the loaded model and parameters are usable.
-fn run(m: LoadedModel) -> usize {
+/// `linears` is the one format every weight matrix must be stored in by default
+/// (f16 for an F16 GGUF: exact halves kept as halves).
+fn run(m: LoadedModel, linears: &str) -> usize {
     let pool = rill_kernels::Pool::new(1);
     let vocab = m.weights.config().codebook_vocab as u16;
     let model = Arc::new(Model::new(m.weights).unwrap());
+    let formats = model.linear_formats();
+    assert_eq!(
+        formats.keys().copied().collect::<Vec<_>>(),
+        [linears],
+        "{formats:?}"
+    );
     let mut s = Session::new(model, &[1, 2, 3, 4], 1, m.params.clone(), 7, &pool).unwrap();
     let mut frames = 0;
     while let Some(f) = s.step(&pool).unwrap() {
@@ -142,7 +150,7 @@ fn gguf_loads_exact_tensors_config_and_the_configs_own_parameters() {
             .collect::<Vec<_>>()
     );
     assert_eq!(m.model_config["model_type"], "decoder_ce");
-    run(m);
+    run(m, "f16");
 }
 
 #[test]
@@ -176,7 +184,7 @@ fn nemo_loads_exact_tensors_config_parameters_and_lexicon() {
     check_tensors(&m, &e["nemo_state_dict"]);
     assert_eq!(m.params, expected_params(&e));
     assert!(m.speaker_names.is_empty());
-    run(m);
+    run(m, "f32");
 }
 
 #[test]

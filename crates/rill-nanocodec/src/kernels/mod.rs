@@ -153,17 +153,10 @@ impl Packed {
     /// the results do not change by a bit, and a bandwidth-bound layer reads half
     /// the bytes. Otherwise nothing changes. Returns whether it converted.
     pub(crate) fn store_as_half(&mut self) -> bool {
-        let half: Vec<u16> = self
-            .data
-            .iter()
-            .map(|&v| half::f16::from_f32(v).to_bits())
-            .collect();
-        let exact = half
-            .iter()
-            .zip(self.data.iter())
-            .all(|(&h, &v)| half::f16::from_bits(h).to_f32().to_bits() == v.to_bits());
+        let exact = rill_kernels::all_exact_f16(&self.data);
         if exact {
-            self.half = Some(half);
+            let bits = self.data.iter().map(|&v| half::f16::from_f32(v).to_bits());
+            self.half = Some(bits.collect());
             self.data = AVec::zeros(0);
         }
         exact
