@@ -97,11 +97,11 @@ pub struct TtsArgs {
     #[arg(long)]
     pub max_frames: Option<usize>,
 
-    /// Weight format of Magpie's linear layers: f32 (NeMo's arithmetic, the default),
-    /// f16 (half the bytes per step; exact for NVIDIA's F16 GGUF, whose weights are
-    /// halves already), bf16 (the same bytes, 3 fewer mantissa bits) or int8 (a
-    /// quarter; MLX-style groups of 64 with int16 activations). The codec always
-    /// runs in f32.
+    /// Weight format of Magpie's linear layers: f32 (NeMo's arithmetic, the default;
+    /// weights that are halves already, as in NVIDIA's F16 GGUF, are then kept as
+    /// f16, which computes the same bits with half the bytes), f16 (half the bytes
+    /// per step), bf16 (the same bytes, 3 fewer mantissa bits) or int8 (a quarter;
+    /// MLX-style groups of 64 with int16 activations). The codec always runs in f32.
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: TtsPrecision,
 
