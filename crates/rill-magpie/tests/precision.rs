@@ -66,52 +66,40 @@ fn agreement(format: WeightFormat) -> Agreement {
     a
 }
 
-#[test]
-fn bf16_agrees_with_upstream() {
-    let a = agreement(WeightFormat::Bf16);
+/// Asserts `format`'s agreement against its bounds (see [`BF16`]).
+fn check(format: WeightFormat, (hidden, lt, sampled): (f64, f64, f64)) {
+    let a = agreement(format);
+    let name = format.name();
     assert!(
-        a.hidden_cos_min >= 1.0 - BF16.0,
-        "hidden cosine {}",
+        a.hidden_cos_min >= 1.0 - hidden,
+        "{name} hidden cosine {}",
         a.hidden_cos_min
     );
-    assert!(a.lt_cos_min >= 1.0 - BF16.1, "LT cosine {}", a.lt_cos_min);
     assert!(
-        a.sampled_equal >= BF16.2,
-        "sampled codes {}",
+        a.lt_cos_min >= 1.0 - lt,
+        "{name} LT cosine {}",
+        a.lt_cos_min
+    );
+    assert!(
+        a.sampled_equal >= sampled,
+        "{name} sampled codes {}",
         a.sampled_equal
     );
+}
+
+#[test]
+fn bf16_agrees_with_upstream() {
+    check(WeightFormat::Bf16, BF16);
 }
 
 #[test]
 fn f16_agrees_with_upstream() {
-    let a = agreement(WeightFormat::F16);
-    assert!(
-        a.hidden_cos_min >= 1.0 - F16.0,
-        "hidden cosine {}",
-        a.hidden_cos_min
-    );
-    assert!(a.lt_cos_min >= 1.0 - F16.1, "LT cosine {}", a.lt_cos_min);
-    assert!(
-        a.sampled_equal >= F16.2,
-        "sampled codes {}",
-        a.sampled_equal
-    );
+    check(WeightFormat::F16, F16);
 }
 
 #[test]
 fn int8_agrees_with_upstream() {
-    let a = agreement(WeightFormat::Int8);
-    assert!(
-        a.hidden_cos_min >= 1.0 - INT8.0,
-        "hidden cosine {}",
-        a.hidden_cos_min
-    );
-    assert!(a.lt_cos_min >= 1.0 - INT8.1, "LT cosine {}", a.lt_cos_min);
-    assert!(
-        a.sampled_equal >= INT8.2,
-        "sampled codes {}",
-        a.sampled_equal
-    );
+    check(WeightFormat::Int8, INT8);
 }
 
 /// (1 − hidden cosine, 1 − LT cosine, share of sampled codes equal), bounds just
