@@ -1,5 +1,7 @@
 //! Matrix-vector products per weight format and SIMD tier, on the language
 //! model's shapes. Only the product is timed (matrices are built outside `iter`).
+//! `gemv2_*`: two vectors against one matrix (Magpie's CFG rows, its decoder's
+//! shapes), as two calls and as one `gemv2` that reads each weight once.
 //! Run: `cargo bench -p rill-kernels` (RILL_THREADS sets the pool size, default 2).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -55,5 +57,53 @@ fn gemv(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, gemv);
+/// Magpie decoder shapes: self-attention QKV, FFN up and down.
+const CFG_SHAPES: [(usize, usize, &str); 3] = [
+    (2304, 768, "qkv"),
+    (3072, 768, "ffn_up"),
+    (768, 3072, "ffn_down"),
+];
+
+fn gemv2(c: &mut Criterion) {
+    let threads = std::env::var("RILL_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let pool = Pool::new(threads);
+    let mut seed = 11u64;
+    let mut rnd = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+    };
+    for (rows, cols, what) in CFG_SHAPES {
+        let w: Vec<f32> = (0..rows * cols).map(|_| rnd()).collect();
+        let x: Vec<Vec<f32>> = (0..2).map(|_| (0..cols).map(|_| rnd()).collect()).collect();
+        let (mut y0, mut y1) = (vec![0f32; rows], vec![0f32; rows]);
+        let mut group = c.benchmark_group(format!("gemv2_{what}_{rows}x{cols}"));
+        group.sample_size(30);
+        group.measurement_time(std::time::Duration::from_secs(2));
+        for format in [WeightFormat::F32, WeightFormat::F16, WeightFormat::Int8] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            group.throughput(Throughput::Bytes(m.bytes() as u64));
+            for isa in Isa::available() {
+                let id =
+                    |how: &str| BenchmarkId::new(format!("{}_{how}", format.name()), isa.name());
+                group.bench_with_input(id("two_calls"), &isa, |b, &isa| {
+                    b.iter(|| {
+                        m.gemv_rows_isa(isa, &x[0], &mut y0, 0..rows, &pool);
+                        m.gemv_rows_isa(isa, &x[1], &mut y1, 0..rows, &pool);
+                    })
+                });
+                group.bench_with_input(id("gemv2"), &isa, |b, &isa| {
+                    b.iter(|| m.gemv2_isa(isa, [&x[0], &x[1]], [&mut y0, &mut y1], &pool))
+                });
+            }
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, gemv, gemv2);
 criterion_main!(benches);

@@ -156,7 +156,6 @@ impl Q8 {
 
     /// Computes the rows of `range` that fall in `blocks` (at most 4, typically far
     /// apart: four memory streams) into `y`, indexed relative to `range.start`.
-    #[allow(clippy::too_many_arguments)]
     pub fn run_blocks(
         &self,
         isa: Isa,
@@ -165,25 +164,53 @@ impl Q8 {
         act: &Act<'_>,
         y: *mut f32,
     ) {
+        self.run_blocks_n(isa, blocks, range, [act], [y]);
+    }
+
+    /// [`Q8::run_blocks`] for `A` activation vectors at once (`y[a]` gets the rows
+    /// of `acts[a]`): each weight is loaded once for all of them (the two CFG rows
+    /// of Magpie's decoder), and each output has the bits of its one-vector call.
+    pub fn run_blocks_n<const A: usize>(
+        &self,
+        isa: Isa,
+        blocks: &[usize],
+        range: &std::ops::Range<usize>,
+        acts: [&Act<'_>; A],
+        y: [*mut f32; A],
+    ) {
         debug_assert!(blocks.len() <= 4);
-        let mut buf = [0f32; 4 * BLOCK];
-        let out = &mut buf[..blocks.len() * BLOCK];
+        let mut out = [[0f32; 4 * BLOCK]; A];
         match isa.tier() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` with VNNI comes only from detecting avx512f/bw/vnni.
-            Tier::Avx512 if isa.vnni() => unsafe { x86::blocks_avx512(self, blocks, act, out) },
+            Tier::Avx512 if isa.vnni() => unsafe {
+                x86::blocks_avx512(self, blocks, &acts, &mut out)
+            },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
-            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
+            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, &acts, &mut out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: an `Isa` with dotprod comes only from detecting neon and dotprod.
-            Tier::Neon if isa.dotprod() => unsafe { arm::blocks_sdot(self, blocks, act, out) },
+            Tier::Neon if isa.dotprod() => unsafe {
+                arm::blocks_sdot(self, blocks, &acts, &mut out)
+            },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: an `Isa` of tier NEON comes only from detecting neon.
-            Tier::Neon => unsafe { arm::blocks_neon(self, blocks, act, out) },
-            _ => blocks_portable(self, blocks, act, out),
+            Tier::Neon => {
+                for (act, o) in acts.iter().zip(out.iter_mut()) {
+                    // SAFETY: as above.
+                    unsafe { arm::blocks_neon(self, blocks, act, o) }
+                }
+            }
+            _ => {
+                for (act, o) in acts.iter().zip(out.iter_mut()) {
+                    blocks_portable(self, blocks, act, o);
+                }
+            }
         }
-        scatter(blocks, range, out, y);
+        for (o, y) in out.iter().zip(y) {
+            scatter(blocks, range, &o[..blocks.len() * BLOCK], y);
+        }
     }
 }
 
@@ -262,6 +289,9 @@ fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
     }
 }
 
+/// The SIMD kernels take `A` activation vectors: every loaded weight register
+/// multiplies each of them, and per vector the operations and their order are
+/// those of `A = 1`, so the results do not depend on `A`.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Act, BLOCK, GROUP, Q8, QUADS};
@@ -272,47 +302,65 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn blocks_avx512(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+    pub unsafe fn blocks_avx512<const A: usize>(
+        m: &Q8,
+        blocks: &[usize],
+        acts: &[&Act<'_>; A],
+        out: &mut [[f32; 4 * BLOCK]; A],
+    ) {
         let groups = m.groups();
-        let mut acc = [_mm512_setzero_ps(); 4];
-        let mut bias = [_mm512_setzero_ps(); 4];
-        let (hp, lp) = (act.hi.as_ptr() as *const i32, act.lo.as_ptr() as *const i32);
+        let mut acc = [[_mm512_setzero_ps(); 4]; A];
+        let mut bias = [[_mm512_setzero_ps(); 4]; A];
         for g in 0..groups {
-            let xs = _mm512_set1_ps(act.sums[g]);
-            let mut dh = [_mm512_setzero_si512(); 4];
-            let mut dl = [_mm512_setzero_si512(); 4];
+            let mut dh = [[_mm512_setzero_si512(); 4]; A];
+            let mut dl = [[_mm512_setzero_si512(); 4]; A];
             for j in 0..QUADS {
-                let h = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
-                let l = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+                let mut h = [_mm512_setzero_si512(); A];
+                let mut l = [_mm512_setzero_si512(); A];
+                for a in 0..A {
+                    let (hp, lp) = (
+                        acts[a].hi.as_ptr() as *const i32,
+                        acts[a].lo.as_ptr() as *const i32,
+                    );
+                    h[a] = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
+                    l[a] = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+                }
                 for k in 0..blocks.len() {
                     let w = _mm512_loadu_si512(
                         m.q.as_ptr()
                             .add((((blocks[k]) * groups + g) * QUADS + j) * BLOCK * 4)
                             as *const _,
                     );
-                    dh[k] = _mm512_dpbusd_epi32(dh[k], w, h);
-                    dl[k] = _mm512_dpbusd_epi32(dl[k], w, l);
+                    for a in 0..A {
+                        dh[a][k] = _mm512_dpbusd_epi32(dh[a][k], w, h[a]);
+                        dl[a][k] = _mm512_dpbusd_epi32(dl[a][k], w, l[a]);
+                    }
                 }
             }
             for k in 0..blocks.len() {
                 let meta = ((blocks[k]) * groups + g) * BLOCK;
                 let c = _mm512_loadu_si512(m.qsum128.as_ptr().add(meta) as *const _);
-                let d = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(dh[k], 8), dl[k]), c);
-                acc[k] = _mm512_fmadd_ps(
-                    _mm512_cvtepi32_ps(d),
-                    _mm512_loadu_ps(m.scales.as_ptr().add(meta)),
-                    acc[k],
-                );
-                bias[k] =
-                    _mm512_fmadd_ps(_mm512_loadu_ps(m.biases.as_ptr().add(meta)), xs, bias[k]);
+                let sc = _mm512_loadu_ps(m.scales.as_ptr().add(meta));
+                let bi = _mm512_loadu_ps(m.biases.as_ptr().add(meta));
+                for a in 0..A {
+                    let d = _mm512_add_epi32(
+                        _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
+                        c,
+                    );
+                    acc[a][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[a][k]);
+                    let xs = _mm512_set1_ps(acts[a].sums[g]);
+                    bias[a][k] = _mm512_fmadd_ps(bi, xs, bias[a][k]);
+                }
             }
         }
-        let sx = _mm512_set1_ps(act.scale);
-        for k in 0..blocks.len() {
-            _mm512_storeu_ps(
-                out.as_mut_ptr().add(k * BLOCK),
-                _mm512_mul_ps(sx, _mm512_add_ps(acc[k], bias[k])),
-            );
+        for a in 0..A {
+            let sx = _mm512_set1_ps(acts[a].scale);
+            for k in 0..blocks.len() {
+                _mm512_storeu_ps(
+                    out[a].as_mut_ptr().add(k * BLOCK),
+                    _mm512_mul_ps(sx, _mm512_add_ps(acc[a][k], bias[a][k])),
+                );
+            }
         }
     }
 
@@ -323,47 +371,60 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+    pub unsafe fn blocks_avx2<const A: usize>(
+        m: &Q8,
+        blocks: &[usize],
+        acts: &[&Act<'_>; A],
+        out: &mut [[f32; 4 * BLOCK]; A],
+    ) {
         let groups = m.groups();
         let nb = blocks.len();
         // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
-        let mut acc = [[_mm_setzero_ps(); 4]; 4];
-        let mut bias = [[_mm_setzero_ps(); 4]; 4];
+        let mut acc = [[[_mm_setzero_ps(); 4]; 4]; A];
+        let mut bias = [[[_mm_setzero_ps(); 4]; 4]; A];
         for g in 0..groups {
-            let xs = _mm_set1_ps(act.sums[g]);
             for k in 0..nb {
                 let b = blocks[k];
-                let mut d = [_mm256_setzero_si256(); 4];
+                let mut d = [[_mm256_setzero_si256(); 4]; A];
                 for j in 0..QUADS {
                     // The quad's 4 int16 activations, broadcast to every 64-bit lane.
-                    let x = _mm256_set1_epi64x(
-                        (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
-                    );
+                    let mut x = [_mm256_setzero_si256(); A];
+                    for a in 0..A {
+                        let p = acts[a].xq.as_ptr().add(g * GROUP + 4 * j) as *const i64;
+                        x[a] = _mm256_set1_epi64x(p.read_unaligned());
+                    }
                     let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
                     for q4 in 0..4 {
                         let w =
                             _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
-                        d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
+                        for a in 0..A {
+                            d[a][q4] = _mm256_add_epi32(d[a][q4], _mm256_madd_epi16(w, x[a]));
+                        }
                     }
                 }
                 let meta = (b * groups + g) * BLOCK;
                 for q4 in 0..4 {
-                    // Fold the two partial sums of each row: lanes (0,1)→row 0, …
-                    let s = _mm256_hadd_epi32(d[q4], d[q4]);
-                    let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
-                    let rows = _mm256_castsi256_si128(s);
                     let sc = _mm_loadu_ps(m.scales.as_ptr().add(meta + 4 * q4));
-                    acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
                     let bi = _mm_loadu_ps(m.biases.as_ptr().add(meta + 4 * q4));
-                    bias[k][q4] = _mm_fmadd_ps(bi, xs, bias[k][q4]);
+                    for a in 0..A {
+                        // Fold the two partial sums of each row: lanes (0,1)→row 0, …
+                        let s = _mm256_hadd_epi32(d[a][q4], d[a][q4]);
+                        let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
+                        let rows = _mm256_castsi256_si128(s);
+                        acc[a][k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[a][k][q4]);
+                        let xs = _mm_set1_ps(acts[a].sums[g]);
+                        bias[a][k][q4] = _mm_fmadd_ps(bi, xs, bias[a][k][q4]);
+                    }
                 }
             }
         }
-        let sx = _mm_set1_ps(act.scale);
-        for k in 0..nb {
-            for q4 in 0..4 {
-                let v = _mm_mul_ps(sx, _mm_add_ps(acc[k][q4], bias[k][q4]));
-                _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+        for a in 0..A {
+            let sx = _mm_set1_ps(acts[a].scale);
+            for k in 0..nb {
+                for q4 in 0..4 {
+                    let v = _mm_mul_ps(sx, _mm_add_ps(acc[a][k][q4], bias[a][k][q4]));
+                    _mm_storeu_ps(out[a].as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+                }
             }
         }
     }
@@ -385,45 +446,64 @@ mod arm {
     /// # Safety
     /// The CPU must support NEON and FEAT_DotProd.
     #[target_feature(enable = "neon,dotprod")]
-    pub unsafe fn blocks_sdot(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+    pub unsafe fn blocks_sdot<const A: usize>(
+        m: &Q8,
+        blocks: &[usize],
+        acts: &[&Act<'_>; A],
+        out: &mut [[f32; 4 * BLOCK]; A],
+    ) {
         let groups = m.groups();
         let flip = vdupq_n_u8(0x80);
-        let (hp, lp) = (act.hi.as_ptr() as *const i32, act.lo.as_ptr() as *const i32);
         for (bi, &b) in blocks.iter().enumerate() {
-            let mut acc = [vdupq_n_f32(0.0); 4];
-            let mut bias = [vdupq_n_f32(0.0); 4];
+            let mut acc = [[vdupq_n_f32(0.0); 4]; A];
+            let mut bias = [[vdupq_n_f32(0.0); 4]; A];
             for g in 0..groups {
-                let mut dh = [vdupq_n_s32(0); 4];
-                let mut dl = [vdupq_n_s32(0); 4];
+                let mut dh = [[vdupq_n_s32(0); 4]; A];
+                let mut dl = [[vdupq_n_s32(0); 4]; A];
                 let p = m.q.as_ptr().add((b * groups + g) * QUADS * BLOCK * 4);
                 for j in 0..QUADS {
-                    let h = vreinterpretq_s8_s32(vld1q_dup_s32(hp.add(g * QUADS + j)));
-                    let l = vreinterpretq_s8_s32(vld1q_dup_s32(lp.add(g * QUADS + j)));
+                    let mut h = [vdupq_n_s8(0); A];
+                    let mut l = [vdupq_n_s8(0); A];
+                    for a in 0..A {
+                        let (hp, lp) = (
+                            acts[a].hi.as_ptr() as *const i32,
+                            acts[a].lo.as_ptr() as *const i32,
+                        );
+                        h[a] = vreinterpretq_s8_s32(vld1q_dup_s32(hp.add(g * QUADS + j)));
+                        l[a] = vreinterpretq_s8_s32(vld1q_dup_s32(lp.add(g * QUADS + j)));
+                    }
                     for k in 0..4 {
                         let w = vld1q_u8(p.add((j * 4 + k) * 16));
                         let w = vreinterpretq_s8_u8(veorq_u8(w, flip));
-                        dh[k] = sdot(dh[k], w, h);
-                        dl[k] = sdot(dl[k], w, l);
+                        for a in 0..A {
+                            dh[a][k] = sdot(dh[a][k], w, h[a]);
+                            dl[a][k] = sdot(dl[a][k], w, l[a]);
+                        }
                     }
                 }
-                // |Σxq| < 2^21, so the f32 group sum is an exact integer.
-                let shift = vdupq_n_s32(128 * (act.sums[g] as i32 - 128 * GROUP as i32));
-                let xs = vdupq_n_f32(act.sums[g]);
                 let meta = (b * groups + g) * BLOCK;
-                for k in 0..4 {
-                    let c = vld1q_s32(m.qsum128.as_ptr().add(meta + 4 * k));
-                    let d = vaddq_s32(vaddq_s32(vshlq_n_s32::<8>(dh[k]), dl[k]), c);
-                    let d = vaddq_s32(d, shift);
-                    let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
-                    acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(d), sc);
-                    let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
-                    bias[k] = vfmaq_f32(bias[k], bs, xs);
+                for a in 0..A {
+                    // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+                    let sums = acts[a].sums[g];
+                    let shift = vdupq_n_s32(128 * (sums as i32 - 128 * GROUP as i32));
+                    let xs = vdupq_n_f32(sums);
+                    for k in 0..4 {
+                        let c = vld1q_s32(m.qsum128.as_ptr().add(meta + 4 * k));
+                        let d = vaddq_s32(vaddq_s32(vshlq_n_s32::<8>(dh[a][k]), dl[a][k]), c);
+                        let d = vaddq_s32(d, shift);
+                        let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
+                        acc[a][k] = vfmaq_f32(acc[a][k], vcvtq_f32_s32(d), sc);
+                        let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
+                        bias[a][k] = vfmaq_f32(bias[a][k], bs, xs);
+                    }
                 }
             }
-            let sx = vdupq_n_f32(act.scale);
-            for k in 0..4 {
-                let v = vmulq_f32(sx, vaddq_f32(acc[k], bias[k]));
-                vst1q_f32(out.as_mut_ptr().add(bi * BLOCK + 4 * k), v);
+            for a in 0..A {
+                let sx = vdupq_n_f32(acts[a].scale);
+                for k in 0..4 {
+                    let v = vmulq_f32(sx, vaddq_f32(acc[a][k], bias[a][k]));
+                    vst1q_f32(out[a].as_mut_ptr().add(bi * BLOCK + 4 * k), v);
+                }
             }
         }
     }

@@ -1,0 +1,351 @@
+//! The products of a [`Matrix`] with vectors, per storage format, split over a
+//! [`Pool`] by blocks of rows; each output row is computed by one task with a
+//! fixed summation order.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use super::{round_bf16, Matrix, Storage, ROWS_PER_TASK};
+use crate::gemv_int8::Act;
+use crate::gemv_mlx8;
+use crate::gemv_q4::AFFINE_GROUP;
+use crate::isa::{self, Isa};
+use crate::pool::Pool;
+use crate::{gemv_float, gemv_int8, gemv_lut4, gemv_q4, quant};
+
+/// Per-thread activation quantisation buffers (grown once, then reused).
+#[derive(Default)]
+struct ActScratch {
+    xq: Vec<i16>,
+    hi: Vec<i8>,
+    lo: Vec<i8>,
+    sums: Vec<i32>,
+    sums_f: Vec<f32>,
+    /// The activations rounded to bf16 (MLX int8 inputs).
+    xb: Vec<f32>,
+}
+
+thread_local! {
+    static ACT: RefCell<[ActScratch; 2]> = RefCell::new(Default::default());
+}
+
+impl Matrix {
+    /// `y = W·x` over all rows.
+    pub fn gemv(&self, x: &[f32], y: &mut [f32], pool: &Pool) {
+        self.gemv_rows(x, y, 0..self.rows, pool);
+    }
+
+    /// `y[i] = (W·x)[rows.start + i]` for a contiguous range of rows.
+    pub fn gemv_rows(&self, x: &[f32], y: &mut [f32], rows: Range<usize>, pool: &Pool) {
+        self.gemv_rows_isa(isa::active(), x, y, rows, pool);
+    }
+
+    /// `y0 = W·x0` and `y1 = W·x1` (two rows of a batch, e.g. the conditional and
+    /// unconditional rows of classifier-free guidance). Float weights are read once
+    /// for both; every output has exactly the bits [`Matrix::gemv`] gives it.
+    pub fn gemv2(&self, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
+        self.gemv2_isa(isa::active(), x, y, pool);
+    }
+
+    /// [`Matrix::gemv2`] on an explicit ISA tier.
+    pub fn gemv2_isa(&self, isa: Isa, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
+        let cols = self.cols;
+        for v in 0..2 {
+            assert_eq!(x[v].len(), cols, "gemv2 input length");
+            assert_eq!(y[v].len(), self.rows, "gemv2 output length");
+        }
+        let [y0, y1] = y;
+        let tasks = self.rows.div_ceil(ROWS_PER_TASK);
+        let (o0, o1) = (SendPtr(y0.as_mut_ptr()), SendPtr(y1.as_mut_ptr()));
+        let rows = self.rows;
+        // SAFETY (both arms): tasks cover disjoint row ranges [lo, hi) of `y0` and
+        // `y1`, which outlive `pool.run`.
+        let block = |t: usize| {
+            let lo = t * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(rows);
+            let a = unsafe { std::slice::from_raw_parts_mut(o0.get().add(lo), hi - lo) };
+            let b = unsafe { std::slice::from_raw_parts_mut(o1.get().add(lo), hi - lo) };
+            (lo, hi, [a, b])
+        };
+        let run_all = |f: &(dyn Fn(usize) + Sync)| {
+            if tasks <= 1 {
+                f(0);
+            } else {
+                pool.run(tasks, f);
+            }
+        };
+        match &self.data {
+            Storage::F32(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Bf16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::F16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Int8(m) => with_quantized2(x, gemv_int8::GROUP, |acts| {
+                let range = 0..rows;
+                let (n, blocks_of) = block_tasks(&range);
+                let task = |t: usize| {
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks_n(isa, &b[..k], &range, acts, [o0.get(), o1.get()]);
+                };
+                if n <= 1 {
+                    task(0);
+                } else {
+                    pool.run(n, &task);
+                }
+            }),
+            _ => {
+                self.gemv_rows_isa(isa, x[0], y0, 0..rows, pool);
+                self.gemv_rows_isa(isa, x[1], y1, 0..rows, pool);
+            }
+        }
+    }
+
+    /// Like [`Matrix::gemv_rows`] on an explicit ISA tier (for cross-checking paths).
+    pub fn gemv_rows_isa(
+        &self,
+        isa: Isa,
+        x: &[f32],
+        y: &mut [f32],
+        rows: Range<usize>,
+        pool: &Pool,
+    ) {
+        assert_eq!(x.len(), self.cols, "gemv input length");
+        assert_eq!(y.len(), rows.len(), "gemv output length");
+        assert!(rows.end <= self.rows, "gemv row range");
+        let n = rows.len();
+        let tasks = n.div_ceil(ROWS_PER_TASK);
+        let out = SendPtr(y.as_mut_ptr());
+        let cols = self.cols;
+        // SAFETY (all arms): tasks cover disjoint output ranges [lo, hi) of `y`,
+        // which outlives `pool.run`.
+        let block = |t: usize| {
+            let lo = t * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(n);
+            let ys = unsafe { std::slice::from_raw_parts_mut(out.get().add(lo), hi - lo) };
+            (rows.start + lo, rows.start + hi, ys)
+        };
+        let run_all = |f: &(dyn Fn(usize) + Sync)| {
+            if tasks <= 1 {
+                f(0);
+            } else {
+                pool.run(tasks, f);
+            }
+        };
+        match &self.data {
+            Storage::F32(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Bf16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::F16(w) => run_all(&|t| {
+                let (r0, r1, ys) = block(t);
+                gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
+            }),
+            Storage::Int8(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+                let (n, blocks_of) = block_tasks(&rows);
+                let task = |t: usize| {
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks(isa, &b[..k], &rows, act, out.get());
+                };
+                if n <= 1 {
+                    task(0);
+                } else {
+                    pool.run(n, &task);
+                }
+            }),
+            Storage::Int4 {
+                packed,
+                scales,
+                biases,
+            } => with_quantized(x, AFFINE_GROUP, |act| {
+                let (xq, xs, sx) = (act.xq, act.sums, act.scale);
+                let groups = cols / AFFINE_GROUP;
+                run_all(&|t| {
+                    let (r0, r1, ys) = block(t);
+                    let (sc, bi) = (
+                        &scales[r0 * groups..r1 * groups],
+                        &biases[r0 * groups..r1 * groups],
+                    );
+                    gemv_q4::affine_rows(
+                        isa,
+                        &packed[r0 * cols / 2..r1 * cols / 2],
+                        sc,
+                        cols,
+                        xq,
+                        ys,
+                    );
+                    finish_affine(isa, ys, bi, groups, xs, sx);
+                })
+            }),
+            Storage::Lut4(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+                let sums = gemv_lut4::byte_sums(act);
+                let (n, blocks_of) = block_tasks(&rows);
+                let task = |t: usize| {
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks(isa, &b[..k], &rows, act, sums, out.get());
+                };
+                if n <= 1 {
+                    task(0);
+                } else {
+                    pool.run(n, &task);
+                }
+            }),
+            Storage::Mlx8(m) => with_bf16(x, |xb| {
+                // One task per pair of 16-row blocks; rows outside `rows` are
+                // computed and dropped.
+                let b0 = rows.start / gemv_mlx8::BLOCK;
+                let b1 = rows.end.div_ceil(gemv_mlx8::BLOCK);
+                let pairs = (b1 - b0).div_ceil(2);
+                let task = |t: usize| {
+                    let lo = b0 + 2 * t;
+                    let hi = (lo + 2).min(b1);
+                    let mut tmp = [0f32; 2 * gemv_mlx8::BLOCK];
+                    let tmp = &mut tmp[..(hi - lo) * gemv_mlx8::BLOCK];
+                    m.run_blocks(isa, lo..hi, xb, tmp);
+                    let r0 = (lo * gemv_mlx8::BLOCK).max(rows.start);
+                    let r1 = (hi * gemv_mlx8::BLOCK).min(rows.end);
+                    let src = &tmp[r0 - lo * gemv_mlx8::BLOCK..r1 - lo * gemv_mlx8::BLOCK];
+                    // SAFETY: tasks cover disjoint row ranges of `y`, which
+                    // outlives `pool.run`.
+                    let ys = unsafe {
+                        std::slice::from_raw_parts_mut(out.get().add(r0 - rows.start), r1 - r0)
+                    };
+                    ys.copy_from_slice(src);
+                };
+                if pairs <= 1 {
+                    task(0);
+                } else {
+                    pool.run(pairs, &task);
+                }
+            }),
+        }
+    }
+}
+
+/// Splits the 16-row blocks covering `rows` into tasks of up to 4 blocks taken a
+/// quarter of the range apart (four long memory streams per task); returns the task
+/// count and, per task, its block indices.
+fn block_tasks(rows: &Range<usize>) -> (usize, impl Fn(usize) -> ([usize; 4], usize) + Sync + '_) {
+    let b_first = rows.start / gemv_int8::BLOCK;
+    let nb = rows.end.div_ceil(gemv_int8::BLOCK) - b_first;
+    let tasks = nb.div_ceil(4);
+    let f = move |t: usize| {
+        let mut b = [0usize; 4];
+        let mut k = 0;
+        for q in 0..4 {
+            let i = t + q * tasks;
+            if i < nb {
+                b[k] = b_first + i;
+                k += 1;
+            }
+        }
+        (b, k)
+    };
+    (tasks, f)
+}
+
+/// Quantises `x` to int16 (and its byte split) in this thread's scratch and calls `f`.
+fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&Act<'_>) -> R) -> R {
+    ACT.with(|act| {
+        let mut act = act.borrow_mut();
+        let s = &mut act[0];
+        let scale = s.quantize(x, group);
+        f(&s.act(scale))
+    })
+}
+
+/// [`with_quantized`] for two vectors at once (the two rows of [`Matrix::gemv2`]).
+fn with_quantized2<R>(x: [&[f32]; 2], group: usize, f: impl FnOnce([&Act<'_>; 2]) -> R) -> R {
+    ACT.with(|act| {
+        let mut act = act.borrow_mut();
+        let [s0, s1] = &mut *act;
+        let (c0, c1) = (s0.quantize(x[0], group), s1.quantize(x[1], group));
+        f([&s0.act(c0), &s1.act(c1)])
+    })
+}
+
+impl ActScratch {
+    /// Quantises `x` into this scratch (int16, byte halves, group sums); returns the scale.
+    fn quantize(&mut self, x: &[f32], group: usize) -> f32 {
+        let groups = x.len() / group;
+        self.xq.resize(x.len(), 0);
+        self.hi.resize(x.len(), 0);
+        self.lo.resize(x.len(), 0);
+        self.sums.resize(groups, 0);
+        self.sums_f.resize(groups, 0.0);
+        let scale = quant::quantize_activations_i16(x, group, &mut self.xq, &mut self.sums);
+        for (f, &i) in self.sums_f.iter_mut().zip(&self.sums) {
+            *f = i as f32;
+        }
+        gemv_int8::split_bytes(&self.xq, &mut self.hi, &mut self.lo);
+        scale
+    }
+
+    fn act(&self, scale: f32) -> Act<'_> {
+        Act {
+            xq: &self.xq,
+            hi: &self.hi,
+            lo: &self.lo,
+            sums: &self.sums_f,
+            scale,
+        }
+    }
+}
+
+/// Rounds `x` to bf16 values in this thread's scratch and calls `f` (the cast to
+/// the compute dtype upstream's quantised layers make before `quantized_matmul`).
+fn with_bf16<R>(x: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
+    ACT.with(|act| {
+        let mut act = act.borrow_mut();
+        let xb = &mut act[0].xb;
+        xb.clear();
+        xb.extend(x.iter().map(|&v| round_bf16(v)));
+        f(xb)
+    })
+}
+
+/// Adds the affine bias terms `Σ_g bias[r,g]·xsum[g]` (a small f32 GEMV over the
+/// block's `[rows][groups]` biases) and applies the activation scale.
+pub(crate) fn finish_affine(
+    isa: Isa,
+    y: &mut [f32],
+    biases: &[f32],
+    groups: usize,
+    xsum: &[f32],
+    sx: f32,
+) {
+    let mut terms = [0f32; ROWS_PER_TASK];
+    for (yc, bc) in y
+        .chunks_mut(ROWS_PER_TASK)
+        .zip(biases.chunks(ROWS_PER_TASK * groups))
+    {
+        let t = &mut terms[..yc.len()];
+        gemv_float::rows(isa, bc, groups, xsum, t);
+        for (o, b) in yc.iter_mut().zip(t.iter()) {
+            *o = sx * (*o + b);
+        }
+    }
+}
+
+/// A raw pointer that may cross threads; users guarantee disjoint access.
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr<T>(pub *mut T);
+// SAFETY: only used to hand disjoint sub-slices to pool tasks.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    #[inline]
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}

@@ -1,0 +1,223 @@
+use super::*;
+use crate::isa::Isa;
+use crate::pool::Pool;
+
+fn lcg(seed: &mut u64) -> f32 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+}
+
+fn reference(w: &[f32], cols: usize, x: &[f32]) -> Vec<f64> {
+    w.chunks(cols)
+        .map(|r| r.iter().zip(x).map(|(a, b)| *a as f64 * *b as f64).sum())
+        .collect()
+}
+
+/// The weights a format actually multiplies with (its dequantised values).
+fn effective(m: &Matrix, rows: usize, cols: usize) -> Vec<f32> {
+    let mut w = vec![0f32; rows * cols];
+    for r in 0..rows {
+        m.row_into(r, &mut w[r * cols..(r + 1) * cols]);
+    }
+    w
+}
+
+#[test]
+fn every_isa_matches_f64_reference() {
+    let tiers = crate::isa::tiers_under_test("matrix::every_isa_matches_f64_reference");
+    let pool = Pool::new(2);
+    let mut seed = 7u64;
+    let shapes = [
+        (1, 1),
+        (3, 17),
+        (37, 768),
+        (130, 1024),
+        (64, 33),
+        (5, 64),
+        (67, 192),
+    ];
+    for &(rows, cols) in &shapes {
+        let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let mut x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        x[0] = 3.0; // an outlier, as transformer activations have
+        for format in [
+            WeightFormat::F32,
+            WeightFormat::Bf16,
+            WeightFormat::F16,
+            WeightFormat::Int8,
+            WeightFormat::Int4,
+            WeightFormat::Lut4,
+        ] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            let want = reference(&effective(&m, rows, cols), cols, &x);
+            // int8 also quantises activations to int16 (error ≈ max|x|/65534 per entry).
+            let act_err = if matches!(
+                m.format(),
+                WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Lut4
+            ) {
+                3.0 / 32767.0
+            } else {
+                0.0
+            };
+            for &isa in &tiers {
+                let mut y = vec![0f32; rows];
+                m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
+                for (a, b) in y.iter().zip(&want) {
+                    let tol = 1e-5 * (cols as f64).sqrt() + act_err * 0.5 * cols as f64 * 0.5;
+                    assert!(
+                        (*a as f64 - b).abs() < tol,
+                        "{isa:?} {format:?} {rows}x{cols}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Half-exact weights (an F16 file) stored as F16 give the bits of F32 storage.
+#[test]
+fn exact_halves_stored_as_f16_change_no_bit() {
+    let tiers = crate::isa::tiers_under_test("matrix::exact_halves_stored_as_f16");
+    let pool = Pool::new(2);
+    let mut seed = 8u64;
+    let (rows, cols) = (70, 256);
+    let w: Vec<f32> = (0..rows * cols)
+        .map(|_| half::f16::from_f32(lcg(&mut seed)).to_f32())
+        .collect();
+    assert!(all_exact_f16(&w) && !all_exact_f16(&[0.1]));
+    let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+    let a = Matrix::from_f32(rows, cols, w.clone(), WeightFormat::F32);
+    let b = Matrix::from_f32(rows, cols, w, WeightFormat::F16);
+    for &isa in &tiers {
+        let (mut ya, mut yb) = (vec![0f32; rows], vec![0f32; rows]);
+        a.gemv_rows_isa(isa, &x, &mut ya, 0..rows, &pool);
+        b.gemv_rows_isa(isa, &x, &mut yb, 0..rows, &pool);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&ya), bits(&yb), "{isa}");
+    }
+}
+
+#[test]
+fn gemv2_gives_the_bits_of_two_gemvs() {
+    let tiers = crate::isa::tiers_under_test("matrix::gemv2_gives_the_bits_of_two_gemvs");
+    let pool = Pool::new(2);
+    let mut seed = 21u64;
+    for &(rows, cols) in &[(1, 1), (37, 768), (130, 1024), (67, 33), (300, 128)] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let x0: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        let x1: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+        for format in [
+            WeightFormat::F32,
+            WeightFormat::Bf16,
+            WeightFormat::F16,
+            WeightFormat::Int8,
+        ] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            for &isa in &tiers {
+                let (mut a0, mut a1) = (vec![0f32; rows], vec![0f32; rows]);
+                m.gemv_rows_isa(isa, &x0, &mut a0, 0..rows, &pool);
+                m.gemv_rows_isa(isa, &x1, &mut a1, 0..rows, &pool);
+                let (mut b0, mut b1) = (vec![1f32; rows], vec![1f32; rows]);
+                m.gemv2_isa(isa, [&x0, &x1], [&mut b0, &mut b1], &pool);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a0), bits(&b0), "{isa} {format:?} {rows}x{cols} row 0");
+                assert_eq!(bits(&a1), bits(&b1), "{isa} {format:?} {rows}x{cols} row 1");
+            }
+        }
+    }
+}
+
+#[test]
+fn int8_paths_agree_closely() {
+    let tiers = crate::isa::tiers_under_test("matrix::int8_paths_agree_closely");
+    // Integer sums are exact on every path; only f32 group accumulation order differs.
+    let pool = Pool::single();
+    let mut seed = 3u64;
+    let (rows, cols) = (96, 1024);
+    let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+    let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+    let m = Matrix::from_f32(rows, cols, w, WeightFormat::Int8);
+    let mut base = vec![0f32; rows];
+    m.gemv_rows_isa(Isa::PORTABLE, &x, &mut base, 0..rows, &pool);
+    for &isa in &tiers {
+        let mut y = vec![0f32; rows];
+        m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
+        for (a, b) in y.iter().zip(&base) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "{isa:?}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unaligned_row_ranges_stacking_and_parts() {
+    let tiers = crate::isa::tiers_under_test("matrix::unaligned_row_ranges_stacking_and_parts");
+    let pool = Pool::new(2);
+    let mut seed = 11u64;
+    let (rows, cols) = (300, 128);
+    let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+    let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+    for format in [WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
+        let m = Matrix::from_f32(rows, cols, w.clone(), format);
+        let mut full = vec![0f32; rows];
+        m.gemv(&x, &mut full, &pool);
+        for &isa in &tiers {
+            // A window like one RVQ level of `to_logits` (not block aligned).
+            let mut part = vec![0f32; 170];
+            m.gemv_rows_isa(isa, &x, &mut part, 6..176, &pool);
+            for (a, b) in part.iter().zip(&full[6..176]) {
+                assert!(
+                    (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                    "{format:?} {isa:?}: {a} vs {b}"
+                );
+            }
+        }
+        // Parts round-trip exactly; stacking equals converting the stacked matrix.
+        let back = Matrix::from_parts(format, rows, cols, {
+            let parts = m.parts();
+            move |name| {
+                parts
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, p)| p.clone())
+            }
+        })
+        .unwrap();
+        let mut y2 = vec![0f32; rows];
+        back.gemv(&x, &mut y2, &pool);
+        assert_eq!(y2, full, "{format:?} parts");
+        let top = Matrix::from_f32(160, cols, w[..160 * cols].to_vec(), format);
+        let bottom = Matrix::from_f32(128, cols, w[160 * cols..288 * cols].to_vec(), format);
+        let stacked = Matrix::stack(vec![top, bottom]);
+        let whole = Matrix::from_f32(288, cols, w[..288 * cols].to_vec(), format);
+        let (mut a, mut b) = (vec![0f32; 288], vec![0f32; 288]);
+        stacked.gemv(&x, &mut a, &pool);
+        whole.gemv(&x, &mut b, &pool);
+        assert_eq!(a, b, "{format:?} stack");
+    }
+}
+
+#[test]
+fn row_range_and_transpose() {
+    let pool = Pool::single();
+    let (rows, cols) = (10, 6);
+    let w: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+    let mut t = vec![0f32; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = w[r * cols + c];
+        }
+    }
+    let m = Matrix::from_f32_transposed(rows, cols, &t, WeightFormat::F32);
+    let x = vec![1f32; cols];
+    let mut y = vec![0f32; 3];
+    m.gemv_rows(&x, &mut y, 4..7, &pool);
+    for (i, v) in y.iter().enumerate() {
+        let r = 4 + i;
+        assert_eq!(*v, (0..cols).map(|c| (r * cols + c) as f32).sum::<f32>());
+    }
+}
