@@ -103,6 +103,40 @@ fn gemv2(c: &mut Criterion) {
         }
         group.finish();
     }
+    // A decoder's worth of FFN matrices (12 × up + down, 57 M weights): the
+    // weights come from DRAM, as in a real step, not from the cache.
+    let (rows, cols) = (3072, 768);
+    let w: Vec<f32> = (0..rows * cols).map(|_| rnd()).collect();
+    let x: Vec<Vec<f32>> = (0..2).map(|_| (0..cols).map(|_| rnd()).collect()).collect();
+    let (mut y0, mut y1) = (vec![0f32; rows], vec![0f32; rows]);
+    let mut group = c.benchmark_group("gemv2_decoder_24x3072x768");
+    group.sample_size(20);
+    group.measurement_time(std::time::Duration::from_secs(3));
+    for format in [WeightFormat::F16, WeightFormat::Int8] {
+        let ms: Vec<Matrix> = (0..24)
+            .map(|_| Matrix::from_f32(rows, cols, w.clone(), format))
+            .collect();
+        group.throughput(Throughput::Bytes(24 * ms[0].bytes() as u64));
+        for isa in Isa::available() {
+            let id = |how: &str| BenchmarkId::new(format!("{}_{how}", format.name()), isa.name());
+            group.bench_with_input(id("two_calls"), &isa, |b, &isa| {
+                b.iter(|| {
+                    for m in &ms {
+                        m.gemv_rows_isa(isa, &x[0], &mut y0, 0..rows, &pool);
+                        m.gemv_rows_isa(isa, &x[1], &mut y1, 0..rows, &pool);
+                    }
+                })
+            });
+            group.bench_with_input(id("gemv2"), &isa, |b, &isa| {
+                b.iter(|| {
+                    for m in &ms {
+                        m.gemv2_isa(isa, [&x[0], &x[1]], [&mut y0, &mut y1], &pool);
+                    }
+                })
+            });
+        }
+    }
+    group.finish();
 }
 
 criterion_group!(benches, gemv, gemv2);

@@ -188,7 +188,15 @@ impl Q8 {
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
-            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, &acts, &mut out) },
+            // One vector at a time: this kernel is bound by its multiplies, not by
+            // memory, and a second pass over the (cached) weights measured faster
+            // than a two-vector kernel (5.6 vs 6.5 ms for 57 M weights, Zen 5).
+            Tier::Avx2 | Tier::Avx512 => {
+                for (act, o) in acts.iter().zip(out.iter_mut()) {
+                    // SAFETY: as above.
+                    unsafe { x86::blocks_avx2(self, blocks, act, o) }
+                }
+            }
             #[cfg(target_arch = "aarch64")]
             // SAFETY: an `Isa` with dotprod comes only from detecting neon and dotprod.
             Tier::Neon if isa.dotprod() => unsafe {
@@ -289,9 +297,9 @@ fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
     }
 }
 
-/// The SIMD kernels take `A` activation vectors: every loaded weight register
-/// multiplies each of them, and per vector the operations and their order are
-/// those of `A = 1`, so the results do not depend on `A`.
+/// The AVX-512 and SDOT kernels take `A` activation vectors: every loaded weight
+/// register multiplies each of them, and per vector the operations and their order
+/// are those of `A = 1`, so the results do not depend on `A`.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Act, BLOCK, GROUP, Q8, QUADS};
@@ -371,60 +379,47 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn blocks_avx2<const A: usize>(
-        m: &Q8,
-        blocks: &[usize],
-        acts: &[&Act<'_>; A],
-        out: &mut [[f32; 4 * BLOCK]; A],
-    ) {
+    pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
         let groups = m.groups();
         let nb = blocks.len();
         // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
-        let mut acc = [[[_mm_setzero_ps(); 4]; 4]; A];
-        let mut bias = [[[_mm_setzero_ps(); 4]; 4]; A];
+        let mut acc = [[_mm_setzero_ps(); 4]; 4];
+        let mut bias = [[_mm_setzero_ps(); 4]; 4];
         for g in 0..groups {
+            let xs = _mm_set1_ps(act.sums[g]);
             for k in 0..nb {
                 let b = blocks[k];
-                let mut d = [[_mm256_setzero_si256(); 4]; A];
+                let mut d = [_mm256_setzero_si256(); 4];
                 for j in 0..QUADS {
                     // The quad's 4 int16 activations, broadcast to every 64-bit lane.
-                    let mut x = [_mm256_setzero_si256(); A];
-                    for a in 0..A {
-                        let p = acts[a].xq.as_ptr().add(g * GROUP + 4 * j) as *const i64;
-                        x[a] = _mm256_set1_epi64x(p.read_unaligned());
-                    }
+                    let x = _mm256_set1_epi64x(
+                        (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
+                    );
                     let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
                     for q4 in 0..4 {
                         let w =
                             _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
-                        for a in 0..A {
-                            d[a][q4] = _mm256_add_epi32(d[a][q4], _mm256_madd_epi16(w, x[a]));
-                        }
+                        d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
                     }
                 }
                 let meta = (b * groups + g) * BLOCK;
                 for q4 in 0..4 {
+                    // Fold the two partial sums of each row: lanes (0,1)→row 0, …
+                    let s = _mm256_hadd_epi32(d[q4], d[q4]);
+                    let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
+                    let rows = _mm256_castsi256_si128(s);
                     let sc = _mm_loadu_ps(m.scales.as_ptr().add(meta + 4 * q4));
+                    acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
                     let bi = _mm_loadu_ps(m.biases.as_ptr().add(meta + 4 * q4));
-                    for a in 0..A {
-                        // Fold the two partial sums of each row: lanes (0,1)→row 0, …
-                        let s = _mm256_hadd_epi32(d[a][q4], d[a][q4]);
-                        let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
-                        let rows = _mm256_castsi256_si128(s);
-                        acc[a][k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[a][k][q4]);
-                        let xs = _mm_set1_ps(acts[a].sums[g]);
-                        bias[a][k][q4] = _mm_fmadd_ps(bi, xs, bias[a][k][q4]);
-                    }
+                    bias[k][q4] = _mm_fmadd_ps(bi, xs, bias[k][q4]);
                 }
             }
         }
-        for a in 0..A {
-            let sx = _mm_set1_ps(acts[a].scale);
-            for k in 0..nb {
-                for q4 in 0..4 {
-                    let v = _mm_mul_ps(sx, _mm_add_ps(acc[a][k][q4], bias[a][k][q4]));
-                    _mm_storeu_ps(out[a].as_mut_ptr().add(k * BLOCK + 4 * q4), v);
-                }
+        let sx = _mm_set1_ps(act.scale);
+        for k in 0..nb {
+            for q4 in 0..4 {
+                let v = _mm_mul_ps(sx, _mm_add_ps(acc[k][q4], bias[k][q4]));
+                _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
             }
         }
     }
