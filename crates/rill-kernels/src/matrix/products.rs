@@ -67,13 +67,8 @@ impl Matrix {
             let b = unsafe { std::slice::from_raw_parts_mut(o1.get().add(lo), hi - lo) };
             (lo, hi, [a, b])
         };
-        let run_all = |f: &(dyn Fn(usize) + Sync)| {
-            if tasks <= 1 {
-                f(0);
-            } else {
-                pool.run(tasks, f);
-            }
-        };
+        // `Pool::run` runs a single task inline.
+        let run_all = |f: &(dyn Fn(usize) + Sync)| pool.run(tasks, f);
         match &self.data {
             Storage::F32(w) => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
@@ -94,11 +89,7 @@ impl Matrix {
                     let (b, k) = blocks_of(t);
                     m.run_blocks_n(isa, &b[..k], &range, acts, [o0.get(), o1.get()]);
                 };
-                if n <= 1 {
-                    task(0);
-                } else {
-                    pool.run(n, &task);
-                }
+                pool.run(n, &task);
             }),
             _ => {
                 self.gemv_rows_isa(isa, x[0], y0, 0..rows, pool);
@@ -131,13 +122,8 @@ impl Matrix {
             let ys = unsafe { std::slice::from_raw_parts_mut(out.get().add(lo), hi - lo) };
             (rows.start + lo, rows.start + hi, ys)
         };
-        let run_all = |f: &(dyn Fn(usize) + Sync)| {
-            if tasks <= 1 {
-                f(0);
-            } else {
-                pool.run(tasks, f);
-            }
-        };
+        // `Pool::run` runs a single task inline.
+        let run_all = |f: &(dyn Fn(usize) + Sync)| pool.run(tasks, f);
         match &self.data {
             Storage::F32(w) => run_all(&|t| {
                 let (r0, r1, ys) = block(t);
@@ -157,11 +143,7 @@ impl Matrix {
                     let (b, k) = blocks_of(t);
                     m.run_blocks(isa, &b[..k], &rows, act, out.get());
                 };
-                if n <= 1 {
-                    task(0);
-                } else {
-                    pool.run(n, &task);
-                }
+                pool.run(n, &task);
             }),
             Storage::Int4 {
                 packed,
@@ -194,11 +176,7 @@ impl Matrix {
                     let (b, k) = blocks_of(t);
                     m.run_blocks(isa, &b[..k], &rows, act, sums, out.get());
                 };
-                if n <= 1 {
-                    task(0);
-                } else {
-                    pool.run(n, &task);
-                }
+                pool.run(n, &task);
             }),
             Storage::Mlx8(m) => with_bf16(x, |xb| {
                 // One task per pair of 16-row blocks; rows outside `rows` are
@@ -222,11 +200,7 @@ impl Matrix {
                     };
                     ys.copy_from_slice(src);
                 };
-                if pairs <= 1 {
-                    task(0);
-                } else {
-                    pool.run(pairs, &task);
-                }
+                pool.run(pairs, &task);
             }),
         }
     }
