@@ -1,6 +1,10 @@
 //! Small vector operations of a transformer step. Each follows the formula of the
 //! MLX op it mirrors (cited per function); all arithmetic is f32.
 
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Tier;
+use crate::isa::{self, Isa};
+
 /// Sum with 8 independent lanes (vectorises; order fixed for reproducibility).
 pub fn sum(x: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
@@ -21,6 +25,7 @@ pub fn sum(x: &[f32]) -> f32 {
 }
 
 /// Dot product with 8 independent lanes.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     let mut acc = [0f32; 8];
@@ -41,9 +46,80 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `y += a·x`.
+#[inline(always)]
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     for (yi, xi) in y.iter_mut().zip(x) {
         *yi += a * xi;
+    }
+}
+
+/// `out[j] = dot(x, row j)` for every `j < out.len()`, row `j` being
+/// `rows[j·stride + offset..][..x.len()]` (one head's attention scores over a
+/// key cache). The same bits as [`dot`] per row on every tier: the compiler only
+/// widens the registers (it never fuses a multiply and an add).
+pub fn dots(x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
+    dots_isa(isa::active(), x, rows, stride, offset, out)
+}
+
+/// [`dots`] on an explicit tier.
+pub fn dots_isa(isa: Isa, x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
+    match isa.tier() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+        Tier::Avx2 | Tier::Avx512 => unsafe { x86::dots(x, rows, stride, offset, out) },
+        _ => dots_lanes(x, rows, stride, offset, out),
+    }
+}
+
+/// `y += Σ_j p[j]·row j` in the order of `j` (rows as in [`dots`]): one head's
+/// attention output over a value cache, with the bits of one [`axpy`] per row.
+pub fn axpys(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
+    axpys_isa(isa::active(), p, rows, stride, offset, y)
+}
+
+/// [`axpys`] on an explicit tier.
+pub fn axpys_isa(isa: Isa, p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
+    match isa.tier() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+        Tier::Avx2 | Tier::Avx512 => unsafe { x86::axpys(p, rows, stride, offset, y) },
+        _ => axpys_lanes(p, rows, stride, offset, y),
+    }
+}
+
+#[inline(always)]
+fn dots_lanes(x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
+    let n = x.len();
+    for (j, o) in out.iter_mut().enumerate() {
+        let r = j * stride + offset;
+        *o = dot(x, &rows[r..r + n]);
+    }
+}
+
+#[inline(always)]
+fn axpys_lanes(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
+    let n = y.len();
+    for (j, &a) in p.iter().enumerate() {
+        let r = j * stride + offset;
+        axpy(a, &rows[r..r + n], y);
+    }
+}
+
+/// The portable loops compiled for AVX2: 8 lanes fill one register instead of two.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dots(x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
+        super::dots_lanes(x, rows, stride, offset, out)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn axpys(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
+        super::axpys_lanes(p, rows, stride, offset, y)
     }
 }
 
@@ -161,6 +237,41 @@ pub fn elu(x: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dots_and_axpys_give_the_bits_of_dot_and_axpy_on_every_tier() {
+        let tiers = crate::isa::tiers_under_test("ops::dots_and_axpys");
+        let mut seed = 5u64;
+        let mut rnd = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        // (width, rows, stride, offset): a 64-wide head of a 768-wide cache, a
+        // 128-wide cross-attention row, widths with a tail past the 8 lanes.
+        for (n, rows, stride, offset) in [(64, 37, 768, 320), (128, 9, 128, 0), (13, 5, 40, 27)] {
+            let data: Vec<f32> = (0..rows * stride).map(|_| rnd()).collect();
+            let x: Vec<f32> = (0..n).map(|_| rnd()).collect();
+            let p: Vec<f32> = (0..rows).map(|_| rnd()).collect();
+            let row = |j: usize| &data[j * stride + offset..j * stride + offset + n];
+            let want_d: Vec<u32> = (0..rows).map(|j| dot(&x, row(j)).to_bits()).collect();
+            let mut want_y = x.clone();
+            for (j, &a) in p.iter().enumerate() {
+                axpy(a, row(j), &mut want_y);
+            }
+            for &isa in &tiers {
+                let mut d = vec![f32::NAN; rows];
+                dots_isa(isa, &x, &data, stride, offset, &mut d);
+                let d: Vec<u32> = d.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(d, want_d, "{isa} dots, width {n}");
+                let mut y = x.clone();
+                axpys_isa(isa, &p, &data, stride, offset, &mut y);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&y), bits(&want_y), "{isa} axpys, width {n}");
+            }
+        }
+    }
 
     #[test]
     fn norms() {

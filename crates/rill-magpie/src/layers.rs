@@ -233,34 +233,21 @@ impl SelfAttention {
                 let qo = (b * n + r) * 3 * hd;
                 for h in 0..hn {
                     let q = &s.qkv[qo + h * dh..qo + (h + 1) * dh];
-                    // Key j: a past row, or new row j − past.rows.
-                    let head = |j: usize| {
-                        let j = if j < past.rows { j } else { j - past.rows };
-                        j * hd + h * dh..j * hd + (h + 1) * dh
-                    };
+                    // Keys 0..past.rows are past rows, the rest this call's new rows.
                     let sc = &mut s.scores[..keys];
-                    for (j, o) in sc.iter_mut().enumerate() {
-                        let kr = head(j);
-                        let key = if j < past.rows {
-                            &past.k[kr]
-                        } else {
-                            &new_k[kr]
-                        };
-                        *o = ops::dot(q, key) * scale;
+                    let (sp, sn) = sc.split_at_mut(past.rows);
+                    ops::dots(q, past.k, hd, h * dh, sp);
+                    ops::dots(q, new_k, hd, h * dh, sn);
+                    for o in sc.iter_mut() {
+                        *o *= scale;
                     }
                     ops::softmax(sc);
                     let co = (b * n + r) * hd;
                     let out = &mut s.ctx[co + h * dh..co + (h + 1) * dh];
                     out.fill(0.0);
-                    for (j, &p) in sc.iter().enumerate() {
-                        let vr = head(j);
-                        let val = if j < past.rows {
-                            &past.v[vr]
-                        } else {
-                            &new_v[vr]
-                        };
-                        ops::axpy(p, val, out);
-                    }
+                    let (pp, pn) = sc.split_at(past.rows);
+                    ops::axpys(pp, past.v, hd, h * dh, out);
+                    ops::axpys(pn, new_v, hd, h * dh, out);
                 }
             }
         }
@@ -327,8 +314,9 @@ impl CrossAttention {
                 let o = (b * n + r) * xd;
                 let q = &s.xq[o..o + xd];
                 let p = &mut s.probs[..t];
-                for (j, pj) in p.iter_mut().enumerate() {
-                    *pj = ops::dot(q, &mem.k[j * xd..(j + 1) * xd]) * scale;
+                ops::dots(q, mem.k, xd, 0, p);
+                for pj in p.iter_mut() {
+                    *pj *= scale;
                 }
                 ops::softmax(p);
                 if let Some(prior) = mem.prior {
@@ -342,9 +330,7 @@ impl CrossAttention {
                 }
                 let ctx = &mut s.xctx[o..o + xd];
                 ctx.fill(0.0);
-                for (j, &pj) in p.iter().enumerate() {
-                    ops::axpy(pj, &mem.v[j * xd..(j + 1) * xd], ctx);
-                }
+                ops::axpys(p, mem.v, xd, 0, ctx);
             }
             if let Some(out) = io.probs.as_deref_mut() {
                 out[..t].copy_from_slice(&s.probs[..t]);
