@@ -30,8 +30,9 @@ pub struct ModelArgs {
     /// tokens bit for bit; ≈2.3× slower than int8, not real time on 2 cores), int8
     /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
     /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
-    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
-    /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was made for.
+    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8); f16
+    /// only with `bench --model magpie`. Default: f32, or the precision a
+    /// pre-quantised file (`rill quantize`) was made for.
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
 
@@ -144,11 +145,16 @@ pub enum PrecisionArg {
     Int4,
     Lut4,
     Mixed,
+    /// IEEE half: Magpie's linear layers only (`bench --model magpie`).
+    F16,
 }
 
-impl From<PrecisionArg> for Precision {
-    fn from(p: PrecisionArg) -> Precision {
-        match p {
+impl TryFrom<PrecisionArg> for Precision {
+    type Error = anyhow::Error;
+
+    /// The music model's precision; `f16` exists only for Magpie's linears.
+    fn try_from(p: PrecisionArg) -> anyhow::Result<Precision> {
+        Ok(match p {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::MlxInt8 => Precision::MlxInt8,
@@ -156,7 +162,12 @@ impl From<PrecisionArg> for Precision {
             PrecisionArg::Int4 => Precision::Int4,
             PrecisionArg::Lut4 => Precision::Lut4,
             PrecisionArg::Mixed => Precision::Mixed,
-        }
+            PrecisionArg::F16 => anyhow::bail!(
+                "--precision f16 is for Magpie's linear layers (`rill bench --model magpie`, \
+                 `rill speak --precision f16`); the music model takes f32, bf16, mlx-int8, \
+                 int8, int4, lut4 or mixed"
+            ),
+        })
     }
 }
 

@@ -25,7 +25,8 @@ pub struct BenchArgs {
 
     /// Which model to time: mrt2 (the music model of --checkpoint) or magpie (Magpie
     /// TTS + NanoCodec on random weights of the real shapes, CFG on, f32 codec;
-    /// --precision f32|bf16|int8 sets Magpie's linear layers; --codec f16 rounds the
+    /// --precision f32|f16|bf16|int8 sets Magpie's linear layers (f16: rounded to
+    /// half, as NVIDIA's F16 GGUF holds them and f32 runs them); --codec f16 rounds the
     /// codec weights to half as NVIDIA's F16 GGUF holds them, which lets stage 0
     /// stream half the bytes with the same results).
     #[arg(long = "model", value_enum, default_value = "mrt2")]

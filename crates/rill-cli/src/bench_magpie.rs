@@ -24,7 +24,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         None | Some(PrecisionArg::F32) => WeightFormat::F32,
         Some(PrecisionArg::Bf16) => WeightFormat::Bf16,
         Some(PrecisionArg::Int8) => WeightFormat::Int8,
-        Some(p) => bail!("--model magpie takes --precision f32, bf16 or int8 (not {p:?})"),
+        Some(PrecisionArg::F16) => WeightFormat::F16,
+        Some(p) => bail!("--model magpie takes --precision f32, f16, bf16 or int8 (not {p:?})"),
     };
     let seed = args.model.random_weights.unwrap_or(0);
     let pools = args.model.pools()?;

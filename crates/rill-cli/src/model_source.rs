@@ -115,7 +115,7 @@ pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
 /// The precision to run: `--precision`, else a pre-quantised file's own, else f32.
 pub fn precision(args: &ModelArgs, ckpt: &Checkpoint) -> Result<Precision> {
     if let Some(p) = args.precision {
-        return Ok(p.into());
+        return p.try_into();
     }
     match ckpt.quantized_precision() {
         Some(name) => Precision::from_name(name).with_context(|| {

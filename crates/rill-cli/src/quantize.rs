@@ -40,7 +40,7 @@ fn part_tensor(p: Part) -> Tensor<'static> {
 }
 
 pub fn run(args: QuantizeArgs) -> Result<()> {
-    let precision: Precision = args.precision.into();
+    let precision: Precision = args.precision.try_into()?;
     if precision == Precision::F32 {
         bail!("--precision f32 is the source format; pick bf16, int8, int4, lut4 or mixed");
     }

@@ -31,6 +31,32 @@ fn assert_refused(o: &Output, needle: &str) {
     );
 }
 
+/// `--precision f16` is Magpie's; the music model refuses it and says where it applies.
+#[test]
+fn f16_precision_is_refused_by_the_music_model() {
+    let o = rill(&[
+        "quantize",
+        "--checkpoint",
+        "no-such.safetensors",
+        "--precision",
+        "f16",
+        "-o",
+        "x",
+    ]);
+    assert_refused(&o, "Magpie");
+    let o = rill(&[
+        "generate",
+        "--random-weights",
+        "--precision",
+        "f16",
+        "--seconds",
+        "1",
+        "-o",
+        "x.wav",
+    ]);
+    assert_refused(&o, "Magpie");
+}
+
 #[test]
 fn absurd_sizes_are_one_error_line() {
     let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);

@@ -161,20 +161,24 @@ fn tts_stages_give_the_same_audio() {
 /// `rill bench --model magpie` runs and reports its figures (no timing asserted).
 #[test]
 fn bench_magpie_reports_json() {
-    let o = rill()
-        .args([
-            "bench", "--model", "magpie", "--frames", "3", "--warmup", "1", "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["model"], "magpie");
-    assert_eq!(v["frames"], 3);
-    for k in ["decoder_ms", "codec_ms", "step_ms"] {
-        assert!(v[k]["median"].as_f64().unwrap() > 0.0, "{k}");
+    for (precision, linears) in [(None, "f32"), (Some("f16"), "f16")] {
+        let o = rill()
+            .args([
+                "bench", "--model", "magpie", "--frames", "3", "--warmup", "1", "--json",
+            ])
+            .args(precision.map(|p| ["--precision", p]).iter().flatten())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["model"], "magpie");
+        assert_eq!(v["linears"], linears);
+        assert_eq!(v["frames"], 3);
+        for k in ["decoder_ms", "codec_ms", "step_ms"] {
+            assert!(v[k]["median"].as_f64().unwrap() > 0.0, "{k}");
+        }
+        assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
     }
-    assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
 }
 
 /// `--dump` writes the oracle's keys in its shapes, and they agree with NeMo's
