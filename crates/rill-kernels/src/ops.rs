@@ -241,13 +241,8 @@ mod tests {
     #[test]
     fn dots_and_axpys_give_the_bits_of_dot_and_axpy_on_every_tier() {
         let tiers = crate::isa::tiers_under_test("ops::dots_and_axpys");
-        let mut seed = 5u64;
-        let mut rnd = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        };
+        let mut rng = crate::gemv_int8::tests::Rng(5);
+        let mut rnd = move || rng.unit();
         // (width, rows, stride, offset): a 64-wide head of a 768-wide cache, a
         // 128-wide cross-attention row, widths with a tail past the 8 lanes.
         for (n, rows, stride, offset) in [(64, 37, 768, 320), (128, 9, 128, 0), (13, 5, 40, 27)] {
