@@ -280,9 +280,10 @@ pub fn codec_state(data: &[u8]) {
             }
             2 if n > 0 => {
                 let (i, j) = (b.index(n), b.index(n));
+                // Cut at a char, not a byte: the pushed char may be non-ASCII.
                 let name = arrays[j].0.clone();
-                let cut = b.index(name.len() + 1);
-                arrays[i].0 = name[..cut.min(name.len())].to_string();
+                let cut = b.index(name.chars().count() + 1);
+                arrays[i].0 = name.chars().take(cut).collect();
                 if b.u8() % 2 == 1 {
                     arrays[i].0.push(b.u8() as char);
                 }

@@ -295,8 +295,17 @@ fn session_seeds() -> Vec<Seed> {
 
 fn codec_state_seeds() -> Vec<Seed> {
     // Edit lists for `codec_state` (op byte, then its operands).
-    let ops: [(&str, &[u8]); 5] = [
+    let ops: [(&str, &[u8]); 6] = [
         ("unchanged", &[]),
+        // Renames array 0 to "É", then cuts that name after one char (once a panic:
+        // the harness cut names at a byte inside the two-byte char).
+        (
+            "non_ascii_rename",
+            &[
+                2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xc9, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
+                0, 0,
+            ],
+        ),
         ("drop_first", &[0, 0, 0, 0, 0]),
         ("set_nan", &[5, 1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0xc0, 0x7f]),
         ("countdown", &[5, 19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f]),
