@@ -298,7 +298,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
             .iter()
             .zip(out.chunks_mut(2 * rill_codec::SAMPLES_PER_FRAME))
         {
-            c.step(&mut st, t, a, None, &pool);
+            c.step(&mut st, t, a, None, &pool)?;
         }
         Ok(out)
     };
@@ -306,7 +306,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
     // Activation peaks of the f32 codec on these generated codes: what the fp16
     // rescale's constants rest on (≥ 30× below half's 65504 once rescaled).
     let codec = rill_codec::Codec::load(&ckpt)?;
-    let peaks = codec.activation_peaks(&tokens, &pool);
+    let peaks = codec.activation_peaks(&tokens, &pool)?;
     let region = |from: usize, to: usize| {
         peaks
             .iter()

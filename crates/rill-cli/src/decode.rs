@@ -77,7 +77,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     let mut nonfinite = 0;
     let (stft, audio, pcm, out_frames);
     if args.batched {
-        let out = codec.decode_batched(&frames, &pool);
+        let out = codec.decode_batched(&frames, &pool)?;
         let mut p = vec![0i16; out.audio.len()];
         nonfinite += rill_codec::float_to_int16(&out.audio, &mut p);
         wav.write(&p)?;
@@ -99,7 +99,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
         let bar = progress::frames_bar(n as u64, "decoding");
         for t in &frames {
             let t0 = Instant::now();
-            codec.step(&mut st, t, &mut a, Some(&mut s), &pool);
+            codec.step(&mut st, t, &mut a, Some(&mut s), &pool)?;
             timings.codec.push(t0.elapsed());
             nonfinite += rill_codec::float_to_int16(&a, &mut p);
             wav.write(&p)?;

@@ -27,6 +27,17 @@ pub enum CodecError {
     #[error("codec state array {name}: {reason}")]
     BadStateArray { name: String, reason: String },
     #[error(
+        "token id {id} for RVQ level {level} is outside that level's ids {}..{} \
+         (level k owns 6 + 1024·k + code, code 0..1023)",
+        range.start,
+        range.end - 1
+    )]
+    TokenId {
+        level: usize,
+        id: u32,
+        range: std::ops::Range<u32>,
+    },
+    #[error(
         "codec rescale {rescale:?}: each exponent must be at most {}",
         crate::Rescale::MAX_LOG2
     )]

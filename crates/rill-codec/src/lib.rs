@@ -43,7 +43,7 @@ pub use error::CodecError;
 pub use istft::{BINS, BIN_CHANNELS, HOP};
 pub use numerics::Rescale;
 pub use pcm::{float_to_int16, OUTPUT_GAIN};
-pub use rvq::{CODES, DIM as EMBEDDING_DIM, LEVELS, RESERVED_IDS};
+pub use rvq::{level_ids, CODES, DIM as EMBEDDING_DIM, LEVELS, RESERVED_IDS};
 pub use state::CodecState;
 
 use decoder::{Decoder, STFT_PER_FRAME};
@@ -213,18 +213,21 @@ impl Codec {
         CodecState::new(self.decoder.buffers(chunk_frames), self.istft.scratch())
     }
 
-    /// The RVQ embedding of one frame: `out[256] = Σ_k CB[k][(id_k − 6) mod 1024]`.
-    pub fn rvq_embedding(&self, tokens: &[u32; LEVELS], out: &mut [f32]) {
+    /// The RVQ embedding of one frame: `out[256] = Σ_k CB[k][id_k − 6 − 1024k]`.
+    /// An id outside its level's range ([`level_ids`]) is an error.
+    pub fn rvq_embedding(&self, tokens: &[u32; LEVELS], out: &mut [f32]) -> Result<(), CodecError> {
+        rvq::check_ids(tokens)?;
         self.codebook.embed(tokens, out);
+        Ok(())
     }
 
     /// Decodes one 40 ms frame in streaming mode.
     ///
-    /// `tokens` are the 12 unique ids (level k: `6 + 1024k + code`; ids below 6 wrap
-    /// like Python's `%`, no range check). `audio` receives 1920 stereo samples
-    /// interleaved `[L, R]` (3840 floats, before the 0.5 output gain); `stft`, if given,
-    /// this frame's decoder output `[4, 480, 4]` (7680 floats; also written for frames
-    /// the lookahead masks). Allocates nothing.
+    /// `tokens` are the 12 unique ids (level k: `6 + 1024k + code`, [`level_ids`]);
+    /// an id outside its level is an error that changes nothing. `audio` receives
+    /// 1920 stereo samples interleaved `[L, R]` (3840 floats, before the 0.5 output
+    /// gain); `stft`, if given, this frame's decoder output `[4, 480, 4]` (7680
+    /// floats; also written for frames the lookahead masks). Allocates nothing.
     ///
     /// # Panics
     /// If `audio` or `stft` have the wrong length.
@@ -235,7 +238,8 @@ impl Codec {
         audio: &mut [f32],
         stft: Option<&mut [f32]>,
         pool: &Pool,
-    ) {
+    ) -> Result<(), CodecError> {
+        rvq::check_ids(tokens)?;
         assert_eq!(
             audio.len(),
             SAMPLES_PER_FRAME * 2,
@@ -257,6 +261,7 @@ impl Codec {
             &mut |_, _| {},
         );
         self.emit(state, 1, audio, stft);
+        Ok(())
     }
 
     /// As [`Codec::step`] (without the STFT output), returning the time of each decoder
@@ -270,7 +275,8 @@ impl Codec {
         audio: &mut [f32],
         pool: &Pool,
         clock: &dyn Fn() -> f64,
-    ) -> Vec<(&'static str, f64)> {
+    ) -> Result<Vec<(&'static str, f64)>, CodecError> {
+        rvq::check_ids(tokens)?;
         let mut laps = Vec::with_capacity(32);
         let mut last = clock();
         self.decoder.run_chunk(
@@ -287,14 +293,19 @@ impl Codec {
         );
         self.emit(state, 1, audio, None);
         laps.push(("istft", clock() - last));
-        laps
+        Ok(laps)
     }
 
     /// The largest `|activation|` at native scale of every decoder stage's output
     /// over a step-mode decode of `frames` (stage names as in [`Codec::step_profiled`];
     /// `inf` if a stage overflowed or went NaN). What the rescale constants are chosen
     /// from: run it on real generated codes with an [`CodecPrecision::F32`] codec.
-    pub fn activation_peaks(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> Vec<ActivationPeak> {
+    pub fn activation_peaks(
+        &self,
+        frames: &[[u32; LEVELS]],
+        pool: &Pool,
+    ) -> Result<Vec<ActivationPeak>, CodecError> {
+        frames.iter().try_for_each(rvq::check_ids)?;
         let mut peaks: Vec<ActivationPeak> = Vec::with_capacity(32);
         let mut state = self.new_state();
         let mut audio = vec![0f32; SAMPLES_PER_FRAME * 2];
@@ -325,7 +336,7 @@ impl Codec {
             );
             self.emit(&mut state, 1, &mut audio, None);
         }
-        peaks
+        Ok(peaks)
     }
 
     /// Lookahead mask and inverse STFT of the chunk just decoded into `state`.
@@ -355,16 +366,31 @@ impl Codec {
     /// Decodes a whole sequence at once (offline rendering): the reference layer mode.
     /// Returns `(T−1)·1920` stereo samples and the `[4T−4, 480, 4]` STFT; equal to the
     /// step-mode output from sample 1920 on (no lookahead latency).
-    pub fn decode_batched(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> BatchedOutput {
+    /// Every id is checked before anything is decoded.
+    pub fn decode_batched(
+        &self,
+        frames: &[[u32; LEVELS]],
+        pool: &Pool,
+    ) -> Result<BatchedOutput, CodecError> {
         self.batched(frames, true, pool)
     }
 
     /// As [`Codec::decode_batched`] without keeping the STFT (4× less memory than it).
-    pub fn decode_batched_audio(&self, frames: &[[u32; LEVELS]], pool: &Pool) -> Vec<f32> {
-        self.batched(frames, false, pool).audio
+    pub fn decode_batched_audio(
+        &self,
+        frames: &[[u32; LEVELS]],
+        pool: &Pool,
+    ) -> Result<Vec<f32>, CodecError> {
+        Ok(self.batched(frames, false, pool)?.audio)
     }
 
-    fn batched(&self, frames: &[[u32; LEVELS]], keep_stft: bool, pool: &Pool) -> BatchedOutput {
+    fn batched(
+        &self,
+        frames: &[[u32; LEVELS]],
+        keep_stft: bool,
+        pool: &Pool,
+    ) -> Result<BatchedOutput, CodecError> {
+        frames.iter().try_for_each(rvq::check_ids)?;
         let t = frames.len();
         let frame_audio = SAMPLES_PER_FRAME * 2;
         let frame_stft = STFT_PER_FRAME * STFT_FRAME_LEN;
@@ -397,7 +423,7 @@ impl Codec {
         if keep_stft {
             skip(&mut stft, frame_stft);
         }
-        BatchedOutput { audio, stft }
+        Ok(BatchedOutput { audio, stft })
     }
 }
 

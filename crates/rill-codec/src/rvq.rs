@@ -48,8 +48,9 @@ impl Codebook {
         })
     }
 
-    /// Codebook index of level `k`'s unique id: `(id − 6) mod 1024`, wrapping for ids
-    /// below 6 like Python's `%` (never panics; range checks are the caller's job).
+    /// Codebook index of level `k`'s unique id: `(id − 6) mod 1024`, as the
+    /// reference computes it (Python's `%`); [`check_ids`] has already rejected ids
+    /// outside their level, so the wrap never happens on the decode paths.
     pub(crate) fn code(id: u32) -> usize {
         (id.wrapping_sub(RESERVED_IDS) % CODES as u32) as usize
     }
@@ -70,6 +71,25 @@ impl Codebook {
     }
 }
 
+/// The unique ids level `k` owns: `6 + 1024k .. 6 + 1024(k + 1)`.
+pub fn level_ids(k: usize) -> std::ops::Range<u32> {
+    let lo = RESERVED_IDS + (CODES * k) as u32;
+    lo..lo + CODES as u32
+}
+
+/// Rejects a frame whose id for some level lies outside that level's range (a
+/// reserved id, another level's id, or garbage): the reference would wrap it into
+/// some code and decode noise without a word.
+pub(crate) fn check_ids(ids: &[u32; LEVELS]) -> Result<(), CodecError> {
+    for (level, &id) in ids.iter().enumerate() {
+        let range = level_ids(level);
+        if !range.contains(&id) {
+            return Err(CodecError::TokenId { level, id, range });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +101,31 @@ mod tests {
         assert_eq!(Codebook::code(0), 1018); // (0 - 6) % 1024 in Python
         assert_eq!(Codebook::code(5), 1023);
         assert_eq!(Codebook::code(u32::MAX), ((u32::MAX - 6) % 1024) as usize);
+    }
+
+    #[test]
+    fn ids_outside_their_level_are_rejected() {
+        let good: [u32; LEVELS] = std::array::from_fn(|k| 6 + 1024 * k as u32 + 17);
+        assert!(check_ids(&good).is_ok());
+        let edges: [u32; LEVELS] = std::array::from_fn(|k| level_ids(k).end - 1);
+        assert!(check_ids(&edges).is_ok());
+        for (level, id) in [
+            (0, 5),
+            (0, 1030),
+            (3, 6 + 1024 * 3 - 1),
+            (11, u32::MAX),
+            (5, 0),
+        ] {
+            let mut ids = good;
+            ids[level] = id;
+            match check_ids(&ids) {
+                Err(CodecError::TokenId {
+                    level: l, id: i, ..
+                }) => {
+                    assert_eq!((l, i), (level, id))
+                }
+                other => panic!("level {level} id {id}: {other:?}"),
+            }
+        }
     }
 }

@@ -50,7 +50,7 @@ fn step_ms_per_frame() {
         );
         let t = std::time::Instant::now();
         let n = 40;
-        let _ = codec.decode_batched(&frames[..n], &pool);
+        codec.decode_batched(&frames[..n], &pool).unwrap();
         eprintln!(
             "batched, {threads} thread(s): {:.1} ms/frame",
             t.elapsed().as_secs_f64() * 1e3 / n as f64
@@ -77,9 +77,13 @@ fn layer_profile() {
         let mut runs: Vec<Vec<(&str, f64)>> = Vec::new();
         for (i, ids) in frames.iter().take(65).enumerate() {
             let laps = if threads == 1 {
-                codec.step_profiled(&mut st, ids, &mut audio, &pool, &thread_cpu_ms)
+                codec
+                    .step_profiled(&mut st, ids, &mut audio, &pool, &thread_cpu_ms)
+                    .unwrap()
             } else {
-                codec.step_profiled(&mut st, ids, &mut audio, &pool, &wall_ms)
+                codec
+                    .step_profiled(&mut st, ids, &mut audio, &pool, &wall_ms)
+                    .unwrap()
             };
             if i >= 5 {
                 runs.push(laps);

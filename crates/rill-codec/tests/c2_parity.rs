@@ -38,7 +38,7 @@ fn c2_codec_parity() {
         .all(|&v| v == 0.0));
     check_audio("C2 step", &step.audio, &want_audio, Some(&want_i16));
 
-    let batched = codec.decode_batched(&frames, &pool);
+    let batched = codec.decode_batched(&frames, &pool).unwrap();
     let (_, want_layer_stft) = z.f32("layer_decoder_stft").unwrap();
     let cos = stft_min_cosine(
         "C2 batched layer_decoder_stft",

@@ -82,7 +82,7 @@ fn d_set_parity(name: &str, weights_seed: u64) {
 
     // Batched (layer) mode.
     let t = std::time::Instant::now();
-    let batched = codec.decode_batched(&frames, &pool);
+    let batched = codec.decode_batched(&frames, &pool).unwrap();
     eprintln!(
         "{name} batched: {:.1} ms/frame",
         t.elapsed().as_secs_f64() * 1e3 / frames_n as f64

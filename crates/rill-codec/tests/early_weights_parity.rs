@@ -58,7 +58,7 @@ fn check(
     eprintln!("{label}: step audio SNR {snr:.1} dB, STFT min cosine {cos:.9}");
     assert!(snr >= min_snr, "{label}: SNR {snr:.1} dB < {min_snr} dB");
     assert!(cos >= min_cos, "{label}: STFT cosine {cos}");
-    let batched = codec.decode_batched(frames, &pool);
+    let batched = codec.decode_batched(frames, &pool).unwrap();
     check_step_vs_batched(&label, &step, &batched);
 }
 

@@ -33,6 +33,7 @@ fn options(precision: CodecPrecision, rescale: Option<Rescale>) -> CodecOptions 
 fn largest_stored(codec: &Codec, frames: &[[u32; LEVELS]], pool: &Pool) -> f32 {
     codec
         .activation_peaks(frames, pool)
+        .unwrap()
         .iter()
         .filter(|p| p.stage != "output_layer")
         .map(|p| p.stored)
@@ -62,10 +63,10 @@ fn rescale_is_exact_in_f32() {
         );
         // The state is exported at native scale, so it is the plain codec's state.
         assert!(s0.export() == s1.export(), "{name}: exported states differ");
-        let batched = scaled.decode_batched(&frames, &pool);
+        let batched = scaled.decode_batched(&frames, &pool).unwrap();
         assert_eq!(
             batched,
-            plain.decode_batched(&frames, &pool),
+            plain.decode_batched(&frames, &pool).unwrap(),
             "{name} batched"
         );
     }
@@ -206,7 +207,7 @@ fn plain_fp16_overflows_on_real_magnitudes_and_the_rescale_does_not() {
     let ckpt = hot_checkpoint(seed);
     let load = |o| Codec::load_with(&ckpt, o).unwrap();
     let f32_codec = load(options(CodecPrecision::F32, None));
-    let peaks = f32_codec.activation_peaks(&frames, &pool);
+    let peaks = f32_codec.activation_peaks(&frames, &pool).unwrap();
     let region_peak = |blocks: &[&str]| {
         peaks
             .iter()
@@ -246,6 +247,7 @@ fn plain_fp16_overflows_on_real_magnitudes_and_the_rescale_does_not() {
     assert!(!finite || cos < 0.99, "plain fp16 should have overflowed");
     let overflowed = plain
         .activation_peaks(&frames, &pool)
+        .unwrap()
         .iter()
         .any(|p| p.stored.is_infinite());
     assert!(overflowed, "plain fp16 stores no infinity");

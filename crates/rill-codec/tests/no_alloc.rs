@@ -17,11 +17,17 @@ fn step_does_not_allocate() {
     let mut audio = vec![0f32; SAMPLES_PER_FRAME * 2];
     let mut stft = vec![0f32; STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN];
     let ids: [u32; LEVELS] = std::array::from_fn(|k| 6 + 1024 * k as u32 + 7 * k as u32);
-    codec.step(&mut state, &ids, &mut audio, Some(&mut stft), &pool); // warm-up
+    codec
+        .step(&mut state, &ids, &mut audio, Some(&mut stft), &pool)
+        .unwrap(); // warm-up
     let before = rill_testkit::allocations();
     for _ in 0..3 {
-        codec.step(&mut state, &ids, &mut audio, Some(&mut stft), &pool);
-        codec.step(&mut state, &ids, &mut audio, None, &pool);
+        codec
+            .step(&mut state, &ids, &mut audio, Some(&mut stft), &pool)
+            .unwrap();
+        codec
+            .step(&mut state, &ids, &mut audio, None, &pool)
+            .unwrap();
     }
     let n = rill_testkit::allocations() - before;
     assert_eq!(n, 0, "step allocated {n} times");

@@ -137,17 +137,42 @@ fn thread_count_does_not_change_results() {
 }
 
 #[test]
-fn reserved_and_out_of_range_ids_do_not_panic() {
+fn ids_outside_their_level_are_rejected_and_change_nothing() {
     let codec = codec(0);
     let pool = Pool::new(2);
-    let frames = vec![[0u32; LEVELS], [5; LEVELS], [u32::MAX; LEVELS]];
-    let r = run_steps(&codec, &mut codec.new_state(), &frames, &pool);
-    assert!(r.audio.iter().all(|v| v.is_finite()));
-    assert_eq!(r.audio.len(), 3 * SAMPLES_PER_FRAME * 2);
-    let mut e = [0f32; 256];
-    codec.rvq_embedding(&[3; LEVELS], &mut e);
-    let b = codec.decode_batched(&[], &pool);
+    let good = d1_frames(2);
+    let mut state = codec.new_state();
+    run_steps(&codec, &mut state, &good[..1], &pool);
+    let before = state.clone();
+    let mut audio = vec![1f32; SAMPLES_PER_FRAME * 2];
+    let mut stft = vec![1f32; 4 * 480 * 4];
+    // A reserved id, the next level's first id, and garbage: each names its level.
+    for (level, id) in [(0, 5), (3, rill_codec::level_ids(4).start), (11, u32::MAX)] {
+        let mut ids = good[1];
+        ids[level] = id;
+        let err = codec
+            .step(&mut state, &ids, &mut audio, Some(&mut stft), &pool)
+            .unwrap_err();
+        assert!(
+            matches!(err, CodecError::TokenId { level: l, id: i, .. } if (l, i) == (level, id)),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&format!("level {level}")), "{err}");
+        assert!(state == before, "a rejected frame changed the state");
+        assert!(
+            audio.iter().chain(&stft).all(|&v| v == 1.0),
+            "a rejected frame wrote output"
+        );
+        let mut e = [0f32; 256];
+        assert!(codec.rvq_embedding(&ids, &mut e).is_err());
+        let batch = [good[0], ids];
+        assert!(codec.decode_batched(&batch, &pool).is_err());
+        assert!(codec.decode_batched_audio(&batch, &pool).is_err());
+        assert!(codec.activation_peaks(&batch, &pool).is_err());
+    }
+    // Empty and one-frame batches are fine (nothing or only the masked frame).
+    let b = codec.decode_batched(&[], &pool).unwrap();
     assert!(b.audio.is_empty() && b.stft.is_empty());
-    let b = codec.decode_batched(&frames[..1], &pool);
+    let b = codec.decode_batched(&good[..1], &pool).unwrap();
     assert!(b.audio.is_empty() && b.stft.is_empty());
 }

@@ -222,8 +222,11 @@ impl CodecStage {
     fn decode(&mut self, tokens: [u32; LEVELS], pool: &Pool) -> (usize, Duration) {
         let t = Instant::now();
         let stft = self.want_stft.then_some(&mut self.stft[..]);
+        // The tokens are the LM's samples, or forced / restored ids that were
+        // validated on the way in, so every id lies in its level's range.
         self.codec
-            .step(&mut self.state, &tokens, &mut self.audio, stft, pool);
+            .step(&mut self.state, &tokens, &mut self.audio, stft, pool)
+            .expect("pipeline tokens are validated before they reach the codec");
         let nonfinite = rill_codec::float_to_int16(&self.audio, &mut self.pcm);
         self.tokens = tokens;
         (nonfinite, t.elapsed())

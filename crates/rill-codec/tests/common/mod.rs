@@ -72,13 +72,15 @@ pub fn run_steps(
     let mut stft = vec![0f32; frames.len() * fs];
     let t = std::time::Instant::now();
     for (i, ids) in frames.iter().enumerate() {
-        codec.step(
-            state,
-            ids,
-            &mut audio[i * fa..(i + 1) * fa],
-            Some(&mut stft[i * fs..(i + 1) * fs]),
-            pool,
-        );
+        codec
+            .step(
+                state,
+                ids,
+                &mut audio[i * fa..(i + 1) * fa],
+                Some(&mut stft[i * fs..(i + 1) * fs]),
+                pool,
+            )
+            .unwrap();
     }
     let ms_per_frame = t.elapsed().as_secs_f64() * 1e3 / frames.len().max(1) as f64;
     StepRun {
@@ -169,7 +171,7 @@ pub fn check_step_vs_batched(what: &str, step: &StepRun, batched: &BatchedOutput
 pub fn check_rvq(what: &str, codec: &Codec, frames: &[[u32; LEVELS]], want: &[f32]) {
     let mut e = vec![0f32; 256];
     for (i, ids) in frames.iter().enumerate() {
-        codec.rvq_embedding(ids, &mut e);
+        codec.rvq_embedding(ids, &mut e).unwrap();
         assert!(
             e == want[i * 256..(i + 1) * 256],
             "{what}: RVQ embedding of frame {i} differs by {:e}",
