@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use rill_server::limits::{Origin, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT};
+use rill_server::limits::{HostName, Origin, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT};
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
@@ -48,6 +48,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ORIGIN", value_parser = Origin::parse)]
     pub allow_origin: Vec<Origin>,
 
+    /// Also answer requests that name this server NAME in their Host header
+    /// (a DNS name, e.g. studio.local, when others reach this machine by name;
+    /// repeatable). IP addresses and localhost always work; any other name gets
+    /// HTTP 403, which stops web pages that re-point their own domain at this
+    /// machine (DNS rebinding).
+    #[arg(long, value_name = "NAME", value_parser = HostName::parse)]
+    pub allow_host: Vec<HostName>,
+
     /// Also serve streaming text-to-speech at POST /api/tts with these Magpie TTS
     /// weights (as `rill speak --checkpoint`; needs --tts-codec): JSON
     /// {"text": "…", "speaker": 0, "seed": 0, …} in, a WAV stream out that grows by
@@ -83,6 +91,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
         allowed_origins: args.allow_origin,
+        allowed_hosts: args.allow_host,
         max_upgrades_per_second: args.max_upgrade_rate,
     };
     let origins: Vec<String> = options

@@ -7,6 +7,8 @@
 //! (one per 40 ms) and controls in. A closed socket drops its stream, which frees
 //! the engine slot for the next listener.
 //!
+//! Every request must name this server in its `Host` header (an IP address,
+//! `localhost`, or `--allow-host`; else HTTP 403: the DNS-rebinding guard).
 //! Before a socket opens, [`limits`] refuses foreign page origins (HTTP 403),
 //! upgrades beyond `--max-upgrade-rate` ([`rate`], HTTP 429) and connections beyond
 //! `--max-connections` (HTTP 503); once open, a message over
@@ -33,7 +35,10 @@ use futures_util::{SinkExt, StreamExt};
 use rill_stream::{Control, Engine, StreamConfig, StreamError, StreamHandle, FRAME_PCM};
 use tokio::time::{interval, MissedTickBehavior};
 
-use limits::{ConnectionLimit, ConnectionPermit, Origin, OriginRefusal, MAX_MESSAGE_BYTES};
+use limits::{
+    ConnectionLimit, ConnectionPermit, HostName, HostRefusal, Origin, OriginRefusal,
+    MAX_MESSAGE_BYTES,
+};
 use protocol::ClientMsg;
 use rate::UpgradeRate;
 
@@ -56,6 +61,9 @@ pub struct ServerOptions {
     pub max_connections: usize,
     /// Page origins admitted besides the server's own.
     pub allowed_origins: Vec<Origin>,
+    /// Host names admitted in the `Host` header besides IP addresses and
+    /// `localhost` (the DNS-rebinding check, [`limits::check_host`]).
+    pub allowed_hosts: Vec<HostName>,
     /// New WebSockets per second (sustained; bursts of as many).
     pub max_upgrades_per_second: u32,
 }
@@ -65,6 +73,7 @@ impl Default for ServerOptions {
         ServerOptions {
             max_connections: limits::DEFAULT_MAX_CONNECTIONS,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_upgrades_per_second: rate::DEFAULT_UPGRADES_PER_SECOND,
         }
     }
@@ -76,6 +85,7 @@ pub struct AppState {
     /// Static facts shown by `/api/info` (model, precision, …).
     pub info: serde_json::Value,
     allowed_origins: Vec<Origin>,
+    allowed_hosts: Vec<HostName>,
     connections: ConnectionLimit,
     upgrades: UpgradeRate,
     /// The voice of `/api/tts`, if one was loaded.
@@ -88,6 +98,7 @@ impl AppState {
             engine,
             info,
             allowed_origins: options.allowed_origins,
+            allowed_hosts: options.allowed_hosts,
             connections: ConnectionLimit::new(options.max_connections),
             upgrades: UpgradeRate::new(options.max_upgrades_per_second),
             tts: None,
@@ -120,7 +131,37 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/tts",
             post(tts::speak).layer(DefaultBodyLimit::max(tts::MAX_TTS_BODY_BYTES)),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            host_guard,
+        ))
         .with_state(state)
+}
+
+/// Every route: the `Host` must name this server (see [`limits::check_host`]),
+/// else HTTP 403 before the request reaches its handler.
+async fn host_guard(
+    State(st): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match limits::check_host(request.headers(), &st.allowed_hosts) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            let why = match refusal {
+                HostRefusal::Malformed => "the Host header is not a single host[:port]".to_string(),
+                HostRefusal::Foreign(h) => format!("{h} is not a name of this server"),
+            };
+            (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "forbidden: {why}; open rill by IP address (http://127.0.0.1:PORT/) or \
+                     localhost, or start rill serve with --allow-host NAME\n"
+                ),
+            )
+                .into_response()
+        }
+    }
 }
 
 /// Serves until the process ends.

@@ -5,6 +5,12 @@
 //! check is what keeps a foreign page from playing (or exhausting) the
 //! instrument. Requests without an `Origin` header come from non-browser
 //! clients, which a page cannot forge, so they are admitted.
+//!
+//! The Host check stops DNS rebinding: a page of `evil.example` whose name is
+//! re-pointed at 127.0.0.1 is same-origin with this server as far as the
+//! browser knows, so every request must also name this server by an IP
+//! address, `localhost`, or a name given with `--allow-host`. A rebinding
+//! attack needs a DNS name, so IP-literal hosts are safe to admit.
 
 use std::fmt;
 use std::sync::Arc;
@@ -158,6 +164,73 @@ pub fn check_origin(headers: &HeaderMap, allowed: &[Origin]) -> Result<(), Origi
     }
 }
 
+/// A host name `--allow-host` admits in the `Host` header: letters, digits,
+/// `-` and `.`, compared case-insensitively, without a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostName(String);
+
+impl HostName {
+    /// Parses a DNS name such as `studio.local`; an address, port or URL is an
+    /// error that shows the expected form (IP addresses need no flag).
+    pub fn parse(s: &str) -> Result<HostName, String> {
+        let ok = !s.is_empty()
+            && s.len() <= 253
+            && s.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+        if ok {
+            Ok(HostName(s.to_ascii_lowercase()))
+        } else {
+            Err(format!(
+                "{s:?} is not a host name; write a DNS name such as studio.local \
+                 (no scheme or port; IP addresses and localhost are always admitted)"
+            ))
+        }
+    }
+}
+
+impl fmt::Display for HostName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a request's `Host` header was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRefusal {
+    /// The header is present more than once, not text, or not `host[:port]`.
+    Malformed,
+    /// A DNS name that is neither `localhost` nor allowed: possibly a rebinding page.
+    Foreign(String),
+}
+
+/// Admits a request with no `Host` (not a browser: HTTP/1.1 browsers always
+/// send it), an IP-literal host, `localhost` or `*.localhost` (which resolve
+/// only to loopback), or a name in `allowed`.
+pub fn check_host(headers: &HeaderMap, allowed: &[HostName]) -> Result<(), HostRefusal> {
+    let mut values = headers.get_all(HOST).iter();
+    let Some(value) = values.next() else {
+        return Ok(());
+    };
+    if values.next().is_some() {
+        return Err(HostRefusal::Malformed);
+    }
+    let text = value.to_str().map_err(|_| HostRefusal::Malformed)?;
+    let (host, _) = split_host_port(text).map_err(|_| HostRefusal::Malformed)?;
+    let name = host.trim_end_matches('.');
+    let literal = host.starts_with('[') || name.parse::<std::net::Ipv4Addr>().is_ok();
+    let loopback_name = name == "localhost" || name.ends_with(".localhost");
+    if literal || loopback_name || allowed.iter().any(|a| a.0 == name) {
+        Ok(())
+    } else {
+        Err(HostRefusal::Foreign(host))
+    }
+}
+
 /// Counts open WebSocket connections; a [`ConnectionPermit`] is one of them.
 #[derive(Debug, Clone)]
 pub struct ConnectionLimit {
@@ -266,6 +339,58 @@ mod tests {
         let mut two = headers(Some("http://127.0.0.1:8080"), Some("127.0.0.1:8080"));
         two.append(ORIGIN, HeaderValue::from_static("http://127.0.0.1:8080"));
         assert_eq!(check_origin(&two, &[]), Err(OriginRefusal::Malformed));
+    }
+
+    #[test]
+    fn hosts_by_address_localhost_or_allowed_name_only() {
+        let allowed = [HostName::parse("Studio.Local").unwrap()];
+        let ok = |h| check_host(&headers(None, h), &allowed);
+        for good in [
+            None,
+            Some("127.0.0.1:8080"),
+            Some("192.168.1.20"),
+            Some("[::1]:8080"),
+            Some("localhost:8080"),
+            Some("LocalHost"),
+            Some("app.localhost:8080"),
+            Some("localhost.:8080"),
+            Some("studio.local:8080"),
+            Some("STUDIO.LOCAL"),
+        ] {
+            assert_eq!(ok(good), Ok(()), "{good:?}");
+        }
+        // A rebound page names its own domain; so does a typo'd or foreign name.
+        for foreign in [
+            "evil.example:8080",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io",
+        ] {
+            assert_eq!(
+                ok(Some(foreign)),
+                Err(HostRefusal::Foreign(
+                    foreign.split(':').next().unwrap().to_ascii_lowercase()
+                )),
+                "{foreign}"
+            );
+        }
+        assert_eq!(ok(Some("a/b")), Err(HostRefusal::Malformed));
+        assert_eq!(ok(Some("a:0")), Err(HostRefusal::Malformed));
+        let mut two = headers(None, Some("127.0.0.1:8080"));
+        two.append(HOST, HeaderValue::from_static("127.0.0.1:8080"));
+        assert_eq!(check_host(&two, &[]), Err(HostRefusal::Malformed));
+    }
+
+    #[test]
+    fn host_names_parse() {
+        assert_eq!(
+            HostName::parse("My-Box.lan").unwrap().to_string(),
+            "my-box.lan"
+        );
+        for bad in [
+            "", "http://a", "a:80", "a..b", "-a", "a-", "a b", "[::1]", "a/b",
+        ] {
+            assert!(HostName::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

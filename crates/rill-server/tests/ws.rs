@@ -344,6 +344,67 @@ async fn foreign_origins_are_forbidden() {
     assert_eq!(next_json(&mut ws).await["code"], "bad_request");
 }
 
+/// One HTTP/1.1 request with the given `Host`; the status code.
+async fn status_with_host(addr: &str, path: &str, host: &str, origin: Option<&str>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let origin = origin
+        .map(|o| format!("Origin: {o}\r\n"))
+        .unwrap_or_default();
+    // A WebSocket upgrade for /ws, a plain GET otherwise.
+    let upgrade = if path == "/ws" {
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    } else {
+        "Connection: close\r\n"
+    };
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{origin}{upgrade}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut buf = [0u8; 12];
+    s.read_exact(&mut buf).await.unwrap();
+    String::from_utf8_lossy(&buf[9..12]).parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_rebinding_pages_are_forbidden_on_every_route() {
+    let options = ServerOptions {
+        allowed_hosts: vec![rill_server::limits::HostName::parse("studio.local").unwrap()],
+        ..Default::default()
+    };
+    let addr = server_with(1, options).await;
+    let port = addr.rsplit_once(':').unwrap().1;
+    // A page of evil.example whose name now resolves to this machine: its Origin
+    // matches its Host, so only the Host check stands in the way.
+    let evil = format!("evil.example:{port}");
+    let evil_origin = format!("http://{evil}");
+    for path in ["/", "/api/info", "/ws"] {
+        assert_eq!(
+            status_with_host(&addr, path, &evil, Some(&evil_origin)).await,
+            403,
+            "{path}"
+        );
+    }
+    // Names of this server: an IP address, localhost, an --allow-host name.
+    for host in [
+        addr.clone(),
+        format!("localhost:{port}"),
+        format!("studio.local:{port}"),
+    ] {
+        let origin = format!("http://{host}");
+        assert_eq!(
+            status_with_host(&addr, "/api/info", &host, None).await,
+            200,
+            "{host}"
+        );
+        assert_eq!(
+            status_with_host(&addr, "/ws", &host, Some(&origin)).await,
+            101,
+            "{host}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_are_capped_and_released_on_close() {
     let options = ServerOptions {
