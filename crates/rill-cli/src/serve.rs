@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use rill_server::limits::{HostName, Origin, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT};
+use rill_server::limits::{
+    HostName, Origin, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT,
+    MAX_IDLE_TIMEOUT_SECS,
+};
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
@@ -56,6 +59,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME", value_parser = HostName::parse)]
     pub allow_host: Vec<HostName>,
 
+    /// Close a WebSocket that has no stream playing and sends nothing for this
+    /// many seconds (1..=86400), with an `idle` error, so idle clients cannot
+    /// hold every connection slot.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=MAX_IDLE_TIMEOUT_SECS))]
+    pub idle_timeout: u64,
+
     /// Also serve streaming text-to-speech at POST /api/tts with these Magpie TTS
     /// weights (as `rill speak --checkpoint`; needs --tts-codec): JSON
     /// {"text": "…", "speaker": 0, "seed": 0, …} in, a WAV stream out that grows by
@@ -93,6 +103,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         allowed_origins: args.allow_origin,
         allowed_hosts: args.allow_host,
         max_upgrades_per_second: args.max_upgrade_rate,
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout),
     };
     let origins: Vec<String> = options
         .allowed_origins

@@ -12,7 +12,8 @@
 //! Before a socket opens, [`limits`] refuses foreign page origins (HTTP 403),
 //! upgrades beyond `--max-upgrade-rate` ([`rate`], HTTP 429) and connections beyond
 //! `--max-connections` (HTTP 503); once open, a message over
-//! [`limits::MAX_MESSAGE_BYTES`] closes that socket with one error.
+//! [`limits::MAX_MESSAGE_BYTES`] closes that socket with one error, and so does
+//! `--idle-timeout` without a stream or a message.
 
 pub mod limits;
 pub mod protocol;
@@ -66,6 +67,9 @@ pub struct ServerOptions {
     pub allowed_hosts: Vec<HostName>,
     /// New WebSockets per second (sustained; bursts of as many).
     pub max_upgrades_per_second: u32,
+    /// A socket with no stream that sends nothing for this long is closed, so
+    /// idle clients cannot hold every connection slot.
+    pub idle_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -75,6 +79,7 @@ impl Default for ServerOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_upgrades_per_second: rate::DEFAULT_UPGRADES_PER_SECOND,
+            idle_timeout: limits::DEFAULT_IDLE_TIMEOUT,
         }
     }
 }
@@ -88,6 +93,7 @@ pub struct AppState {
     allowed_hosts: Vec<HostName>,
     connections: ConnectionLimit,
     upgrades: UpgradeRate,
+    idle_timeout: Duration,
     /// The voice of `/api/tts`, if one was loaded.
     pub tts: Option<Arc<tts::TtsService>>,
 }
@@ -101,6 +107,7 @@ impl AppState {
             allowed_hosts: options.allowed_hosts,
             connections: ConnectionLimit::new(options.max_connections),
             upgrades: UpgradeRate::new(options.max_upgrades_per_second),
+            idle_timeout: options.idle_timeout,
             tts: None,
         }
     }
@@ -267,9 +274,10 @@ async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: ConnectionPermi
     status_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut pcm = vec![0i16; FRAME_PCM];
     let mut sent: u64 = 0;
+    let mut idle_deadline = tokio::time::Instant::now() + st.idle_timeout;
     loop {
         let reply: Option<String> = tokio::select! {
-            msg = rx.next() => match msg {
+            msg = rx.next() => { idle_deadline = tokio::time::Instant::now() + st.idle_timeout; match msg {
                 Some(Err(e)) => {
                     // The reader cannot go on past an oversized message (it
                     // would buffer it); say why and close.
@@ -287,6 +295,17 @@ async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: ConnectionPermi
                 Some(Ok(Message::Text(t))) => handle(&st, &mut stream, &mut playing, &mut seed, &mut sent, t.as_str()),
                 Some(Ok(Message::Binary(_))) => Some(protocol::error("bad_request", "binary messages are not accepted; send JSON text")),
                 Some(Ok(_)) => None, // ping/pong are answered by the library
+            }},
+            _ = tokio::time::sleep_until(idle_deadline), if stream.is_none() => {
+                let text = protocol::error("idle", &format!(
+                    "no stream and no message for {} s; closing this connection (rill serve --idle-timeout)",
+                    st.idle_timeout.as_secs()
+                ));
+                let close = CloseFrame { code: close_code::NORMAL, reason: "idle".into() };
+                if tx.send(Message::Text(text.into())).await.is_ok() {
+                    let _ = tx.send(Message::Close(Some(close))).await;
+                }
+                break;
             },
             _ = frame_tick.tick(), if stream.is_some() => {
                 let Some(h) = stream.as_mut() else { continue };

@@ -27,6 +27,13 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// Default `--max-connections`: idle sockets cost little, but not nothing.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
+/// Default `--idle-timeout`: a socket without a stream that sends nothing for a
+/// minute is closed (the instrument opens its socket only to play).
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Largest `--idle-timeout` accepted, in seconds (a day).
+pub const MAX_IDLE_TIMEOUT_SECS: u64 = 86_400;
+
 /// Largest `--max-connections` accepted (one task and two buffers each).
 pub const MAX_CONNECTIONS_LIMIT: usize = 65_536;
 

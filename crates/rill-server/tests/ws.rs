@@ -2,7 +2,8 @@
 //! malformed input, busy rejection while admitted streams keep playing, a closed
 //! socket freeing its slot, and the key-press-to-audible-change latency.
 //! Then the limits: oversized messages, out-of-range controls, garbage from one
-//! client while another streams, the Origin check and the connection cap.
+//! client while another streams, the Host and Origin checks, the idle timeout
+//! and the connection cap.
 
 mod common;
 
@@ -403,6 +404,36 @@ async fn dns_rebinding_pages_are_forbidden_on_every_route() {
             "{host}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_are_closed_and_busy_ones_are_not() {
+    let options = ServerOptions {
+        idle_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let addr = server_with(1, options).await;
+    let mut idle = connect(&addr).await;
+    let mut talking = connect(&addr).await;
+    let mut playing = connect(&addr).await;
+    send(&mut playing, serde_json::json!({"type": "start"})).await;
+    assert_eq!(next_json(&mut playing).await["type"], "started");
+    let t = std::time::Instant::now();
+    // Three timeouts' worth of time: the talker sends a (refused) message every
+    // 0.3 s, the player has a stream; only the silent socket is closed.
+    while t.elapsed() < Duration::from_secs(3) {
+        send(&mut talking, serde_json::json!({"type": "jump"})).await;
+        assert_eq!(next_json(&mut talking).await["code"], "bad_request");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let (code, message, close) = closed_with(&mut idle).await;
+    assert_eq!((code.as_str(), close), ("idle", 1000), "{message}");
+    assert!(message.contains("--idle-timeout"), "{message}");
+    assert_eq!(clean_frame(&mut playing).await.len(), 7680);
+    // Stopping the stream starts the idle clock again.
+    send(&mut playing, serde_json::json!({"type": "stop"})).await;
+    let (code, _, _) = closed_with(&mut playing).await;
+    assert_eq!(code, "idle");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
