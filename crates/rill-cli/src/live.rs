@@ -59,6 +59,9 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
             calibration_frames: 8,
         },
     );
+    // Loading (f32 → int8 conversion, packing) and the calibration stream leave
+    // tens of MB of freed temporaries resident; hand them back before serving.
+    rill_stream::process::release_free_memory();
     let rtf = engine.measured_rtf();
     if rtf > 1.0 {
         eprintln!(

@@ -173,12 +173,31 @@ async fn host_guard(
 
 /// Serves until the process ends.
 pub async fn run(listener: tokio::net::TcpListener, state: Arc<AppState>) -> anyhow::Result<()> {
+    tokio::spawn(release_memory_when_idle(Arc::clone(&state)));
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .await?;
     Ok(())
+}
+
+/// Once a second: when every connection has closed since the last look, hands
+/// the memory they freed back to the OS, so the resident set returns to its
+/// baseline after a burst of listeners or a connect flood (glibc keeps freed
+/// memory in the arena of the thread that used it otherwise).
+async fn release_memory_when_idle(st: Arc<AppState>) {
+    let mut tick = interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut released_at = st.connections.admitted();
+    loop {
+        tick.tick().await;
+        let admitted = st.connections.admitted();
+        if admitted != released_at && st.connections.open() == 0 {
+            rill_stream::process::release_free_memory();
+            released_at = admitted;
+        }
+    }
 }
 
 async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {

@@ -243,6 +243,8 @@ pub fn check_host(headers: &HeaderMap, allowed: &[HostName]) -> Result<(), HostR
 pub struct ConnectionLimit {
     slots: Arc<Semaphore>,
     max: usize,
+    /// Connections ever admitted (the idle-memory release watches it change).
+    admitted: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// One admitted connection; dropping it (on every exit path of the socket
@@ -260,15 +262,21 @@ impl ConnectionLimit {
         ConnectionLimit {
             slots: Arc::new(Semaphore::new(max)),
             max,
+            admitted: Arc::default(),
         }
     }
 
     /// A slot, or `None` when `max` connections are open.
     pub fn try_acquire(&self) -> Option<ConnectionPermit> {
-        Arc::clone(&self.slots)
-            .try_acquire_owned()
-            .ok()
-            .map(|p| ConnectionPermit { _permit: p })
+        let permit = Arc::clone(&self.slots).try_acquire_owned().ok()?;
+        self.admitted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(ConnectionPermit { _permit: permit })
+    }
+
+    /// How many connections were ever admitted.
+    pub fn admitted(&self) -> u64 {
+        self.admitted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn max(&self) -> usize {

@@ -1,5 +1,6 @@
 //! This process's memory, for the soak and overload reports (a leak shows as a
-//! resident set that keeps rising; the peak alone would hide it).
+//! resident set that keeps rising; the peak alone would hide it), and handing
+//! freed memory back to the OS.
 
 /// Current resident set in bytes (Linux `/proc`); `None` elsewhere.
 pub fn resident_bytes() -> Option<u64> {
@@ -9,6 +10,20 @@ pub fn resident_bytes() -> Option<u64> {
 /// Peak resident set in bytes (Linux `/proc`); `None` elsewhere.
 pub fn peak_resident_bytes() -> Option<u64> {
     status_bytes("VmHWM")
+}
+
+/// Returns the allocator's free pages to the OS (glibc's `malloc_trim`; a no-op
+/// elsewhere). glibc keeps freed memory resident in the arena of the thread that
+/// allocated it, so without this a finished stream, a connection flood or the
+/// temporaries of loading a model stay in the resident set for good. Call it when
+/// the process goes idle, not per frame: it walks the whole heap.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` has no preconditions; it only releases pages the
+    // allocator itself holds as free.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn status_bytes(field: &str) -> Option<u64> {
