@@ -23,7 +23,8 @@ use std::ops::RangeInclusive;
 
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::limits::MAX_MESSAGE_BYTES;
 
@@ -59,17 +60,47 @@ pub enum ClientMsg {
     Reset,
 }
 
-const CONTROL_KEYS: [&str; 9] = [
-    "style_codes",
-    "notes",
-    "drums",
-    "temperature",
-    "top_k",
-    "cfg_musiccoca",
-    "cfg_notes",
-    "cfg_drums",
-    "seed",
-];
+/// A message as it arrives: serde checks the `type` tag and refuses unknown
+/// fields; the values stay JSON so that [`controls`] can name the field, its
+/// range and the value in each error (and nothing is applied if one is wrong).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+enum Wire {
+    Start(WireControls),
+    Control(WireControls),
+    Stop {},
+    Reset {},
+}
+
+/// The controls of a `start` or `control` message; `None` = absent, and a JSON
+/// `null` is `Some(Value::Null)` (it means "masked" for style and drums).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireControls {
+    #[serde(default, deserialize_with = "present")]
+    style_codes: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    notes: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    drums: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    temperature: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    top_k: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cfg_musiccoca: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cfg_notes: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cfg_drums: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    seed: Option<Value>,
+}
+
+/// A field that is present, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
 
 /// Parses one text message; every error message names the field and says what
 /// to send instead. Nothing is clamped: a value out of range is an error.
@@ -82,45 +113,37 @@ pub fn parse(text: &str) -> Result<ClientMsg, String> {
     }
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let obj = v.as_object().ok_or("a message must be a JSON object")?;
-    let kind = obj
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or("missing \"type\" (start, control, stop or reset)")?;
-    for k in obj.keys() {
-        if k != "type" && !CONTROL_KEYS.contains(&k.as_str()) {
-            return Err(format!(
-                "unknown field {}; controls are {}",
-                shown(&Value::String(k.clone())),
-                CONTROL_KEYS.join(", ")
-            ));
-        }
+    if !obj.contains_key("type") {
+        return Err("missing \"type\" (start, control, stop or reset)".into());
     }
-    match kind {
-        "start" => {
-            let seed = match obj.get("seed") {
-                None | Some(Value::Null) => None,
-                Some(s) => Some(seed(s)?),
-            };
-            let controls = controls(obj, false)?;
-            Ok(ClientMsg::Start { seed, controls })
-        }
-        "control" => Ok(ClientMsg::Control(controls(obj, true)?)),
-        "stop" => Ok(ClientMsg::Stop),
-        "reset" => Ok(ClientMsg::Reset),
-        other => Err(format!(
-            "unknown type {} (start, control, stop or reset)",
-            shown(&Value::String(other.into()))
-        )),
-    }
+    // serde's message quotes the offending name, which may be 64 KiB long.
+    let wire = Wire::deserialize(v).map_err(|e| cut(&e.to_string()))?;
+    Ok(match wire {
+        Wire::Start(c) => ClientMsg::Start {
+            seed: c
+                .seed
+                .as_ref()
+                .filter(|s| !s.is_null())
+                .map(seed)
+                .transpose()?,
+            controls: controls(&c, false)?,
+        },
+        Wire::Control(c) => ClientMsg::Control(controls(&c, true)?),
+        Wire::Stop {} => ClientMsg::Stop,
+        Wire::Reset {} => ClientMsg::Reset,
+    })
 }
 
 /// A client's value for an error message, cut short (it may be 64 KiB).
 fn shown(v: &Value) -> String {
-    const MAX: usize = 40;
-    let s = v.to_string();
+    cut(&v.to_string())
+}
+
+fn cut(s: &str) -> String {
+    const MAX: usize = 120;
     match s.char_indices().nth(MAX) {
         Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
+        None => s.to_string(),
     }
 }
 
@@ -136,12 +159,12 @@ fn seed(v: &Value) -> Result<u64, String> {
 
 /// A number within `range`, if `key` is present.
 fn number(
-    obj: &Map<String, Value>,
+    v: Option<&Value>,
     key: &str,
     range: RangeInclusive<f64>,
     hint: &str,
 ) -> Result<Option<f64>, String> {
-    let Some(v) = obj.get(key) else {
+    let Some(v) = v else {
         return Ok(None);
     };
     match v.as_f64() {
@@ -169,9 +192,9 @@ fn integer(v: &Value, range: &RangeInclusive<i64>, what: &str) -> Result<i64, St
 
 /// All controls present in the message, validated as a whole (nothing is applied
 /// if anything is wrong).
-fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Control>, String> {
+fn controls(c: &WireControls, seed_is_control: bool) -> Result<Vec<Control>, String> {
     let mut out = Vec::new();
-    if let Some(v) = obj.get("style_codes") {
+    if let Some(v) = &c.style_codes {
         let style = match v {
             Value::Null => None,
             Value::Array(a) => {
@@ -196,7 +219,7 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
         };
         out.push(Control::Style(style));
     }
-    if let Some(v) = obj.get("notes") {
+    if let Some(v) = &c.notes {
         let a = v.as_array().ok_or_else(|| {
             format!(
                 "notes must be an array of MIDI pitches 0..=127, got {}",
@@ -215,7 +238,7 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
         }
         out.push(Control::HeldNotes(held));
     }
-    if let Some(v) = obj.get("drums") {
+    if let Some(v) = &c.drums {
         let d = match v {
             Value::Null => None,
             Value::Bool(b) => Some(*b),
@@ -230,10 +253,15 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
         };
         out.push(Control::Drums(d));
     }
-    if let Some(t) = number(obj, "temperature", TEMPERATURE, " (0 = greedy)")? {
+    if let Some(t) = number(
+        c.temperature.as_ref(),
+        "temperature",
+        TEMPERATURE,
+        " (0 = greedy)",
+    )? {
         out.push(Control::Temperature(t as f32));
     }
-    if let Some(v) = obj.get("top_k") {
+    if let Some(v) = &c.top_k {
         let k = v.as_u64().filter(|k| TOP_K.contains(k)).ok_or_else(|| {
             format!(
                 "top_k must be an integer in {}..={} (≥ 1024 keeps every token), got {}",
@@ -244,18 +272,18 @@ fn controls(obj: &Map<String, Value>, seed_is_control: bool) -> Result<Vec<Contr
         })?;
         out.push(Control::TopK(k as usize));
     }
-    let cfg = |key| number(obj, key, CFG_SCALE, "");
-    if let Some(x) = cfg("cfg_musiccoca")? {
+    let cfg = |v: &Option<Value>, key| number(v.as_ref(), key, CFG_SCALE, "");
+    if let Some(x) = cfg(&c.cfg_musiccoca, "cfg_musiccoca")? {
         out.push(Control::CfgMusiccoca(x));
     }
-    if let Some(x) = cfg("cfg_notes")? {
+    if let Some(x) = cfg(&c.cfg_notes, "cfg_notes")? {
         out.push(Control::CfgNotes(x));
     }
-    if let Some(x) = cfg("cfg_drums")? {
+    if let Some(x) = cfg(&c.cfg_drums, "cfg_drums")? {
         out.push(Control::CfgDrums(x));
     }
     if seed_is_control {
-        if let Some(v) = obj.get("seed") {
+        if let Some(v) = &c.seed {
             out.push(Control::Seed(seed(v)?));
         }
     }
@@ -325,9 +353,19 @@ mod tests {
             r#"{"type":"control","temperature":-1}"#,
             r#"{"type":"control","volume":3}"#,
             r#"{"type":"control","drums":"maybe"}"#,
+            r#"{"type":"stop","notes":[60]}"#,
+            r#"{"type":"reset","seed":1}"#,
+            r#"{"notes":[60]}"#,
+            r#"{"type":7}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert!(parse(r#"{"type":"dance"}"#).unwrap_err().contains("start"));
+        assert!(parse(r#"{"seed":1}"#)
+            .unwrap_err()
+            .contains("missing \"type\""));
+        let e = parse(r#"{"type":"control","volume":3}"#).unwrap_err();
+        assert!(e.contains("volume") && e.contains("style_codes"), "{e}");
     }
 
     fn error_of(msg: serde_json::Value) -> String {
@@ -415,6 +453,8 @@ mod tests {
     fn long_values_are_cut_short_in_errors() {
         let long = "x".repeat(10_000);
         let e = error_of(serde_json::json!({"type": "control", "drums": long}));
+        assert!(e.len() < 200, "{e}");
+        let e = error_of(serde_json::json!({"type": "control", long.clone(): 1}));
         assert!(e.len() < 200, "{e}");
         assert!(parse(&" ".repeat(MAX_MESSAGE_BYTES + 1))
             .unwrap_err()
