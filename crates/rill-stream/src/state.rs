@@ -26,7 +26,7 @@ use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::session_file::{self, ModelId, SessionData};
 use rill_mrt2::{ModelError, Mrt2, LEVELS};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::generator::Snapshot;
 use crate::notes::NoteTracker;
@@ -64,18 +64,23 @@ impl Snapshot {
             .into_iter()
             .map(|(name, shape, v)| (format!("{CODEC}{name}"), shape, v))
             .collect();
-        let stream = serde_json::json!({
-            "pending": self.pending.map(|p| p.to_vec()),
-            "notes": self.notes.state_codes(),
-            "onset_mode": self.notes.onset_mode,
-            "unmask_width": self.notes.unmask_width,
-        });
+        let stream = StreamMeta {
+            pending: self.pending.map(|p| p.iter().map(|&t| t as u64).collect()),
+            notes: self
+                .notes
+                .state_codes()
+                .into_iter()
+                .map(u64::from)
+                .collect(),
+            onset_mode: self.notes.onset_mode as u64,
+            unmask_width: self.notes.unmask_width as u64,
+        };
         SessionData {
             state: self.lm.clone(),
             sampling: self.sampling,
             conditioning: self.conditioning(),
             extra,
-            meta: vec![(STREAM.to_string(), stream.to_string())],
+            meta: vec![(STREAM.to_string(), stream.to_json())],
         }
     }
 
@@ -197,68 +202,62 @@ fn parse(path: &Path, bytes: Vec<u8>, id: &ModelId, codec: &Codec) -> Result<Sna
 
 type Pending = Option<[u32; LEVELS]>;
 
-fn parse_stream(s: &str, frame: u64) -> Result<(Pending, NoteTracker), String> {
-    let v: Value = serde_json::from_str(s).map_err(|e| format!("{STREAM} is not JSON: {e}"))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| format!("{STREAM} is not a JSON object"))?;
-    for k in obj.keys() {
-        if !["pending", "notes", "onset_mode", "unmask_width"].contains(&k.as_str()) {
-            return Err(format!("{STREAM} has an unknown field {k}"));
-        }
+/// The `stream` metadata as stored; serde refuses unknown and missing fields
+/// and wrong types, [`parse_stream`] the values.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamMeta {
+    // In key order: the bytes of files written before serde did this.
+    notes: Vec<u64>,
+    onset_mode: u64,
+    pending: Option<Vec<u64>>,
+    unmask_width: u64,
+}
+
+impl StreamMeta {
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a struct of integers serialises")
     }
-    let field = |k: &str| {
-        obj.get(k)
-            .ok_or_else(|| format!("{STREAM} has no field {k}"))
-    };
-    let pending = match field("pending")? {
-        Value::Null => None,
-        Value::Array(a) if a.len() == LEVELS => {
+}
+
+fn parse_stream(s: &str, frame: u64) -> Result<(Pending, NoteTracker), String> {
+    let meta: StreamMeta = serde_json::from_str(s).map_err(|e| format!("{STREAM}: {e}"))?;
+    let pending = match meta.pending {
+        None => None,
+        Some(a) if a.len() == LEVELS => {
             if frame == 0 {
                 return Err(format!(
                     "{STREAM}.pending holds tokens, but lm/frame is 0 (no frame was generated)"
                 ));
             }
             let mut p = [0u32; LEVELS];
-            for (k, (d, x)) in p.iter_mut().zip(a).enumerate() {
+            for (k, (d, &x)) in p.iter_mut().zip(&a).enumerate() {
                 let lo = (RESERVED + LEVEL * k) as u64;
                 let hi = lo + LEVEL as u64 - 1;
-                *d = x
-                    .as_u64()
-                    .filter(|t| (lo..=hi).contains(t))
-                    .ok_or_else(|| {
-                        format!("{STREAM}.pending[{k}] is {x}, outside level {k}'s ids {lo}..={hi}")
-                    })? as u32;
+                if !(lo..=hi).contains(&x) {
+                    return Err(format!(
+                        "{STREAM}.pending[{k}] is {x}, outside level {k}'s ids {lo}..={hi}"
+                    ));
+                }
+                *d = x as u32;
             }
             Some(p)
         }
-        other => {
+        Some(a) => {
             return Err(format!(
-                "{STREAM}.pending is {other}, not {LEVELS} token ids or null"
+                "{STREAM}.pending holds {} ids, not {LEVELS} (or null)",
+                a.len()
             ))
         }
     };
-    let codes = match field("notes")? {
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .map(|(p, x)| {
-                x.as_u64()
-                    .ok_or_else(|| format!("{STREAM}.notes[{p}] is {x}, not a note state code"))
-            })
-            .collect::<Result<Vec<u64>, String>>()?,
-        other => return Err(format!("{STREAM}.notes is {other}, not an array")),
-    };
-    let small = |k: &str, max: u64| -> Result<u8, String> {
-        let x = field(k)?;
-        x.as_u64()
-            .filter(|&n| n <= max)
-            .map(|n| n as u8)
+    let small = |k: &str, x: u64, max: u64| -> Result<u8, String> {
+        (x <= max)
+            .then_some(x as u8)
             .ok_or_else(|| format!("{STREAM}.{k} is {x}, not an integer 0..={max}"))
     };
-    let onset_mode = small("onset_mode", 1)?;
-    let unmask_width = small("unmask_width", 255)?;
-    let notes = NoteTracker::from_state_codes(&codes, onset_mode, unmask_width)
+    let onset_mode = small("onset_mode", meta.onset_mode, 1)?;
+    let unmask_width = small("unmask_width", meta.unmask_width, 255)?;
+    let notes = NoteTracker::from_state_codes(&meta.notes, onset_mode, unmask_width)
         .map_err(|e| format!("{STREAM}.notes: {e}"))?;
     Ok((pending, notes))
 }
