@@ -24,7 +24,7 @@ use std::path::Path;
 use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::Checkpoint;
 use safetensors::Dtype;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::conditioning::{CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS};
 use crate::error::ModelError;
@@ -90,18 +90,57 @@ pub const MAX_FRAME: u64 = 1 << 48;
 const CACHES: [&str; 4] = ["lm/self_k", "lm/self_v", "lm/cross_k", "lm/cross_v"];
 const CFG_NAMES: [&str; 3] = ["musiccoca", "notes", "drums"];
 
+/// The `conditioning` metadata as stored (fields in key order, as the files
+/// written before serde did this); serde refuses unknown or missing fields and
+/// wrong types, [`parse_conditioning`] the values.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConditioningMeta {
+    /// `cfg_musiccoca`, `cfg_notes`, `cfg_drums` as the 16 hex digits of their
+    /// f64 bits (exact, and NaN cannot hide in a decimal); JSON values, so that
+    /// an error can name the CFG scale.
+    cfg_bits: Vec<serde_json::Value>,
+    #[serde(deserialize_with = "nullable")]
+    drums: Option<bool>,
+    notes: Vec<i64>,
+    #[serde(deserialize_with = "nullable")]
+    style: Option<Vec<u64>>,
+}
+
+/// A field that must be present but may be `null`.
+fn nullable<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
+}
+
 fn conditioning_json(c: &Conditioning) -> String {
-    let v = serde_json::json!({
-        "style": c.style.map(|s| s.to_vec()),
-        "notes": c.notes.iter().map(|n| n.raw()).collect::<Vec<_>>(),
-        "drums": c.drums,
-        "cfg_bits": [
-            format!("{:016x}", c.cfg.musiccoca.to_bits()),
-            format!("{:016x}", c.cfg.notes.to_bits()),
-            format!("{:016x}", c.cfg.drums.to_bits()),
-        ],
-    });
-    v.to_string()
+    let meta = ConditioningMeta {
+        cfg_bits: [c.cfg.musiccoca, c.cfg.notes, c.cfg.drums]
+            .iter()
+            .map(|x| format!("{:016x}", x.to_bits()).into())
+            .collect(),
+        drums: c.drums,
+        notes: c.notes.iter().map(|n| n.raw() as i64).collect(),
+        style: c.style.map(|s| s.iter().map(|&x| x as u64).collect()),
+    };
+    serde_json::to_string(&meta).expect("strings, booleans and integers serialise")
+}
+
+/// Deserialises metadata entry `what`; the error names the field it is about
+/// (`conditioning.style[3]: invalid type …`).
+pub fn from_json<'de, T: Deserialize<'de>>(s: &'de str, what: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    let v = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        match e.path().to_string().as_str() {
+            "." => format!("{what}: {}", e.inner()),
+            path => format!("{what}.{path}: {}", e.inner()),
+        }
+    })?;
+    de.end().map_err(|e| format!("{what}: {e}"))?;
+    Ok(v)
 }
 
 /// An exact bit pattern written as `digits` lowercase or uppercase hex digits.
@@ -113,46 +152,42 @@ fn hex_bits(s: &str, digits: usize) -> Option<u64> {
 }
 
 fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
-    let v: Value = serde_json::from_str(s).map_err(|e| format!("conditioning is not JSON: {e}"))?;
-    let obj = v.as_object().ok_or("conditioning is not a JSON object")?;
-    let field = |k: &str| {
-        obj.get(k)
-            .ok_or_else(|| format!("conditioning has no field {k}"))
-    };
-    let style = match field("style")? {
-        Value::Null => None,
-        Value::Array(a) if a.len() == STYLE_LEVELS => {
+    let meta: ConditioningMeta = from_json(s, "conditioning")?;
+    let style = match meta.style {
+        None => None,
+        Some(a) if a.len() == STYLE_LEVELS => {
             let mut s = [0u16; STYLE_LEVELS];
-            for (i, (d, x)) in s.iter_mut().zip(a).enumerate() {
-                *d =
-                    x.as_u64().filter(|&c| c < 1024).ok_or_else(|| {
-                        format!("conditioning.style[{i}] is {x}, not a code 0..1023")
-                    })? as u16;
+            for (i, (d, &x)) in s.iter_mut().zip(&a).enumerate() {
+                if x >= 1024 {
+                    return Err(format!(
+                        "conditioning.style[{i}] is {x}, not a code 0..1023"
+                    ));
+                }
+                *d = x as u16;
             }
             Some(s)
         }
-        other => {
+        Some(a) => {
             return Err(format!(
-                "conditioning.style is {other}, not {STYLE_LEVELS} codes or null"
+                "conditioning.style holds {} codes, not {STYLE_LEVELS} (or null)",
+                a.len()
             ))
         }
     };
-    let notes_raw = match field("notes")? {
-        Value::Array(a) if a.len() == PITCHES => a,
-        other => {
-            return Err(format!(
-                "conditioning.notes must be {PITCHES} pianoroll values, found {other}"
-            ))
-        }
-    };
+    if meta.notes.len() != PITCHES {
+        return Err(format!(
+            "conditioning.notes must be {PITCHES} pianoroll values, found {}",
+            meta.notes.len()
+        ));
+    }
     let mut notes = [NoteValue::Masked; PITCHES];
-    for (i, (d, x)) in notes.iter_mut().zip(notes_raw).enumerate() {
-        *d = match x.as_i64() {
-            Some(-1) => NoteValue::Masked,
-            Some(0) => NoteValue::Off,
-            Some(1) => NoteValue::Sustain,
-            Some(2) => NoteValue::Onset,
-            Some(3) => NoteValue::On,
+    for (i, (d, &x)) in notes.iter_mut().zip(&meta.notes).enumerate() {
+        *d = match x {
+            -1 => NoteValue::Masked,
+            0 => NoteValue::Off,
+            1 => NoteValue::Sustain,
+            2 => NoteValue::Onset,
+            3 => NoteValue::On,
             _ => {
                 return Err(format!(
                     "conditioning.notes[{i}] is {x}, not a pianoroll value -1..3"
@@ -160,25 +195,14 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
             }
         };
     }
-    let drums = match field("drums")? {
-        Value::Null => None,
-        Value::Bool(b) => Some(*b),
-        other => {
-            return Err(format!(
-                "conditioning.drums is {other}, not true, false or null"
-            ))
-        }
-    };
-    let bits = match field("cfg_bits")? {
-        Value::Array(a) if a.len() == 3 => a,
-        other => {
-            return Err(format!(
-                "conditioning.cfg_bits must be 3 hex strings, found {other}"
-            ))
-        }
-    };
+    if meta.cfg_bits.len() != 3 {
+        return Err(format!(
+            "conditioning.cfg_bits must be 3 hex strings, found {}",
+            meta.cfg_bits.len()
+        ));
+    }
     let mut cfg = [0f64; 3];
-    for (i, (d, x)) in cfg.iter_mut().zip(bits).enumerate() {
+    for (i, (d, x)) in cfg.iter_mut().zip(&meta.cfg_bits).enumerate() {
         let name = CFG_NAMES[i];
         let f = x
             .as_str()
@@ -197,7 +221,7 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
     Ok(Conditioning {
         style,
         notes,
-        drums,
+        drums: meta.drums,
         cfg: CfgScales {
             musiccoca: cfg[0],
             notes: cfg[1],

@@ -262,7 +262,7 @@ fn metadata_fields_are_validated() {
     j.as_object_mut().unwrap().remove("drums");
     let (t, mut m) = parts();
     m.insert("conditioning".into(), j.to_string());
-    refused_raw("cond_missing", t, m, &["no field drums"]);
+    refused_raw("cond_missing", t, m, &["missing field", "drums"]);
 }
 
 #[test]

@@ -221,7 +221,7 @@ impl StreamMeta {
 }
 
 fn parse_stream(s: &str, frame: u64) -> Result<(Pending, NoteTracker), String> {
-    let meta: StreamMeta = serde_json::from_str(s).map_err(|e| format!("{STREAM}: {e}"))?;
+    let meta: StreamMeta = session_file::from_json(s, STREAM)?;
     let pending = match meta.pending {
         None => None,
         Some(a) if a.len() == LEVELS => {
