@@ -1,10 +1,13 @@
 //! Winograd 3×3 convolution against the direct implicit-GEMM convolution and an f64
 //! reference, streamed in chunks (history handling), for every tile size and tier.
 
+use rill_kernels::{Isa, Pool};
+
 use super::*;
 use crate::conv::tests::rand_vec;
 use crate::conv::Conv2d;
-use crate::grid::GridShape;
+use crate::grid::{Grid, GridShape};
+use crate::kernels::Epilogue;
 
 /// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, returns `[groups][t][f][cout]`.
 fn stream(

@@ -1,0 +1,312 @@
+//! [`WinoConv3x3`]: the stride-1 3×3 convolution in the Winograd domain, `F(mt×mf, 3×3)`.
+
+use rill_kernels::{Isa, Pool};
+
+use super::tier::dispatch;
+use super::tiles::{InArgs, OutArgs};
+use super::transform::g_matrix;
+use super::{supported, SharedMut, WinoScratch, L};
+use crate::grid::{AVec, Grid, GridShape};
+use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
+
+/// Most transformed positions (`F(4×4, 3×3)`: 6 × 6).
+const MAX_XI: usize = 36;
+/// Freq tiles per transform task.
+const TILES_PER_TASK: usize = 8;
+
+/// A stride-1 3×3 convolution, causal in time, 'same' in freq, in the Winograd domain.
+#[derive(Debug, Clone)]
+pub(crate) struct WinoConv3x3 {
+    pub mt: usize,
+    pub mf: usize,
+    pub cin: usize,
+    pub cout: usize,
+    /// Freq size of input and output.
+    pub f: usize,
+    /// `U[ξ]`, `ξ = i·α_f + j`, each `cin × cout` with zero bias.
+    u: Vec<Packed>,
+    bias: AVec,
+}
+
+/// Geometry of one run.
+#[derive(Clone, Copy)]
+struct Geo {
+    groups: usize,
+    nti: usize,
+    ntf: usize,
+}
+
+impl Geo {
+    fn tiles(&self) -> usize {
+        self.groups * self.nti * self.ntf
+    }
+}
+
+impl WinoConv3x3 {
+    /// `kernel` in checkpoint layout `[3, 3, cin, cout]`, `bias[cout]`; output tiles of
+    /// `mt` rows × `mf` freq bins.
+    pub(crate) fn new(
+        kernel: &[f32],
+        bias: &[f32],
+        cin: usize,
+        cout: usize,
+        f: usize,
+        [mt, mf]: [usize; 2],
+    ) -> WinoConv3x3 {
+        assert!(supported(mt) && supported(mf), "Winograd tile {mt}x{mf}");
+        assert!(
+            cin.is_multiple_of(L) && cout.is_multiple_of(L),
+            "channels must be multiples of 16"
+        );
+        assert_eq!(kernel.len(), 9 * cin * cout);
+        let (gt, gf) = (g_matrix(mt), g_matrix(mf));
+        let zero = vec![0f32; cout];
+        let mut u = Vec::with_capacity(gt.len() * gf.len());
+        let mut w = vec![0f32; cin * cout];
+        for rt in gt {
+            for rf in gf {
+                for (i, wv) in w.iter_mut().enumerate() {
+                    let mut s = 0f64;
+                    for a in 0..3 {
+                        for b in 0..3 {
+                            let c = rt[a] * rf[b];
+                            if c != 0.0 {
+                                s += c * kernel[(a * 3 + b) * cin * cout + i] as f64;
+                            }
+                        }
+                    }
+                    *wv = s as f32;
+                }
+                u.push(Packed::new(&w, vec![0], cin, cout, &zero));
+            }
+        }
+        WinoConv3x3 {
+            mt,
+            mf,
+            cin,
+            cout,
+            f,
+            u,
+            bias: AVec::from_slice(bias),
+        }
+    }
+
+    fn alpha(&self) -> (usize, usize) {
+        (self.mt + 2, self.mf + 2)
+    }
+
+    fn geo(&self, groups: usize, t: usize) -> Geo {
+        assert!(
+            t.is_multiple_of(self.mt),
+            "{t} rows are not whole Winograd tiles of {}",
+            self.mt
+        );
+        Geo {
+            groups,
+            nti: t / self.mt,
+            ntf: self.f.div_ceil(self.mf),
+        }
+    }
+
+    /// Scratch for `groups` groups of up to `max_t` rows.
+    pub(crate) fn scratch(&self, groups: usize, max_t: usize) -> WinoScratch {
+        let (at, af) = self.alpha();
+        let tiles = self.geo(groups, max_t.next_multiple_of(self.mt)).tiles();
+        WinoScratch {
+            v: AVec::zeros(at * af * tiles * self.cin),
+            m: AVec::zeros(at * af * tiles * self.cout),
+        }
+    }
+
+    /// `out[g, t, :, :] = epi(conv(input)[g, t])` for the `t` current rows; `input` is
+    /// the grid the direct 3×3 convolution reads.
+    pub(crate) fn run(
+        &self,
+        isa: Isa,
+        input: &Grid,
+        t: usize,
+        out: &mut Grid,
+        epi: Epilogue,
+        scratch: &mut WinoScratch,
+        pool: &Pool,
+    ) {
+        let (i, o) = (input.shape, out.shape);
+        assert!(
+            i.hist == 2 && i.pl == 1 && i.pr == 1 && i.f == self.f && i.c == self.cin,
+            "winograd input grid"
+        );
+        assert!(o.groups == i.groups && o.f == self.f && o.c == self.cout);
+        assert!(t <= i.max_t && t <= o.max_t);
+        let geo = self.geo(i.groups, t);
+        let tiles = geo.tiles();
+        let (at, af) = self.alpha();
+        let nxi = at * af;
+        assert!(
+            nxi * tiles * self.cin <= scratch.v.len() && nxi * tiles * self.cout <= scratch.m.len(),
+            "winograd scratch too small"
+        );
+        if tiles == 0 {
+            return;
+        }
+        let nfb = geo.ntf.div_ceil(TILES_PER_TASK);
+        let tasks = geo.groups * geo.nti * nfb;
+
+        // 1. Input transform.
+        let v = SharedMut(scratch.v.as_mut_ptr());
+        let inp = &input.data[..];
+        pool.run(tasks, &|task| {
+            let (row, fb) = (task / nfb, task % nfb);
+            let (g, ti) = (row / geo.nti, row % geo.nti);
+            let f0 = fb * TILES_PER_TASK;
+            for tf in f0..(f0 + TILES_PER_TASK).min(geo.ntf) {
+                let tile = (g * geo.nti + ti) * geo.ntf + tf;
+                // SAFETY: the tile reads inside `input` (rows ti·mt .. +α_t of the
+                // grid, columns clipped to the grid) and writes only its own slots of
+                // V (`nxi·tiles·cin` floats, checked above).
+                unsafe {
+                    input_tile(
+                        isa,
+                        self,
+                        input,
+                        inp.as_ptr(),
+                        g,
+                        ti,
+                        tf,
+                        v.get(),
+                        tile,
+                        tiles,
+                    );
+                }
+            }
+        });
+
+        // 2. One GEMM per transformed position.
+        let jobs: [Job<'_>; MAX_XI] = std::array::from_fn(|xi| {
+            let xi = xi.min(nxi - 1);
+            Job {
+                w: &self.u[xi],
+                rows: RowMap {
+                    dims: [1, 1, tiles],
+                    in_strides: [0, 0, self.cin],
+                    in_base: xi * tiles * self.cin,
+                    out_strides: [0, 0, self.cout],
+                    out_base: xi * tiles * self.cout,
+                },
+                input: &scratch.v,
+                epi: Epilogue::Store,
+            }
+        });
+        gemm(isa, &jobs[..nxi], &mut scratch.m, pool);
+
+        // 3. Output transform, bias, epilogue.
+        let op = SharedMut(out.data.as_mut_ptr());
+        let out_len = out.data.len();
+        let m = &scratch.m[..];
+        pool.run(tasks, &|task| {
+            let (row, fb) = (task / nfb, task % nfb);
+            let (g, ti) = (row / geo.nti, row % geo.nti);
+            let f0 = fb * TILES_PER_TASK;
+            for tf in f0..(f0 + TILES_PER_TASK).min(geo.ntf) {
+                let tile = (g * geo.nti + ti) * geo.ntf + tf;
+                // SAFETY: the tile writes output rows ti·mt .. +mt, columns
+                // tf·mf .. min(+mf, f) of group g — inside `out` (asserted in
+                // `output_tile`) and disjoint from every other tile.
+                unsafe {
+                    output_tile(
+                        isa,
+                        self,
+                        o,
+                        op.get(),
+                        out_len,
+                        m.as_ptr(),
+                        g,
+                        ti,
+                        tf,
+                        tile,
+                        tiles,
+                        epi,
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// Transforms input tile `(g, ti, tf)` of `input` into `V` on `isa`'s tier.
+///
+/// # Safety
+/// See [`super::tiles::input_tile`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn input_tile(
+    isa: Isa,
+    c: &WinoConv3x3,
+    input: &Grid,
+    src: *const f32,
+    g: usize,
+    ti: usize,
+    tf: usize,
+    v: *mut f32,
+    tile: usize,
+    tiles: usize,
+) {
+    let s = input.shape;
+    let max_col = s.cols();
+    assert!((ti * c.mt + c.mt + 2) <= s.rows());
+    let base = s.at(g, ti * c.mt, tf * c.mf);
+    let args = InArgs {
+        src: src.add(base),
+        row_stride: s.row_stride(),
+        col_stride: s.c,
+        valid_cols: max_col - tf * c.mf,
+        cin: c.cin,
+        v,
+        tile,
+        tiles,
+    };
+    dispatch!(isa, [c.mt, c.mf], input_tile(args))
+}
+
+/// Transforms output tile `(g, ti, tf)` from `M` into `out` on `isa`'s tier, then
+/// applies the ELU if `epi` asks for it.
+///
+/// # Safety
+/// See [`super::tiles::output_tile`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn output_tile(
+    isa: Isa,
+    c: &WinoConv3x3,
+    o: GridShape,
+    out: *mut f32,
+    out_len: usize,
+    m: *const f32,
+    g: usize,
+    ti: usize,
+    tf: usize,
+    tile: usize,
+    tiles: usize,
+    epi: Epilogue,
+) {
+    let ncols = c.mf.min(c.f - tf * c.mf);
+    let first = o.interior(g, ti * c.mt, tf * c.mf);
+    let last = o.interior(g, ti * c.mt + c.mt - 1, tf * c.mf) + ncols * o.c;
+    assert!(last <= out_len, "winograd output tile outside the grid");
+    let args = OutArgs {
+        dst: out.add(first),
+        row_stride: o.row_stride(),
+        ncols,
+        cout: c.cout,
+        m,
+        tile,
+        tiles,
+        bias: c.bias.as_ptr(),
+        epi,
+    };
+    dispatch!(isa, [c.mt, c.mf], output_tile(&args));
+    if epi == Epilogue::Elu {
+        for r in 0..c.mt {
+            let seg =
+                std::slice::from_raw_parts_mut(out.add(first + r * o.row_stride()), ncols * o.c);
+            elu_in_place(isa, seg);
+        }
+    }
+}
