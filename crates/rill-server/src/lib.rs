@@ -43,8 +43,12 @@ use limits::{
 use protocol::ClientMsg;
 use rate::UpgradeRate;
 
-/// The single-page instrument.
+/// The single-page instrument: markup, style, the jitter buffer / AudioWorklet
+/// processor and the page's logic, each its own file, built into the binary.
 pub const INDEX_HTML: &str = include_str!("../web/index.html");
+const STYLE_CSS: &str = include_str!("../web/style.css");
+const WORKLET_JS: &str = include_str!("../web/worklet.js");
+const APP_JS: &str = include_str!("../web/app.js");
 
 /// Frames buffered before playback pacing starts (so a stream does not begin
 /// with underruns while its queue fills).
@@ -128,6 +132,9 @@ impl AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(|| async { Html(INDEX_HTML) }))
+        .route("/style.css", get(|| async { asset("text/css", STYLE_CSS) }))
+        .route("/worklet.js", get(|| async { asset(JAVASCRIPT, WORKLET_JS) }))
+        .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route(
             "/favicon.ico",
             get(|| async { axum::http::StatusCode::NO_CONTENT }),
@@ -169,6 +176,14 @@ async fn host_guard(
                 .into_response()
         }
     }
+}
+
+const JAVASCRIPT: &str = "text/javascript";
+
+/// A file of the page, with its type (charset: the sources are UTF-8).
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    let content_type = format!("{kind}; charset=utf-8");
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 /// Serves until the process ends.

@@ -19,6 +19,15 @@ async fn frames_status_controls_and_errors() {
     assert_eq!(info["capacity"], 2);
     let page = reqwest_lite(&addr, "/").await;
     assert!(page.contains("<html"), "the instrument page is served at /");
+    // …and each file it loads.
+    for (path, needle) in [
+        ("/style.css", ".top"),
+        ("/worklet.js", "class JitterBuffer"),
+        ("/app.js", "new WebSocket"),
+    ] {
+        assert!(page.contains(&path[1..]), "the page does not load {path}");
+        assert!(reqwest_lite(&addr, path).await.contains(needle), "{path}");
+    }
 
     let mut ws = connect(&addr).await;
     // Control before start is a bad request, not a crash.
