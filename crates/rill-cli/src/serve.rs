@@ -148,6 +148,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}");
         rill_server::run(listener, state).await
     })
+    .with_context(|| format!("serving on {addr}"))
 }
 
 #[cfg(test)]

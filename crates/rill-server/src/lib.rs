@@ -187,14 +187,13 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
 }
 
 /// Serves until the process ends.
-pub async fn run(listener: tokio::net::TcpListener, state: Arc<AppState>) -> anyhow::Result<()> {
+pub async fn run(listener: tokio::net::TcpListener, state: Arc<AppState>) -> std::io::Result<()> {
     tokio::spawn(release_memory_when_idle(Arc::clone(&state)));
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .await?;
-    Ok(())
+    .await
 }
 
 /// Once a second: when every connection has closed since the last look, hands
