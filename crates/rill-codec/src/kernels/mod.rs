@@ -445,63 +445,12 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
 /// IEEE half bits of `v`, rounded to nearest even (what `vcvtps2ph` does with
 /// round-to-nearest); overflow gives ±inf, NaN stays NaN.
 pub(crate) fn f32_to_f16(v: f32) -> u16 {
-    let x = v.to_bits();
-    let sign = ((x >> 16) & 0x8000) as u16;
-    let exp = ((x >> 23) & 0xff) as i32;
-    let man = x & 0x7f_ffff;
-    if exp == 0xff {
-        return sign
-            | 0x7c00
-            | if man != 0 {
-                0x200 | (man >> 13) as u16
-            } else {
-                0
-            };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        // Subnormal half (or zero): shift the implicit-1 mantissa into place.
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rem = m & ((1u32 << shift) - 1);
-        let mut h = m >> shift;
-        if rem > half || (rem == half && (h & 1) == 1) {
-            h += 1;
-        }
-        return sign | h as u16;
-    }
-    let mut h = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1fff;
-    if rem > 0x1000 || (rem == 0x1000 && (h & 1) == 1) {
-        h += 1; // may carry into the exponent, up to inf: correct
-    }
-    sign | h as u16
+    half::f16::from_f32(v).to_bits()
 }
 
 /// The f32 value of IEEE half bits `h` (exact).
 pub(crate) fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h & 0x8000) as u32) << 16;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let man = (h & 0x3ff) as u32;
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        (0, _) => {
-            // Subnormal: value = man · 2^-24.
-            let v = man as f32 * f32::powi(2.0, -24);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1f, 0) => sign | 0x7f80_0000,
-        (0x1f, _) => sign | 0x7fc0_0000 | (man << 13),
-        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
+    half::f16::from_bits(h).to_f32()
 }
 
 /// `dst[i] = elu(src[i])` with the same ELU as the fused epilogue of the kernels.
