@@ -56,6 +56,13 @@ use rvq::Codebook;
 pub const SAMPLE_RATE: u32 = 48_000;
 /// Stereo samples per codec frame (40 ms).
 pub const SAMPLES_PER_FRAME: usize = STFT_PER_FRAME * HOP;
+/// Stereo samples by which [`Codec::step`]'s audio lags [`Codec::decode_batched`]
+/// (upstream's streaming decoder does the same): the decoder's `Lookahead(4)`
+/// masks its first 4 STFT frames, so a stream starts with 1920 samples of silence
+/// and step mode from sample 1920 on equals batched mode. Nothing is held back to
+/// flush: batched mode, too, makes `(T − 1)·1920` samples of `T` frames, because
+/// the last frame's audio needs the frame after it.
+pub const OUTPUT_DELAY: usize = SAMPLES_PER_FRAME;
 /// STFT frames per codec frame.
 pub const STFT_FRAMES_PER_FRAME: usize = STFT_PER_FRAME;
 /// Floats of one STFT frame (`480 bins × 4`).

@@ -147,8 +147,15 @@ pub fn check_audio(what: &str, got: &[f32], want: &[f32], want_i16: Option<&[i64
 
 /// Step output from sample 1920 on vs the batched output: bit-identical (both run
 /// the same kernels on the same inputs in the same order; measured equal everywhere).
+/// The first `OUTPUT_DELAY` stereo samples of a stream are silence.
 pub fn check_step_vs_batched(what: &str, step: &StepRun, batched: &BatchedOutput) {
-    let fa = SAMPLES_PER_FRAME * 2;
+    let fa = rill_codec::OUTPUT_DELAY * 2;
+    assert!(
+        step.audio[..fa].iter().all(|&v| v == 0.0),
+        "{what}: the first {} samples are not silence",
+        rill_codec::OUTPUT_DELAY
+    );
+    assert_eq!(step.audio.len() - fa, batched.audio.len(), "{what}: lengths");
     let fs = STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN;
     let da = rill_testkit::max_abs_diff(&step.audio[fa..], &batched.audio);
     let ds = rill_testkit::max_abs_diff(&step.stft[fs..], &batched.stft);
