@@ -24,10 +24,16 @@ use std::marker::PhantomData;
 use rill_kernels::{Isa, Pool, Tier};
 
 use crate::grid::AVec;
+#[cfg(target_arch = "x86_64")]
+use simd::W_F16;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use simd::{W_F32, W_I16};
 
 #[cfg(target_arch = "aarch64")]
 mod arm_neon;
 mod portable;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod simd;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
@@ -415,9 +421,9 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         match (isa.tier(), &w.layout) {
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Panels) => match w.narrow {
-                Some(Narrow::F16(_)) => x86_avx512::tile_w::<{ x86_avx512::W_F16 }>(&tile),
-                Some(Narrow::I16 { .. }) => x86_avx512::tile_w::<{ x86_avx512::W_I16 }>(&tile),
-                None => x86_avx512::tile_w::<{ x86_avx512::W_F32 }>(&tile),
+                Some(Narrow::F16(_)) => x86_avx512::tile_w::<W_F16>(&tile),
+                Some(Narrow::I16 { .. }) => x86_avx512::tile_w::<W_I16>(&tile),
+                None => x86_avx512::tile_w::<W_F32>(&tile),
             },
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
@@ -425,16 +431,16 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
             (Tier::Avx2, Layout::Rows) => x86_avx2::narrow(&tile),
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx2, Layout::Panels) => match w.narrow {
-                Some(Narrow::F16(_)) => x86_avx2::tile_w::<{ x86_avx2::W_F16 }>(&tile),
-                Some(Narrow::I16 { .. }) => x86_avx2::tile_w::<{ x86_avx2::W_I16 }>(&tile),
-                None => x86_avx2::tile_w::<{ x86_avx2::W_F32 }>(&tile),
+                Some(Narrow::F16(_)) => x86_avx2::tile_w::<W_F16>(&tile),
+                Some(Narrow::I16 { .. }) => x86_avx2::tile_w::<W_I16>(&tile),
+                None => x86_avx2::tile_w::<W_F32>(&tile),
             },
             #[cfg(target_arch = "aarch64")]
             (Tier::Neon, Layout::Rows) => arm_neon::narrow(&tile),
             #[cfg(target_arch = "aarch64")]
             (Tier::Neon, Layout::Panels) => match w.narrow {
-                Some(Narrow::I16 { .. }) => arm_neon::tile_w::<{ arm_neon::W_I16 }>(&tile),
-                _ => arm_neon::tile_w::<{ arm_neon::W_F32 }>(&tile),
+                Some(Narrow::I16 { .. }) => arm_neon::tile_w::<W_I16>(&tile),
+                _ => arm_neon::tile_w::<W_F32>(&tile),
             },
             (_, Layout::Panels) => portable::tile(&tile),
             (_, Layout::Rows) => portable::narrow(&tile),

@@ -8,14 +8,11 @@
 
 use std::arch::x86_64::*;
 
+use super::simd::{by_row_groups, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
 
-const MR: usize = 6;
-
-/// Weight formats of [`tile_w`]: f32, f16 (F16C widening), int16 × per-column scale.
-pub(super) const W_F32: u8 = 0;
-pub(super) const W_F16: u8 = 1;
-pub(super) const W_I16: u8 = 2;
+// Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv selects where
+// AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
 
 /// `exp(min(x, 0))`, operation for operation the AVX-512 `exp_nonpos`.
 #[inline]
@@ -168,23 +165,9 @@ unsafe fn epilogue<const M: usize>(
 /// AVX2, FMA and F16C must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
-    let rows = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
         let nvalid = PANEL.min(t.ncols - p * PANEL);
-        let mut r = 0;
-        while r < rows {
-            let mr = MR.min(rows - r);
-            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
-            match mr {
-                6 => micro::<6, W>(t, a, c, p, nvalid),
-                5 => micro::<5, W>(t, a, c, p, nvalid),
-                4 => micro::<4, W>(t, a, c, p, nvalid),
-                3 => micro::<3, W>(t, a, c, p, nvalid),
-                2 => micro::<2, W>(t, a, c, p, nvalid),
-                _ => micro::<1, W>(t, a, c, p, nvalid),
-            }
-            r += mr;
-        }
+        by_row_groups!(t, micro::<_, W>(p, nvalid));
     }
 }
 

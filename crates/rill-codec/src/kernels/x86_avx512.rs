@@ -8,14 +8,8 @@
 
 use std::arch::x86_64::*;
 
+use super::simd::{by_row_groups, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
-
-const MR: usize = 6;
-
-/// Weight formats of [`tile_w`]: f32, f16, int16 × per-column scale.
-pub(super) const W_F32: u8 = 0;
-pub(super) const W_F16: u8 = 1;
-pub(super) const W_I16: u8 = 2;
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
 #[inline]
@@ -167,40 +161,21 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
     }
 }
 
-macro_rules! by_rows {
-    ($nv:literal, $w:expr, $t:expr, $col:expr, $nvalid:expr) => {{
-        let rows = $t.a.len();
-        let mut r = 0;
-        while r < rows {
-            let mr = MR.min(rows - r);
-            let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
-            match mr {
-                6 => micro::<6, $nv, $w>($t, a, c, $col, $nvalid),
-                5 => micro::<5, $nv, $w>($t, a, c, $col, $nvalid),
-                4 => micro::<4, $nv, $w>($t, a, c, $col, $nvalid),
-                3 => micro::<3, $nv, $w>($t, a, c, $col, $nvalid),
-                2 => micro::<2, $nv, $w>($t, a, c, $col, $nvalid),
-                _ => micro::<1, $nv, $w>($t, a, c, $col, $nvalid),
-            }
-            r += mr;
-        }
-    }};
-}
-
-/// The panel kernel for weights in format `W` ([`W_F32`]; [`W_F16`]: halves
-/// widened with `vcvtph2ps`, exact; [`W_I16`]: int16 times per-column scales,
-/// the dequantised f32 weights exactly), all before the same f32 FMA chain.
+/// The panel kernel for weights in format `W` ([`W_F32`](super::simd::W_F32);
+/// [`W_F16`]: halves widened with `vcvtph2ps`, exact; [`W_I16`]: int16 times
+/// per-column scales, the dequantised f32 weights exactly), all before the same f32
+/// FMA chain.
 ///
 /// # Safety
 /// AVX-512F must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_rows!(4, W, t, 0, 4 * PANEL);
+        by_row_groups!(t, micro::<_, 4, W>(0, 4 * PANEL));
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_rows!(1, W, t, p * PANEL, nvalid);
+            by_row_groups!(t, micro::<_, 1, W>(p * PANEL, nvalid));
         }
     }
 }

@@ -1,0 +1,43 @@
+//! What the SIMD panel kernels (AVX-512, AVX2, NEON) share: the weight-format tags of
+//! their `tile_w::<W>` and the row blocking around their micro-kernels. The kernels
+//! themselves stay one per tier: their intrinsics and register widths differ.
+
+/// Weight format of `tile_w::<W>`: f32 panels.
+pub(super) const W_F32: u8 = 0;
+/// Weight format of `tile_w::<W>`: IEEE half panels, widened with `vcvtph2ps`
+/// (exact; x86 only, NEON is given f32 panels).
+#[cfg(target_arch = "x86_64")]
+pub(super) const W_F16: u8 = 1;
+/// Weight format of `tile_w::<W>`: int16 panels times per-column scales (the
+/// dequantised f32 weights exactly).
+pub(super) const W_I16: u8 = 2;
+
+/// Rows per micro-kernel call on every SIMD tier (the arms of [`by_row_groups`]).
+pub(super) const MR: usize = 6;
+const _: () = assert!(MR == 6, "by_row_groups has one arm per group size up to 6");
+
+/// Runs a micro-kernel over the tile's rows in groups of [`MR`] (the last group
+/// smaller), one instantiation per group size:
+/// `by_row_groups!(t, micro::<_, G…>(args…))` calls `micro::<rows, G…>(t, a, c, args…)`
+/// with `a`, `c` the group's input and output row pointers.
+macro_rules! by_row_groups {
+    ($t:expr, $micro:ident::<_ $(, $g:tt)*>($($arg:expr),*)) => {{
+        let rows = $t.a.len();
+        let mut r = 0;
+        while r < rows {
+            let mr = $crate::kernels::simd::MR.min(rows - r);
+            let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
+            match mr {
+                6 => $micro::<6 $(, $g)*>($t, a, c $(, $arg)*),
+                5 => $micro::<5 $(, $g)*>($t, a, c $(, $arg)*),
+                4 => $micro::<4 $(, $g)*>($t, a, c $(, $arg)*),
+                3 => $micro::<3 $(, $g)*>($t, a, c $(, $arg)*),
+                2 => $micro::<2 $(, $g)*>($t, a, c $(, $arg)*),
+                _ => $micro::<1 $(, $g)*>($t, a, c $(, $arg)*),
+            }
+            r += mr;
+        }
+    }};
+}
+
+pub(super) use by_row_groups;
