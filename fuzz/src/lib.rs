@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use rill_checkpoint::layout::{tensor_specs, LayoutDims, StackDims, SOUNDSTREAM};
+use rill_checkpoint::layout::{tensor_specs, LayoutDims, StackDims, RVQ_CODEBOOK, SOUNDSTREAM};
 use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
 use rill_codec::{Codec, CodecState};
 use rill_io::{Array, Data, Npz};
@@ -94,7 +94,7 @@ pub fn checkpoint(data: &[u8]) {
         let _ = Mrt2::load(&ckpt, precision);
     }
     if ckpt
-        .entry(&format!("{SOUNDSTREAM}/quantizer/embedding"))
+        .entry(RVQ_CODEBOOK)
         .is_some()
     {
         let _ = Codec::load(&ckpt);
@@ -204,7 +204,7 @@ fn codec_fixture() -> &'static CodecFixture {
             .filter(|s| s.name.starts_with(SOUNDSTREAM))
             .collect();
         for s in &mut specs {
-            if s.name.ends_with("quantizer/embedding") {
+            if s.name == RVQ_CODEBOOK {
                 s.shape[0] = rill_codec::LEVELS; // only the first 12 levels are read
             }
         }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs, SOUNDSTREAM};
+use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs, RVQ_CODEBOOK};
 use rill_checkpoint::quantized::{self, part_name};
 use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Dtype, ModelKind};
@@ -181,7 +181,7 @@ fn checkpoint_seeds() -> Vec<Seed> {
     ));
     // The codebook with too few levels (the codec loader's first check).
     let rvq = vec![(
-        format!("{SOUNDSTREAM}/quantizer/embedding"),
+        RVQ_CODEBOOK.to_string(),
         zeros(Dtype::BF16, &[1, 4, 256]),
     )];
     out.push((

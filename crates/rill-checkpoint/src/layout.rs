@@ -107,8 +107,11 @@ pub const MULAN_ROWS: usize = 12372;
 pub const MULAN_DIM: usize = 768;
 /// Regular conditioning embedder rows (1526 used, rounded up to a multiple of 128).
 pub const REGULAR_ROWS: usize = 1536;
-/// RVQ levels stored in the checkpoint codebook (only the first 12 are used).
+/// RVQ levels stored in the checkpoint codebook (only the first [`RVQ_LEVELS`] are used).
 pub const RVQ_STORED_LEVELS: usize = 64;
+/// RVQ levels rill reads (upstream's `truncation_level`): a frame is one token per
+/// level for the language model, one codebook row per level for the codec.
+pub const RVQ_LEVELS: usize = 12;
 
 /// How a synthetic checkpoint initialises a tensor (mean, std of a uniform).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -179,6 +182,8 @@ impl TensorSpec {
 
 pub const DEPTHFORMER: &str = "params/depthformer";
 pub const SOUNDSTREAM: &str = "params/soundstream";
+/// The RVQ codebook `[levels, codes, dim]` (levels: [`RVQ_STORED_LEVELS`] upstream).
+pub const RVQ_CODEBOOK: &str = "params/soundstream/quantizer/embedding";
 
 /// Collects specs with short helpers for the recurring shapes.
 struct Builder {
@@ -359,7 +364,7 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
 
     // SpectroStream decoder (identical for small and base), spec §4.2.
     b.push(
-        format!("{SOUNDSTREAM}/quantizer/embedding"),
+        RVQ_CODEBOOK.to_string(),
         &[RVQ_STORED_LEVELS, 1024, 256],
         Init::Rvq,
     );

@@ -258,22 +258,6 @@ impl Checkpoint {
         let _ = name;
     }
 
-    /// For a pre-quantised file (`rill quantize`): the format a tensor was stored
-    /// in, if its parts (`NAME#FORMAT:PART`) are present instead of `NAME`.
-    pub fn quantized_format(&self, name: &str) -> Option<&str> {
-        let prefix = format!("{name}#");
-        let (k, _) = self.entries.range(prefix.clone()..).next()?;
-        let rest = k.strip_prefix(&prefix)?;
-        Some(&rest[..rest.find(':').unwrap_or(rest.len())])
-    }
-
-    /// The precision a pre-quantised file was written for (`None` for an ordinary checkpoint).
-    pub fn quantized_precision(&self) -> Option<&str> {
-        self.metadata
-            .get(quantized::PRECISION_KEY)
-            .map(|s| s.as_str())
-    }
-
     /// Detects small vs base from the decoder embedding width.
     pub fn detect_model(&self) -> Result<ModelKind> {
         let name = layout::decoder_embedding_name();
@@ -283,11 +267,7 @@ impl Checkpoint {
         };
         if !self.entries.contains_key(&name) && self.quantized_format(&name).is_some() {
             // A pre-quantised file records the model it was made from.
-            let m = self
-                .metadata
-                .get(quantized::MODEL_KEY)
-                .map(|s| s.as_str())
-                .unwrap_or("");
+            let m = self.quantized_model().unwrap_or("");
             return ModelKind::from_name(m).ok_or_else(|| {
                 unknown(format!("pre-quantised file names no known model ({m:?})"))
             });
@@ -323,7 +303,6 @@ impl Checkpoint {
 
     /// Problems of this file against a list of specs.
     pub fn problems(&self, specs: &[TensorSpec]) -> Vec<Problem> {
-        let rvq = format!("{}/quantizer/embedding", layout::SOUNDSTREAM);
         let mut problems = Vec::new();
         for spec in specs {
             let Some(e) = self.entries.get(&spec.name) else {
@@ -337,8 +316,10 @@ impl Checkpoint {
                 continue;
             };
             // The codebook stores 64 levels upstream; rill reads only the first 12.
-            let shape_ok = if spec.name == rvq {
-                e.shape.len() == 3 && e.shape[0] >= 12 && e.shape[1..] == spec.shape[1..]
+            let shape_ok = if spec.name == layout::RVQ_CODEBOOK {
+                e.shape.len() == 3
+                    && e.shape[0] >= layout::RVQ_LEVELS
+                    && e.shape[1..] == spec.shape[1..]
             } else {
                 e.shape == spec.shape
             };

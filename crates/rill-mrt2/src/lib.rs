@@ -23,14 +23,13 @@ pub mod error;
 pub mod layers;
 pub mod model;
 pub mod precision;
+pub mod prequantized;
 pub mod quality;
 pub mod sampler;
 pub mod session;
 pub mod session_file;
 
 mod loader;
-
-pub use loader::RecordedMatrix;
 
 pub use error::{InvalidValue, ModelError};
 pub use model::{Mrt2, Mrt2Config, LEVELS};

@@ -4,7 +4,7 @@
 //! Everything here is immutable and `Sync`; all state lives in the caller's
 //! [`crate::session::Session`].
 
-use rill_checkpoint::layout::{LayoutDims, DEPTHFORMER, VOCAB};
+use rill_checkpoint::layout::{self, LayoutDims, DEPTHFORMER, VOCAB};
 use rill_checkpoint::{Checkpoint, ModelKind};
 use rill_kernels::matrix::round_bf16;
 use rill_kernels::{ops, ops_bf16, Matrix, Pool};
@@ -20,7 +20,7 @@ use crate::precision::{Precision, Role};
 use crate::sampler::{LEVEL, RESERVED};
 
 /// RVQ levels (depth steps) per frame.
-pub const LEVELS: usize = 12;
+pub const LEVELS: usize = layout::RVQ_LEVELS;
 /// Output-logit soft cap (trap T8).
 pub const SOFT_CAP: f32 = 30.0;
 
@@ -79,8 +79,8 @@ impl Mrt2 {
     }
 
     /// Like [`Mrt2::load`], also returning every weight matrix as loaded, keyed by
-    /// its checkpoint tensor name (what `rill quantize` writes).
-    pub fn load_recording(
+    /// its checkpoint tensor name (what [`crate::prequantized::write`] stores).
+    pub(crate) fn load_recording(
         ckpt: &Checkpoint,
         precision: Precision,
     ) -> Result<(Mrt2, Vec<RecordedMatrix>), ModelError> {
