@@ -4,14 +4,15 @@
 
 use rill_checkpoint::{layout, Checkpoint, TensorRef};
 
+use crate::config::SPECTROSTREAM;
 use crate::CodecError;
 
 /// RVQ levels the decoder uses (the checkpoint stores 64; `truncation_level = 12`).
 pub const LEVELS: usize = layout::RVQ_LEVELS;
 /// Codes per level.
-pub const CODES: usize = 1024;
+pub const CODES: usize = SPECTROSTREAM.codes;
 /// Embedding width.
-pub const DIM: usize = 256;
+pub const DIM: usize = SPECTROSTREAM.embedding_dim;
 /// Reserved ids below the first codebook in the language model's unique-id vocabulary.
 pub const RESERVED_IDS: u32 = 6;
 
