@@ -149,7 +149,7 @@ impl Checkpoint {
 
     /// The model a pre-quantised file was made from, as recorded (`None` for an
     /// ordinary checkpoint, whose model shows in its shapes).
-    pub(crate) fn quantized_model(&self) -> Option<&str> {
+    pub fn quantized_model(&self) -> Option<&str> {
         self.metadata.get(MODEL_KEY).map(|s| s.as_str())
     }
 

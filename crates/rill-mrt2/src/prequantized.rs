@@ -7,6 +7,7 @@ use std::path::Path;
 use rill_checkpoint::{quantized, Checkpoint, ModelKind};
 
 use crate::error::ModelError;
+use crate::layout;
 use crate::model::Mrt2;
 use crate::precision::Precision;
 
@@ -36,7 +37,7 @@ pub fn write(src: &Checkpoint, precision: Precision, path: &Path) -> Result<Writ
     if precision == Precision::F32 {
         return Err(ModelError::QuantizeToF32);
     }
-    let model = src.validate()?;
+    let model = layout::validate(src)?;
     if let Some(stored) = src.quantized_precision() {
         return Err(ModelError::AlreadyPrequantized {
             path: src.path().to_path_buf(),

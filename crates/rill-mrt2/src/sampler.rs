@@ -8,10 +8,11 @@
 //! whose results equal MLX's x86 `log` on every recorded value (the parity tests
 //! compare the noise exactly; numpy's `log` differs by a few ulp, ≈1e-6).
 
-/// The full output vocabulary.
-pub const VOCAB: usize = 12294;
-
 use crate::error::InvalidValue;
+use crate::model::LEVELS;
+
+/// The full output vocabulary: the reserved ids, then every level's ids.
+pub const VOCAB: usize = RESERVED + LEVELS * LEVEL;
 /// Ids per RVQ level.
 pub const LEVEL: usize = 1024;
 /// Reserved ids before the first level (0 = SOS).
