@@ -2,15 +2,19 @@
 //! hyper-parameters ([`SPECTROSTREAM`]), from which the decoder's block list and
 //! every checkpoint tensor the codec reads (names, shapes, init rules) are derived.
 
-use rill_checkpoint::layout::{Init, TensorSpec, RVQ_CODEBOOK};
+use rill_checkpoint::layout::{Init, TensorSpec, RVQ_CODEBOOK, SOUNDSTREAM};
 
 use crate::istft::{BINS, BIN_CHANNELS};
 
 /// Upsampling residual blocks of the decoder (`decoder_0` … `decoder_6`).
 pub const BLOCK_COUNT: usize = 7;
 
-/// Checkpoint prefix of the decoder's tensors.
-pub(crate) const DECODER_PREFIX: &str = "params/soundstream/decoder";
+/// Checkpoint names of the kernel and bias of the decoder conv at `path` (one of
+/// the paths below).
+pub(crate) fn conv_tensor_names(path: &str) -> [String; 2] {
+    let conv = format!("{SOUNDSTREAM}/decoder/{path}/conv");
+    [format!("{conv}/kernel"), format!("{conv}/bias")]
+}
 /// The input layer's 1×1 convs: the main path, and the shortcut's two.
 pub(crate) const INPUT_FIRST: &str = "input_layer/conv1x1_first";
 pub(crate) const INPUT_SHORTCUT_1: &str = "input_layer/shortcut_layer/conv1x1_b1";
@@ -95,7 +99,7 @@ impl BlockSpec {
         [max(2 * st, 3), max(2 * sf, 3)]
     }
 
-    /// Checkpoint path of the transposed conv (below [`DECODER_PREFIX`]).
+    /// Checkpoint path of the transposed conv (see [`conv_tensor_names`]).
     pub fn convt_path(&self) -> String {
         let [kt, kf] = self.convt_kernel();
         format!("{}/conv2dtranspose_{kt}x{kf}", self.name())
@@ -210,14 +214,14 @@ impl CodecConfig {
         }];
         let mut conv = |path: &str, kernel: [usize; 2], stride: [usize; 2], cin, cout| {
             let fan_in = (kernel[0] * kernel[1] * cin) as f64 / (stride[0] * stride[1]) as f64;
-            let p = format!("{DECODER_PREFIX}/{path}/conv");
+            let [kernel_name, bias_name] = conv_tensor_names(path);
             specs.push(TensorSpec {
-                name: format!("{p}/kernel"),
+                name: kernel_name,
                 shape: vec![kernel[0], kernel[1], cin, cout],
                 init: Init::Kernel { fan_in, gain: 1.0 },
             });
             specs.push(TensorSpec {
-                name: format!("{p}/bias"),
+                name: bias_name,
                 shape: vec![cout],
                 init: Init::Bias,
             });

@@ -24,8 +24,8 @@ use rill_kernels::{Isa, Pool};
 
 use crate::act::{elu_into, upsample_add};
 use crate::config::{
-    BlockSpec, DECODER_PREFIX, INPUT_FIRST, INPUT_SHORTCUT_1, INPUT_SHORTCUT_2, OUTPUT, RESIDUAL_A,
-    RESIDUAL_B, SPECTROSTREAM,
+    conv_tensor_names, BlockSpec, INPUT_FIRST, INPUT_SHORTCUT_1, INPUT_SHORTCUT_2, OUTPUT,
+    RESIDUAL_A, RESIDUAL_B, SPECTROSTREAM,
 };
 use crate::conv::{Conv2d, Conv2dTranspose};
 use crate::grid::{Grid, GridShape};
@@ -69,16 +69,9 @@ fn conv_weights(
     shape: [usize; 4],
     prep: WeightPrep,
 ) -> Result<(Vec<f32>, Vec<f32>), CodecError> {
-    let mut k = tensor(
-        ckpt,
-        &format!("{DECODER_PREFIX}/{path}/conv/kernel"),
-        &shape,
-    )?;
-    let mut b = tensor(
-        ckpt,
-        &format!("{DECODER_PREFIX}/{path}/conv/bias"),
-        &[shape[3]],
-    )?;
+    let [kernel_name, bias_name] = conv_tensor_names(path);
+    let mut k = tensor(ckpt, &kernel_name, &shape)?;
+    let mut b = tensor(ckpt, &bias_name, &[shape[3]])?;
     prep.numerics.round_to_format(&mut k);
     b.iter_mut().for_each(|v| *v *= prep.scale);
     Ok((k, b))

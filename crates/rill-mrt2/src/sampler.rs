@@ -13,10 +13,10 @@ use crate::model::LEVELS;
 
 /// The full output vocabulary: the reserved ids, then every level's ids.
 pub const VOCAB: usize = RESERVED + LEVELS * LEVEL;
-/// Ids per RVQ level.
-pub const LEVEL: usize = 1024;
+/// Ids per RVQ level: one per codebook entry of the codec.
+pub const LEVEL: usize = rill_codec::CODES;
 /// Reserved ids before the first level (0 = SOS).
-pub const RESERVED: usize = 6;
+pub const RESERVED: usize = rill_codec::RESERVED_IDS as usize;
 /// `-0.7·f32::MAX`, the reference's "large negative number" for masked logits.
 pub const MASKED: f32 = -0.7 * f32::MAX;
 
