@@ -7,13 +7,14 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use rill_checkpoint::layout::{tensor_specs, LayoutDims, StackDims, SOUNDSTREAM};
+use rill_checkpoint::layout::{RVQ_CODEBOOK, SOUNDSTREAM};
 use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
 use rill_codec::{Codec, CodecState};
 use rill_io::{Array, Data, Npz};
+use rill_mrt2::config::{ModelDims, StackDims};
 use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
 use rill_mrt2::session_file::{self, ModelId};
-use rill_mrt2::{Mrt2, Mrt2Config, Precision};
+use rill_mrt2::{layout, Mrt2, Mrt2Config, Precision};
 use rill_stream::Snapshot;
 
 pub mod seeds;
@@ -84,19 +85,16 @@ pub fn checkpoint(data: &[u8]) {
         ckpt.release(n);
     }
     let _ = ckpt.metadata().len();
-    let _ = ckpt.detect_model();
-    let _ = ckpt.problems(&tensor_specs(ModelKind::Small));
-    if ckpt.validate().is_ok() {
+    let _ = layout::detect_model(&ckpt);
+    let _ = ckpt.problems(&layout::tensor_specs(ModelKind::Small));
+    if layout::validate(&ckpt).is_ok() {
         let precision = ckpt
             .quantized_precision()
             .and_then(Precision::from_name)
             .unwrap_or_default();
         let _ = Mrt2::load(&ckpt, precision);
     }
-    if ckpt
-        .entry(&format!("{SOUNDSTREAM}/quantizer/embedding"))
-        .is_some()
-    {
+    if ckpt.entry(RVQ_CODEBOOK).is_some() {
         let _ = Codec::load(&ckpt);
     }
 }
@@ -113,7 +111,7 @@ pub fn tiny_config() -> Mrt2Config {
     };
     Mrt2Config {
         kind: ModelKind::Small,
-        dims: LayoutDims {
+        dims: ModelDims {
             enc_dim: 4,
             temporal: stack,
             depth: stack,
@@ -199,12 +197,12 @@ type StateArray = (String, Vec<usize>, Vec<f32>);
 fn codec_fixture() -> &'static CodecFixture {
     static F: OnceLock<CodecFixture> = OnceLock::new();
     F.get_or_init(|| {
-        let mut specs: Vec<_> = tensor_specs(ModelKind::Small)
+        let mut specs: Vec<_> = layout::tensor_specs(ModelKind::Small)
             .into_iter()
             .filter(|s| s.name.starts_with(SOUNDSTREAM))
             .collect();
         for s in &mut specs {
-            if s.name.ends_with("quantizer/embedding") {
+            if s.name == RVQ_CODEBOOK {
                 s.shape[0] = rill_codec::LEVELS; // only the first 12 levels are read
             }
         }

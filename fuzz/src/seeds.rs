@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rill_checkpoint::layout::{decoder_embedding_name, tensor_specs, SOUNDSTREAM};
+use rill_checkpoint::layout::RVQ_CODEBOOK;
 use rill_checkpoint::quantized::{self, part_name};
 use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Dtype, ModelKind};
 use rill_io::{Array, Data};
 use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::layout::{decoder_embedding_name, tensor_specs};
 use rill_mrt2::sampler::SamplingParams;
 use rill_mrt2::session_file::{ModelId, SessionData};
 use rill_mrt2::{LmState, Precision, LEVELS};
@@ -180,10 +181,7 @@ fn checkpoint_seeds() -> Vec<Seed> {
         safetensors("c.safetensors", small, meta),
     ));
     // The codebook with too few levels (the codec loader's first check).
-    let rvq = vec![(
-        format!("{SOUNDSTREAM}/quantizer/embedding"),
-        zeros(Dtype::BF16, &[1, 4, 256]),
-    )];
+    let rvq = vec![(RVQ_CODEBOOK.to_string(), zeros(Dtype::BF16, &[1, 4, 256]))];
     out.push((
         "checkpoint",
         "codec_rvq.safetensors".into(),

@@ -73,6 +73,13 @@ pub enum CheckpointError {
     NoSuchTensor { path: PathBuf, name: String },
     #[error("tensor {name}: {reason}")]
     BadTensor { name: String, reason: String },
+    #[error("{path} has no tensor {name}, a part of a pre-quantised matrix: the file is incomplete; quantise the original checkpoint again")]
+    MissingPart { path: PathBuf, name: String },
+    #[error("pre-quantised tensor {name} does not fit the model: {problem}; quantise the original checkpoint again")]
+    QuantizedShape {
+        name: String,
+        problem: rill_kernels::MatrixArraysError,
+    },
     #[error("synthesised {path} has sha256 {found}, not the oracle's {expected}: the random-weight recipe changed")]
     SynthMismatch {
         path: PathBuf,

@@ -1,14 +1,17 @@
-//! MRT2 checkpoints: memory-mapped safetensors files in the upstream layout.
+//! Checkpoints: memory-mapped safetensors files (MRT2's upstream layout, rill's own
+//! pre-quantised and state files) and foreign containers.
 //!
 //! * [`Checkpoint::open`] maps a file and parses its header; a truncated or corrupt
 //!   file is an error, never a panic or an out-of-bounds read.
-//! * [`Checkpoint::validate`] checks every tensor the model needs (presence, shape,
-//!   dtype) and reports all problems at once.
+//! * [`Checkpoint::problems`] checks a file against a list of tensor specs
+//!   (presence, shape, dtype) and reports all problems at once; the models derive
+//!   their specs ([`layout`] holds the vocabulary).
 //! * Foreign containers, read with the same care: [`gguf`] (v3, memory-mapped),
 //!   [`nemo`] (NeMo's tar archive) holding a [`torch`] zip checkpoint whose
 //!   `data.pkl` goes through a code-free [`pickle`] reader.
 //! * [`synth`] writes random-weight checkpoints from the portable recipe of
 //!   `shared/fixtures/mrt2/README.md`, bit-exact with its test vectors.
+//! * [`quantized`]: the pre-quantised file format (`rill quantize`).
 
 pub mod error;
 pub mod gguf;
@@ -258,72 +261,8 @@ impl Checkpoint {
         let _ = name;
     }
 
-    /// For a pre-quantised file (`rill quantize`): the format a tensor was stored
-    /// in, if its parts (`NAME#FORMAT:PART`) are present instead of `NAME`.
-    pub fn quantized_format(&self, name: &str) -> Option<&str> {
-        let prefix = format!("{name}#");
-        let (k, _) = self.entries.range(prefix.clone()..).next()?;
-        let rest = k.strip_prefix(&prefix)?;
-        Some(&rest[..rest.find(':').unwrap_or(rest.len())])
-    }
-
-    /// The precision a pre-quantised file was written for (`None` for an ordinary checkpoint).
-    pub fn quantized_precision(&self) -> Option<&str> {
-        self.metadata
-            .get(quantized::PRECISION_KEY)
-            .map(|s| s.as_str())
-    }
-
-    /// Detects small vs base from the decoder embedding width.
-    pub fn detect_model(&self) -> Result<ModelKind> {
-        let name = layout::decoder_embedding_name();
-        let unknown = |reason: String| CheckpointError::UnknownModel {
-            path: self.path.clone(),
-            reason,
-        };
-        if !self.entries.contains_key(&name) && self.quantized_format(&name).is_some() {
-            // A pre-quantised file records the model it was made from.
-            let m = self
-                .metadata
-                .get(quantized::MODEL_KEY)
-                .map(|s| s.as_str())
-                .unwrap_or("");
-            return ModelKind::from_name(m).ok_or_else(|| {
-                unknown(format!("pre-quantised file names no known model ({m:?})"))
-            });
-        }
-        let e = self.entries.get(&name).ok_or_else(|| {
-            unknown(format!(
-                "it has no tensor {name} ({} tensors in the file)",
-                self.len()
-            ))
-        })?;
-        match e.shape.as_slice() {
-            [layout::VOCAB, 1024] => Ok(ModelKind::Small),
-            [layout::VOCAB, 3072] => Ok(ModelKind::Base),
-            s => Err(unknown(format!(
-                "{name} has shape {s:?}; expected [12294, 1024] (mrt2_small) or [12294, 3072] (mrt2_base)"
-            ))),
-        }
-    }
-
-    /// Detects the model and checks every tensor it needs; lists all problems at once.
-    pub fn validate(&self) -> Result<ModelKind> {
-        let kind = self.detect_model()?;
-        let problems = self.problems(&layout::tensor_specs(kind));
-        if problems.is_empty() {
-            Ok(kind)
-        } else {
-            Err(CheckpointError::Invalid {
-                path: self.path.clone(),
-                problems,
-            })
-        }
-    }
-
     /// Problems of this file against a list of specs.
     pub fn problems(&self, specs: &[TensorSpec]) -> Vec<Problem> {
-        let rvq = format!("{}/quantizer/embedding", layout::SOUNDSTREAM);
         let mut problems = Vec::new();
         for spec in specs {
             let Some(e) = self.entries.get(&spec.name) else {
@@ -337,8 +276,10 @@ impl Checkpoint {
                 continue;
             };
             // The codebook stores 64 levels upstream; rill reads only the first 12.
-            let shape_ok = if spec.name == rvq {
-                e.shape.len() == 3 && e.shape[0] >= 12 && e.shape[1..] == spec.shape[1..]
+            let shape_ok = if spec.name == layout::RVQ_CODEBOOK {
+                e.shape.len() == 3
+                    && e.shape[0] >= layout::RVQ_LEVELS
+                    && e.shape[1..] == spec.shape[1..]
             } else {
                 e.shape == spec.shape
             };

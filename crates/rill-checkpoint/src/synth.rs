@@ -14,7 +14,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use crate::error::{CheckpointError, Result};
-use crate::layout::{tensor_specs, ModelKind, TensorSpec};
+use crate::layout::{ModelKind, TensorSpec};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -56,11 +56,39 @@ pub fn fill_values(key: u64, start: u64, mean: f64, std: f64, out: &mut [f32]) {
     }
 }
 
+/// One tensor of a synthetic checkpoint: its name, shape and the mean and std of
+/// the uniform distribution its values come from (a layout's [`TensorSpec`], or
+/// the oracle's manifest entry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthTensor {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl SynthTensor {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+impl From<&TensorSpec> for SynthTensor {
+    fn from(spec: &TensorSpec) -> Self {
+        let (mean, std) = spec.init.mean_std();
+        SynthTensor {
+            name: spec.name.clone(),
+            shape: spec.shape.clone(),
+            mean,
+            std,
+        }
+    }
+}
+
 /// All values of one tensor of a synthetic checkpoint.
-pub fn tensor_values(seed: u64, spec: &TensorSpec) -> Vec<f32> {
-    let (mean, std) = spec.init.mean_std();
-    let mut out = vec![0f32; spec.numel()];
-    fill_values_parallel(tensor_key(seed, &spec.name), 0, mean, std, &mut out);
+pub fn tensor_values(seed: u64, t: &SynthTensor) -> Vec<f32> {
+    let mut out = vec![0f32; t.numel()];
+    fill_values_parallel(tensor_key(seed, &t.name), 0, t.mean, t.std, &mut out);
     out
 }
 
@@ -82,7 +110,7 @@ pub fn fill_values_parallel(key: u64, start: u64, mean: f64, std: f64, out: &mut
 
 /// The canonical header JSON (compact, space-padded to a multiple of 8), as the
 /// oracle's `synth_checkpoint.py` writes it.
-pub fn header_json(kind: ModelKind, seed: u64, specs: &[TensorSpec]) -> Vec<u8> {
+pub fn header_json(kind: ModelKind, seed: u64, tensors: &[SynthTensor]) -> Vec<u8> {
     let mut s = String::new();
     s.push_str("{\"__metadata__\":{\"format\":\"magenta-rt mrt2 JAX-layout (params/...) portable-init oracle checkpoint\",");
     s.push_str(&format!(
@@ -93,7 +121,7 @@ pub fn header_json(kind: ModelKind, seed: u64, specs: &[TensorSpec]) -> Vec<u8> 
         "\"init\":\"portable_init v1 (fnv1a64 + splitmix64 uniform, see portable_init.py)\"}",
     );
     let mut off = 0usize;
-    for t in specs {
+    for t in tensors {
         let n = 4 * t.numel();
         let shape = t
             .shape
@@ -150,6 +178,16 @@ pub fn oracle_sha256(kind: ModelKind, seed: u64) -> Option<&'static str> {
         .map(|(_, _, h)| *h)
 }
 
+/// Bytes of the tensor data of a synthetic checkpoint (f32 values).
+fn data_bytes(tensors: &[SynthTensor]) -> u64 {
+    tensors.iter().map(|t| 4 * t.numel() as u64).sum()
+}
+
+/// Size of the whole synthetic checkpoint file: header length, header, data.
+pub fn file_len(kind: ModelKind, seed: u64, tensors: &[SynthTensor]) -> u64 {
+    8 + header_json(kind, seed, tensors).len() as u64 + data_bytes(tensors)
+}
+
 /// Summary of a written checkpoint.
 #[derive(Debug, Clone)]
 pub struct SynthSummary {
@@ -162,7 +200,8 @@ pub struct SynthSummary {
     pub oracle_checked: bool,
 }
 
-/// Writes the synthetic checkpoint of `kind` for weights seed `seed` to `path`.
+/// Writes the synthetic checkpoint of `kind` (its `tensors`, in file order) for
+/// weights seed `seed` to `path`.
 ///
 /// The data goes to `path` + `.partial` first and is renamed at the end, so an
 /// interrupted run never leaves a truncated file under the final name.
@@ -172,12 +211,12 @@ pub struct SynthSummary {
 pub fn write_checkpoint(
     kind: ModelKind,
     seed: u64,
+    tensors: &[SynthTensor],
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SynthSummary> {
-    let specs = tensor_specs(kind);
-    let header = header_json(kind, seed, &specs);
-    let total: u64 = specs.iter().map(|t| 4 * t.numel() as u64).sum();
+    let header = header_json(kind, seed, tensors);
+    let total = data_bytes(tensors);
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
     let partial = std::path::PathBuf::from(partial);
@@ -197,8 +236,8 @@ pub fn write_checkpoint(
     let mut buf = vec![0f32; CHUNK];
     let mut bytes = vec![0u8; 4 * CHUNK];
     let mut done = 0u64;
-    for t in &specs {
-        let (mean, std) = t.init.mean_std();
+    for t in tensors {
+        let (mean, std) = (t.mean, t.std);
         let key = tensor_key(seed, &t.name);
         let n = t.numel();
         let mut start = 0usize;
@@ -231,7 +270,7 @@ pub fn write_checkpoint(
     }
     std::fs::rename(&partial, path).map_err(io)?;
     Ok(SynthSummary {
-        tensors: specs.len(),
+        tensors: tensors.len(),
         params: total / 4,
         bytes: 8 + header.len() as u64 + total,
         sha256,

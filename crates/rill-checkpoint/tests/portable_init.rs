@@ -1,9 +1,10 @@
-//! The portable random-weight recipe against the oracle's manifest and test vectors.
+//! The portable random-weight recipe against the oracle's test vectors (the
+//! tensors from its manifest; rill-mrt2's layout test checks the layout against it).
 
 use std::path::PathBuf;
 
-use rill_checkpoint::layout::{tensor_specs, ModelKind};
 use rill_checkpoint::synth;
+use rill_checkpoint::ModelKind;
 use sha2::{Digest, Sha256};
 
 fn testdata(name: &str) -> PathBuf {
@@ -38,54 +39,6 @@ fn sha256_f32le(values: &[f32]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Names, shapes, init kinds and the exact mean/std bits of every tensor.
-fn check_manifest(kind: ModelKind, file: &str) {
-    let m = json(file);
-    let tensors = m["tensors"].as_array().unwrap();
-    let specs = tensor_specs(kind);
-    assert_eq!(specs.len(), tensors.len(), "{file}: tensor count");
-    for (spec, t) in specs.iter().zip(tensors) {
-        assert_eq!(spec.name, t["name"].as_str().unwrap());
-        let shape: Vec<usize> = t["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap() as usize)
-            .collect();
-        assert_eq!(spec.shape, shape, "{}", spec.name);
-        assert_eq!(
-            spec.init.kind(),
-            t["init"].as_str().unwrap(),
-            "{}",
-            spec.name
-        );
-        let (mean, std) = spec.init.mean_std();
-        assert_eq!(
-            mean.to_bits(),
-            hex_u64(&t["mean_f64_bits"]),
-            "{} mean",
-            spec.name
-        );
-        assert_eq!(
-            std.to_bits(),
-            hex_u64(&t["std_f64_bits"]),
-            "{} std",
-            spec.name
-        );
-    }
-}
-
-#[test]
-fn layout_matches_reference_manifest_small() {
-    check_manifest(ModelKind::Small, "manifest_mrt2_small.json");
-}
-
-#[test]
-fn layout_matches_reference_manifest_base() {
-    // Shapes and init kinds too (this test once checked only names and mean/std).
-    check_manifest(ModelKind::Base, "manifest_mrt2_base.json");
-}
-
 #[test]
 fn test_vectors_seed0() {
     let tv = json("portable_init_test_vectors_seed0.json");
@@ -98,7 +51,7 @@ fn test_vectors_seed0() {
     for c in tv["splitmix64_checks"].as_array().unwrap() {
         assert_eq!(synth::splitmix64(hex_u64(&c["x"])), hex_u64(&c["out"]));
     }
-    let specs = tensor_specs(ModelKind::Small);
+    let specs = rill_testkit::manifest_tensors(ModelKind::Small);
     for t in tv["tensors"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
         assert_eq!(synth::tensor_key(0, name), hex_u64(&t["key"]), "{name}");
@@ -124,7 +77,7 @@ fn test_vectors_seed0() {
 fn every_tensor_sha256_seed0() {
     let tv = json("portable_init_test_vectors_seed0.json");
     let all = tv["all_tensors_sha256_f32le"].as_object().unwrap();
-    let specs = tensor_specs(ModelKind::Small);
+    let specs = rill_testkit::manifest_tensors(ModelKind::Small);
     assert_eq!(all.len(), specs.len());
     for spec in &specs {
         let values = synth::tensor_values(0, spec);

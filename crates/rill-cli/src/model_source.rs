@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use rill_checkpoint::{locate, synth, Checkpoint, ModelKind};
+use rill_checkpoint::synth::{self, SynthTensor};
+use rill_checkpoint::{locate, Checkpoint, ModelKind};
 use rill_codec::{Codec, CodecOptions, CodecPrecision};
-use rill_mrt2::{Mrt2, Precision};
+use rill_mrt2::{layout, Mrt2, Precision};
 
 use crate::args::{CodecArg, ModelArgs};
 use crate::progress;
@@ -72,17 +73,24 @@ pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
 }
 
 fn is_complete_synth(path: &Path, seed: u64) -> bool {
-    let specs = rill_checkpoint::layout::tensor_specs(ModelKind::Small);
-    let header = synth::header_json(ModelKind::Small, seed, &specs);
-    let want = 8 + header.len() as u64 + specs.iter().map(|t| 4 * t.numel() as u64).sum::<u64>();
+    let want = synth::file_len(ModelKind::Small, seed, &synth_tensors(ModelKind::Small));
     std::fs::metadata(path).map(|m| m.len()).ok() == Some(want)
+}
+
+/// The tensors of a synthetic checkpoint of `kind`: its layout.
+fn synth_tensors(kind: ModelKind) -> Vec<SynthTensor> {
+    layout::tensor_specs(kind)
+        .iter()
+        .map(SynthTensor::from)
+        .collect()
 }
 
 /// Writes a synthetic checkpoint with a progress bar.
 pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
     let start = Instant::now();
     let bar = progress::bytes_bar("synthesising");
-    let summary = synth::write_checkpoint(kind, seed, path, &mut |done, total| {
+    let tensors = synth_tensors(kind);
+    let summary = synth::write_checkpoint(kind, seed, &tensors, path, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })
@@ -108,7 +116,7 @@ pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
 /// Opens and validates a checkpoint.
 pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
     let ckpt = Checkpoint::open(path)?;
-    let kind = ckpt.validate()?;
+    let kind = layout::validate(&ckpt)?;
     Ok((ckpt, kind))
 }
 

@@ -23,6 +23,10 @@ use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
 
 use crate::act::{elu_into, upsample_add};
+use crate::config::{
+    conv_tensor_names, BlockSpec, INPUT_FIRST, INPUT_SHORTCUT_1, INPUT_SHORTCUT_2, OUTPUT,
+    RESIDUAL_A, RESIDUAL_B, SPECTROSTREAM,
+};
 use crate::conv::{Conv2d, Conv2dTranspose};
 use crate::grid::{Grid, GridShape};
 use crate::istft::{BINS, BIN_CHANNELS};
@@ -31,8 +35,6 @@ use crate::numerics::{elu_rows_scaled, scale_rows, Numerics};
 use crate::rvq::{self, Codebook};
 use crate::winograd::{WinoConv3x3, WinoConvT, WinoScratch};
 use crate::CodecError;
-
-const PREFIX: &str = "params/soundstream/decoder";
 
 mod blocks;
 
@@ -67,8 +69,9 @@ fn conv_weights(
     shape: [usize; 4],
     prep: WeightPrep,
 ) -> Result<(Vec<f32>, Vec<f32>), CodecError> {
-    let mut k = tensor(ckpt, &format!("{PREFIX}/{path}/conv/kernel"), &shape)?;
-    let mut b = tensor(ckpt, &format!("{PREFIX}/{path}/conv/bias"), &[shape[3]])?;
+    let [kernel_name, bias_name] = conv_tensor_names(path);
+    let mut k = tensor(ckpt, &kernel_name, &shape)?;
+    let mut b = tensor(ckpt, &bias_name, &[shape[3]])?;
     prep.numerics.round_to_format(&mut k);
     b.iter_mut().for_each(|v| *v *= prep.scale);
     Ok((k, b))
@@ -87,11 +90,10 @@ fn load_conv(
 
 struct Block {
     spec: &'static BlockSpec,
-    /// ELU → transposed conv (its checkpoint name is `conv2dtranspose_{kt}x{kf}`).
+    /// ELU → transposed conv.
     convt: Conv2dTranspose,
     /// The same transposed conv with Winograd along time, where that pays.
     winot: Option<WinoConvT>,
-    convt_name: String,
     /// ELU → conv3x3.
     conv: Conv2d,
     /// The same conv3x3 in the Winograd domain, where that pays (see [`WINOGRAD`]).
@@ -174,82 +176,48 @@ impl Decoder {
             numerics,
             scale: numerics.rescale.block_scale(block),
         };
-        let il = |name: &str, cin: usize| -> Result<Conv2d, CodecError> {
-            let path = format!("input_layer/{name}");
-            let (k, b) = conv_weights(ckpt, &path, [1, 1, cin, p], prep(0))?;
+        let il = |path: &str, cin: usize| -> Result<Conv2d, CodecError> {
+            let (k, b) = conv_weights(ckpt, path, [1, 1, cin, p], prep(0))?;
             Ok(Conv2d::new_1x1(&k, &b, cin, p))
         };
-        let il_first = il("conv1x1_first", d)?;
-        let il_b1 = il("shortcut_layer/conv1x1_b1", d)?;
-        let il_b2 = il("shortcut_layer/conv1x1_b2", p)?;
-        let ru = "input_layers_residual_unit";
-        let ru_a = load_conv(
-            ckpt,
-            &format!("{ru}/conv2d_3x3_a"),
-            [3, 3, c, c],
-            INPUT_BINS,
-            prep(0),
-        )?;
-        let ru_b = load_conv(
-            ckpt,
-            &format!("{ru}/conv2d_3x3"),
-            [3, 3, c, c],
-            INPUT_BINS,
-            prep(0),
-        )?;
+        let il_first = il(INPUT_FIRST, d)?;
+        let il_b1 = il(INPUT_SHORTCUT_1, d)?;
+        let il_b2 = il(INPUT_SHORTCUT_2, p)?;
+        let ru_a = load_conv(ckpt, RESIDUAL_A, [3, 3, c, c], INPUT_BINS, prep(0))?;
+        let ru_b = load_conv(ckpt, RESIDUAL_B, [3, 3, c, c], INPUT_BINS, prep(0))?;
         let mut blocks = Vec::new();
         for (i, spec) in BLOCKS.iter().enumerate() {
             let prep = prep(i);
-            let [st, sf] = spec.stride;
-            let (kt, kf) = ((2 * st).max(3), (2 * sf).max(3));
-            let convt_name = format!("conv2dtranspose_{kt}x{kf}");
+            let [kt, kf] = spec.convt_kernel();
             let shape = [kt, kf, spec.cin, spec.cout];
-            let path = format!("{}/{convt_name}", spec.name);
-            let (k, b) = conv_weights(ckpt, &path, shape, prep)?;
+            let (k, b) = conv_weights(ckpt, &spec.convt_path(), shape, prep)?;
             let convt = Conv2dTranspose::new(&k, &b, shape, spec.stride, spec.f_in);
             let winot = WINOGRAD_T[blocks.len()]
                 .map(|mt| WinoConvT::new(&k, &b, shape, spec.stride, spec.f_in, mt));
-            let f_out = spec.f_in * sf;
-            let conv = load_conv(
-                ckpt,
-                &format!("{}/conv2d_3x3", spec.name),
-                [3, 3, spec.cout, spec.cout],
-                f_out,
-                prep,
-            )?;
-            let shortcut = if spec.cin != spec.cout {
-                let path = format!("{}/shortcut_layer/conv1x1", spec.name);
-                let (k, b) = conv_weights(ckpt, &path, [1, 1, spec.cin, spec.cout], prep)?;
-                Some(Conv2d::new_1x1(&k, &b, spec.cin, spec.cout))
-            } else {
-                None
+            let f_out = spec.f_out();
+            let conv_shape = [3, 3, spec.cout, spec.cout];
+            let conv = load_conv(ckpt, &spec.conv_path(), conv_shape, f_out, prep)?;
+            let shortcut = match spec.shortcut_path() {
+                Some(path) => {
+                    let (k, b) = conv_weights(ckpt, &path, [1, 1, spec.cin, spec.cout], prep)?;
+                    Some(Conv2d::new_1x1(&k, &b, spec.cin, spec.cout))
+                }
+                None => None,
             };
-            let (kk, kb) = conv_weights(
-                ckpt,
-                &format!("{}/conv2d_3x3", spec.name),
-                [3, 3, spec.cout, spec.cout],
-                prep,
-            )?;
+            let (kk, kb) = conv_weights(ckpt, &spec.conv_path(), conv_shape, prep)?;
             let wino = WINOGRAD[blocks.len()]
                 .map(|m| WinoConv3x3::new(&kk, &kb, spec.cout, spec.cout, f_out, m));
             blocks.push(Block {
                 spec,
                 convt,
                 winot,
-                convt_name,
                 conv,
                 wino,
                 shortcut,
             });
         }
         let out_prep = prep(BLOCKS.len());
-        let out = load_conv(
-            ckpt,
-            "output_layer/base_conv_last",
-            [7, 7, 64, 2],
-            BINS,
-            out_prep,
-        )?;
+        let out = load_conv(ckpt, OUTPUT, SPECTROSTREAM.output_kernel(), BINS, out_prep)?;
         let mut d = Decoder {
             il_first,
             il_b1,
@@ -301,8 +269,8 @@ impl Decoder {
             let t_out = t_in * s.stride[0];
             let f_out = s.f_in * s.stride[1];
             blocks.push(BlockBufs {
-                convt_path: format!("{}/{}", s.name, b.convt_name),
-                conv_path: format!("{}/conv2d_3x3", s.name),
+                convt_path: s.convt_path(),
+                conv_path: s.conv_path(),
                 input: Grid::new(b.convt.input_shape(s.groups, t_in)),
                 mid: Grid::new(b.conv.input_shape(s.groups, t_out)),
                 out: Grid::new(raw(s.groups, t_out, f_out, s.cout)),
@@ -506,31 +474,25 @@ impl Buffers {
     /// The streaming state arrays (grids with history rows) by stable name, in order,
     /// with the activation scale each is stored at.
     pub(crate) fn state_grids(&self) -> Vec<(String, &Grid, f32)> {
-        let ru = "input_layers_residual_unit";
         let mut v = vec![
-            (format!("{ru}/conv2d_3x3_a/input"), &self.ru_in, 1.0),
-            (format!("{ru}/conv2d_3x3/input"), &self.ru_mid, 1.0),
+            (format!("{RESIDUAL_A}/input"), &self.ru_in, 1.0),
+            (format!("{RESIDUAL_B}/input"), &self.ru_mid, 1.0),
         ];
         for bb in &self.blocks {
             v.push((format!("{}/input", bb.convt_path), &bb.input, bb.scale));
             v.push((format!("{}/input", bb.conv_path), &bb.mid, bb.scale));
         }
         let s = self.numerics.rescale.block_scale(self.blocks.len());
-        v.push((
-            "output_layer/base_conv_last/input".to_string(),
-            &self.out_in,
-            s,
-        ));
+        v.push((format!("{OUTPUT}/input"), &self.out_in, s));
         v
     }
 
     /// As [`Buffers::state_grids`], mutable (same order).
     pub(crate) fn state_grids_mut(&mut self) -> Vec<(String, &mut Grid, f32)> {
-        let ru = "input_layers_residual_unit";
         let s_out = self.numerics.rescale.block_scale(self.blocks.len());
         let mut v = vec![
-            (format!("{ru}/conv2d_3x3_a/input"), &mut self.ru_in, 1.0),
-            (format!("{ru}/conv2d_3x3/input"), &mut self.ru_mid, 1.0),
+            (format!("{RESIDUAL_A}/input"), &mut self.ru_in, 1.0),
+            (format!("{RESIDUAL_B}/input"), &mut self.ru_mid, 1.0),
         ];
         for bb in self.blocks.iter_mut() {
             let s = bb.scale;
@@ -538,11 +500,7 @@ impl Buffers {
             v.push((format!("{}/input", bb.conv_path), &mut bb.mid, s));
         }
         let out_in = &mut self.out_in;
-        v.push((
-            "output_layer/base_conv_last/input".to_string(),
-            out_in,
-            s_out,
-        ));
+        v.push((format!("{OUTPUT}/input"), out_in, s_out));
         v
     }
 }

@@ -24,6 +24,7 @@
 //! * [`float_to_int16`] is the sampler's output conversion (gain 0.5).
 
 mod act;
+pub mod config;
 mod conv;
 mod decoder;
 mod error;

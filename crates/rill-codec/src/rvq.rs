@@ -2,20 +2,21 @@
 //! the sum of one codebook row per level, `e = Σ_{k<12} CB[k][code_k]`, summed
 //! level by level in f32 exactly as the reference (`mx.take` then `+`).
 
-use rill_checkpoint::{Checkpoint, TensorRef};
+use rill_checkpoint::{layout, Checkpoint, TensorRef};
 
+use crate::config::SPECTROSTREAM;
 use crate::CodecError;
 
 /// RVQ levels the decoder uses (the checkpoint stores 64; `truncation_level = 12`).
-pub const LEVELS: usize = 12;
+pub const LEVELS: usize = layout::RVQ_LEVELS;
 /// Codes per level.
-pub const CODES: usize = 1024;
+pub const CODES: usize = SPECTROSTREAM.codes;
 /// Embedding width.
-pub const DIM: usize = 256;
+pub const DIM: usize = SPECTROSTREAM.embedding_dim;
 /// Reserved ids below the first codebook in the language model's unique-id vocabulary.
 pub const RESERVED_IDS: u32 = 6;
 
-const NAME: &str = "params/soundstream/quantizer/embedding";
+const NAME: &str = layout::RVQ_CODEBOOK;
 
 /// The first [`LEVELS`] codebooks, `[level][code][dim]`.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! Weight matrices in row-major `[rows = out][cols = in]` layout: their storage
-//! formats, construction, parts and rows; the products with vectors are in
-//! [`products`].
+//! formats, construction and rows; the plain arrays they are stored as and rebuilt
+//! from are [`MatrixArrays`], the products with vectors in [`products`].
 //!
 //! Each output row is computed by one thread with a fixed summation order, so
 //! results do not depend on the number of threads.
@@ -85,15 +85,8 @@ impl std::fmt::Debug for Matrix {
     }
 }
 
-/// One stored array of a matrix in a pre-quantised file.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Part {
-    /// Raw bytes (int8 values, packed nibbles).
-    U8(Vec<u8>),
-    /// bf16 bit patterns.
-    Bf16(Vec<u16>),
-    F32(Vec<f32>),
-}
+/// Palettised matrices need whole runs of 32 columns (two packed 16-byte halves).
+const PALETTE_COLUMN_MULTIPLE: usize = 32;
 
 /// Rows per pool task: small enough to balance two cores, large enough that the
 /// per-task claim (one CAS) is negligible.
@@ -160,7 +153,7 @@ impl Matrix {
                     biases: a.biases,
                 }
             }
-            WeightFormat::Lut4 if cols.is_multiple_of(32) => {
+            WeightFormat::Lut4 if cols.is_multiple_of(PALETTE_COLUMN_MULTIPLE) => {
                 let p = quant::palettize(&values, cols, PALETTE_ROWS);
                 Storage::Lut4(Lut4::from_palette(&p, rows, cols))
             }
@@ -186,126 +179,6 @@ impl Matrix {
         format: WeightFormat,
     ) -> Matrix {
         Matrix::from_f32(rows, cols, transpose(cols, rows, in_major), format)
-    }
-
-    /// The arrays that store this matrix, by part name (e.g. `q`, `scales`).
-    pub fn parts(&self) -> Vec<(&'static str, Part)> {
-        match &self.data {
-            Storage::F32(v) => vec![("f32", Part::F32(v.clone()))],
-            Storage::Bf16(v) => vec![("bf16", Part::Bf16(v.clone()))],
-            // Widened (exact), so the part types stay three.
-            Storage::F16(v) => vec![("f16", Part::F32(v.iter().map(|h| h.to_f32()).collect()))],
-            Storage::Int8(m) => {
-                let a = m.to_affine();
-                vec![
-                    ("q", Part::U8(a.q)),
-                    ("scales", Part::F32(a.scales)),
-                    ("biases", Part::F32(a.biases)),
-                ]
-            }
-            Storage::Int4 {
-                packed,
-                scales,
-                biases,
-            } => vec![
-                ("q", Part::U8(packed.clone())),
-                ("scales", Part::F32(scales.clone())),
-                ("biases", Part::F32(biases.clone())),
-            ],
-            Storage::Lut4(m) => vec![
-                ("q", Part::U8(gemv_q4::pack(&m.indices()))),
-                ("lut", Part::F32(m.lut())),
-            ],
-            // The dequantised weights (what the product multiplies).
-            Storage::Mlx8(m) => vec![("w", Part::Bf16(m.to_dequantized()))],
-        }
-    }
-
-    /// Rebuilds a matrix of `format` from its parts (as written by [`Matrix::parts`]),
-    /// checking every length.
-    pub fn from_parts(
-        format: WeightFormat,
-        rows: usize,
-        cols: usize,
-        mut get: impl FnMut(&str) -> Option<Part>,
-    ) -> Result<Matrix, String> {
-        let mut take = |name: &str, len: usize| -> Result<Part, String> {
-            let p = get(name).ok_or_else(|| format!("part {name} is missing"))?;
-            let found = match &p {
-                Part::U8(v) => v.len(),
-                Part::Bf16(v) => v.len(),
-                Part::F32(v) => v.len(),
-            };
-            if found != len {
-                return Err(format!("part {name} has {found} values, expected {len}"));
-            }
-            Ok(p)
-        };
-        let n = rows * cols;
-        let wrong = |name: &str| format!("part {name} has the wrong element type");
-        let data = match format {
-            WeightFormat::F32 => match take("f32", n)? {
-                Part::F32(v) => Storage::F32(v),
-                _ => return Err(wrong("f32")),
-            },
-            WeightFormat::Bf16 => match take("bf16", n)? {
-                Part::Bf16(v) => Storage::Bf16(v),
-                _ => return Err(wrong("bf16")),
-            },
-            WeightFormat::F16 => match take("f16", n)? {
-                Part::F32(v) => Storage::F16(v.iter().map(|&x| half::f16::from_f32(x)).collect()),
-                _ => return Err(wrong("f16")),
-            },
-            WeightFormat::Int8 => {
-                let g = n / gemv_int8::GROUP;
-                match (take("q", n)?, take("scales", g)?, take("biases", g)?) {
-                    (Part::U8(q), Part::F32(scales), Part::F32(biases)) => {
-                        let a = quant::Affine {
-                            bits: 8,
-                            group: gemv_int8::GROUP,
-                            q,
-                            scales,
-                            biases,
-                        };
-                        Storage::Int8(Q8::from_affine(&a, rows, cols))
-                    }
-                    _ => return Err(wrong("q/scales/biases")),
-                }
-            }
-            WeightFormat::Int4 => {
-                let g = n / AFFINE_GROUP;
-                match (take("q", n / 2)?, take("scales", g)?, take("biases", g)?) {
-                    (Part::U8(packed), Part::F32(scales), Part::F32(biases)) => Storage::Int4 {
-                        packed,
-                        scales,
-                        biases,
-                    },
-                    _ => return Err(wrong("q/scales/biases")),
-                }
-            }
-            WeightFormat::Lut4 => {
-                match (
-                    take("q", n / 2)?,
-                    take("lut", rows.div_ceil(PALETTE_ROWS) * 16)?,
-                ) {
-                    (Part::U8(packed), Part::F32(lut)) => {
-                        let idx = (0..n).map(|i| gemv_q4::unpack_at(&packed, i)).collect();
-                        let p = quant::Palette {
-                            rows_per_group: PALETTE_ROWS,
-                            lut,
-                            idx,
-                        };
-                        Storage::Lut4(Lut4::from_palette(&p, rows, cols))
-                    }
-                    _ => return Err(wrong("q/lut")),
-                }
-            }
-            WeightFormat::MlxInt8 => match take("w", n)? {
-                Part::Bf16(w) => Storage::Mlx8(Mlx8::from_dequantized(rows, cols, &w)),
-                _ => return Err(wrong("w")),
-            },
-        };
-        Ok(Matrix { rows, cols, data })
     }
 
     /// Stacks matrices of one format with equal column counts (rows concatenated;
@@ -462,7 +335,10 @@ impl Matrix {
     }
 }
 
+mod arrays;
 mod products;
+
+pub use arrays::{MatrixArrays, MatrixArraysError};
 
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@
 
 use rill_kernels::isa;
 use rill_kernels::quant;
-use rill_kernels::{Matrix, Part, Pool, WeightFormat};
+use rill_kernels::{Matrix, MatrixArrays, Pool};
 
 const ROWS: usize = 16;
 const COLS: usize = 128;
@@ -142,40 +142,31 @@ fn independent_dequantisation_matches_mlx_matmul() {
     }
 }
 
-/// rill's stored form of one MLX result (`Matrix::parts` names and layouts).
-fn rill_parts(mlx: &MlxQuant) -> (WeightFormat, Vec<(&'static str, Part)>) {
+/// rill's stored form of one MLX result (`Matrix::to_arrays` layouts).
+fn rill_arrays(mlx: &MlxQuant) -> MatrixArrays {
     let values: Vec<u8> = (0..ROWS * COLS).map(|i| mlx.value(i) as u8).collect();
-    let q = match mlx.bits {
+    let (scales, biases) = (mlx.scales.clone(), mlx.biases.clone());
+    match mlx.bits {
         // One value per byte, row-major.
-        8 => values,
+        8 => MatrixArrays::Int8 {
+            q: values,
+            scales,
+            biases,
+        },
         // Per run of 32 values: byte j = value j (low nibble) | value j + 16 (high nibble).
-        _ => values
-            .chunks_exact(32)
-            .flat_map(|run| (0..16).map(move |j| run[j] | run[j + 16] << 4))
-            .collect(),
-    };
-    let format = if mlx.bits == 8 {
-        WeightFormat::Int8
-    } else {
-        WeightFormat::Int4
-    };
-    let parts = vec![
-        ("q", Part::U8(q)),
-        ("scales", Part::F32(mlx.scales.clone())),
-        ("biases", Part::F32(mlx.biases.clone())),
-    ];
-    (format, parts)
+        _ => MatrixArrays::Int4 {
+            packed: values
+                .chunks_exact(32)
+                .flat_map(|run| (0..16).map(move |j| run[j] | run[j + 16] << 4))
+                .collect(),
+            scales,
+            biases,
+        },
+    }
 }
 
 fn matrix_from(mlx: &MlxQuant) -> Matrix {
-    let (format, parts) = rill_parts(mlx);
-    Matrix::from_parts(format, ROWS, COLS, |name| {
-        parts
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| p.clone())
-    })
-    .unwrap()
+    Matrix::from_arrays(ROWS, COLS, rill_arrays(mlx)).unwrap()
 }
 
 /// Integer activations with max |x| = 32767 quantise to int16 exactly (scale 1), so
@@ -218,7 +209,7 @@ fn gemv_on_mlx_values_matches_independent_dequantisation() {
         }
         // The same values through rill's own conversion path: identical storage.
         let ours = Matrix::from_f32(ROWS, COLS, v.f32("w"), matrix_from(&mlx).format());
-        assert_eq!(ours.parts(), rill_parts(&mlx).1, "{bits}-bit parts");
+        assert_eq!(ours.to_arrays(), rill_arrays(&mlx), "{bits}-bit arrays");
     }
 }
 

@@ -10,7 +10,7 @@
 //! The int8 / int4 layouts are checked against MLX's own values in `mx_quantize.rs`.
 
 use rill_kernels::isa;
-use rill_kernels::{Matrix, Part, Pool, WeightFormat};
+use rill_kernels::{Matrix, MatrixArrays, Pool, WeightFormat};
 
 /// splitmix64: reproducible test data without a dependency.
 struct Rng(u64);
@@ -62,10 +62,10 @@ fn pack_nibbles(idx: &[u8]) -> Vec<u8> {
 /// too: the product must equal the codebook product to f32 rounding. A misread index,
 /// nibble or block codebook shows as an O(1) error.
 #[test]
-fn lut4_from_parts_matches_the_codebook_product() {
+fn lut4_from_arrays_matches_the_codebook_product() {
     let pool = Pool::new(2);
     let tiers =
-        isa::tiers_under_test("quantized_gemv::lut4_from_parts_matches_the_codebook_product");
+        isa::tiers_under_test("quantized_gemv::lut4_from_arrays_matches_the_codebook_product");
     let mut rng = Rng(5);
     // 40 rows: two whole 16-row blocks and a partial one.
     let (rows, cols) = (40usize, 256usize);
@@ -79,17 +79,11 @@ fn lut4_from_parts_matches_the_codebook_product() {
         lut[b * 16 + ((b + 7) % 16)] = -127.0 / 256.0;
     }
     let idx: Vec<u8> = (0..rows * cols).map(|_| rng.below(16) as u8).collect();
-    let parts = [
-        ("q", Part::U8(pack_nibbles(&idx))),
-        ("lut", Part::F32(lut.clone())),
-    ];
-    let m = Matrix::from_parts(WeightFormat::Lut4, rows, cols, |name| {
-        parts
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| p.clone())
-    })
-    .unwrap();
+    let arrays = MatrixArrays::Lut4 {
+        packed: pack_nibbles(&idx),
+        lut: lut.clone(),
+    };
+    let m = Matrix::from_arrays(rows, cols, arrays).unwrap();
     let mut x: Vec<f32> = (0..cols)
         .map(|_| (rng.below(65535) as i64 - 32767) as f32)
         .collect();

@@ -6,16 +6,14 @@
 //! src     = LayerNorm((mulan + regular) / 2)
 //! ```
 
-use rill_checkpoint::layout::{DEPTHFORMER, MULAN_DIM, MULAN_ROWS, REGULAR_ROWS};
 use rill_kernels::{ops, ops_bf16, Matrix, Pool};
 
 use crate::conditioning::{CHANNELS, STYLE_LEVELS};
+use crate::config::{MULAN_DIM, MULAN_ROWS, MULAN_VOCAB, REGULAR_ROWS};
 use crate::error::ModelError;
+use crate::layout::DEPTHFORMER;
 use crate::loader::Loader;
 use crate::precision::Role;
-
-/// Per-level vocabulary of the MusicCoCa channels (1024 codes + 6 reserved + 1 dropout).
-const MULAN_VOCAB: usize = 1031;
 
 /// Per-channel vocabularies of the regular channels: 128 pitches (11), drums (9),
 /// CFG musiccoca and notes (47 each), CFG drums (15).

@@ -36,6 +36,13 @@ pub enum ModelError {
     },
     #[error("pre-quantised tensor {name}: {reason}")]
     Prequantized { name: String, reason: String },
+    #[error(
+        "precision f32 is the format of the source checkpoint, nothing to pre-quantise; pick one of {}",
+        crate::prequantized::compact_precisions()
+    )]
+    QuantizeToF32,
+    #[error("{path} is already pre-quantised ({precision}); quantise the original checkpoint")]
+    AlreadyPrequantized { path: PathBuf, precision: String },
     #[error("state file {path}: {reason}")]
     SessionFile { path: PathBuf, reason: String },
     #[error("forced token {token} at depth step {level} is outside that level's ids {lo}..{hi}")]

@@ -18,11 +18,14 @@
 
 pub mod attention;
 pub mod conditioning;
+pub mod config;
 pub mod encoder;
 pub mod error;
 pub mod layers;
+pub mod layout;
 pub mod model;
 pub mod precision;
+pub mod prequantized;
 pub mod quality;
 pub mod sampler;
 pub mod session;
@@ -30,9 +33,8 @@ pub mod session_file;
 
 mod loader;
 
-pub use loader::RecordedMatrix;
-
+pub use config::Mrt2Config;
 pub use error::{InvalidValue, ModelError};
-pub use model::{Mrt2, Mrt2Config, LEVELS};
+pub use model::{Mrt2, LEVELS};
 pub use precision::Precision;
 pub use session::{FrameTrace, LmState, Session, DEFAULT_SEED};

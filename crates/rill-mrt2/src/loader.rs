@@ -3,29 +3,19 @@
 //! JAX kernels are `[in, out]` (or `[in, H, Dh]`); the engine stores every matrix
 //! row-major `[out][in]` so a matrix-vector product streams contiguous rows. A
 //! pre-quantised file (`rill quantize`) already holds matrices in that layout and
-//! format, as parts named `NAME#FORMAT:PART`; they load without re-quantising.
+//! format (`rill_checkpoint::quantized`); they load without re-quantising.
 
 use std::cell::RefCell;
 
-use rill_checkpoint::quantized::part_name;
-use rill_checkpoint::{Checkpoint, Dtype};
+use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::{round_bf16, transpose};
-use rill_kernels::{Matrix, Part, WeightFormat};
+use rill_kernels::{Matrix, WeightFormat};
 
 use crate::error::ModelError;
 use crate::precision::{Precision, Role};
 
 /// A matrix as loaded, keyed by its checkpoint tensor name (for `rill quantize`).
-pub type RecordedMatrix = (String, Matrix);
-
-/// Drops a tensor's pages from this process once it has been copied.
-struct ReleaseOnDrop<'a>(&'a Checkpoint, &'a str);
-
-impl Drop for ReleaseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.release(self.1);
-    }
-}
+pub(crate) type RecordedMatrix = (String, Matrix);
 
 pub(crate) struct Loader<'a> {
     pub ckpt: &'a Checkpoint,
@@ -96,43 +86,22 @@ impl Loader<'_> {
         rows: usize,
         cols: usize,
     ) -> Result<Matrix, ModelError> {
-        let bad = |reason: String| ModelError::Prequantized {
-            name: name.to_string(),
-            reason,
-        };
         if stored != format.name() {
-            return Err(bad(format!(
-                "stored as {stored}, but precision {} needs {}; run with the precision the file was quantised for{}",
-                self.precision,
-                format.name(),
-                self.ckpt
-                    .quantized_precision()
-                    .map(|p| format!(" (--precision {p})"))
-                    .unwrap_or_default()
-            )));
+            let run_with = self
+                .ckpt
+                .quantized_precision()
+                .map(|p| format!(" (--precision {p})"))
+                .unwrap_or_default();
+            let needs = format.name();
+            return Err(ModelError::Prequantized {
+                name: name.to_string(),
+                reason: format!(
+                    "stored as {stored}, but precision {} needs {needs}; run with the precision the file was quantised for{run_with}",
+                    self.precision
+                ),
+            });
         }
-        let m = Matrix::from_parts(format, rows, cols, |part| {
-            let pname = part_name(name, stored, part);
-            let t = self.ckpt.tensor(&pname).ok()?;
-            let b = t.bytes;
-            let _release = ReleaseOnDrop(self.ckpt, &pname);
-            Some(match t.dtype {
-                Dtype::U8 => Part::U8(b.to_vec()),
-                Dtype::BF16 => Part::Bf16(
-                    b.chunks_exact(2)
-                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                        .collect(),
-                ),
-                Dtype::F32 => Part::F32(
-                    b.chunks_exact(4)
-                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect(),
-                ),
-                _ => return None,
-            })
-        })
-        .map_err(bad)?;
-        Ok(m)
+        Ok(self.ckpt.quantized_matrix(name, format, rows, cols)?)
     }
 
     /// A JAX `[in, out...]` kernel as an `[out][in]` matrix.

@@ -4,49 +4,27 @@
 //! Everything here is immutable and `Sync`; all state lives in the caller's
 //! [`crate::session::Session`].
 
-use rill_checkpoint::layout::{LayoutDims, DEPTHFORMER, VOCAB};
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::layout::RVQ_LEVELS;
+use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::round_bf16;
 use rill_kernels::{ops, ops_bf16, Matrix, Pool};
 
 use crate::attention::KvView;
+use crate::config::Mrt2Config;
 use crate::encoder::Encoder;
 use crate::error::ModelError;
 use crate::layers::{
     CrossAttentionBlock, DepthLayer, FfnBlock, SelfAttentionBlock, StackScratch, TemporalLayer,
 };
+use crate::layout::{self, DEPTHFORMER};
 use crate::loader::{Loader, RecordedMatrix};
 use crate::precision::{Precision, Role};
-use crate::sampler::{LEVEL, RESERVED};
+use crate::sampler::{LEVEL, RESERVED, VOCAB};
 
 /// RVQ levels (depth steps) per frame.
-pub const LEVELS: usize = 12;
+pub const LEVELS: usize = RVQ_LEVELS;
 /// Output-logit soft cap (trap T8).
 pub const SOFT_CAP: f32 = 30.0;
-
-/// Shapes of a loaded model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mrt2Config {
-    pub kind: ModelKind,
-    pub dims: LayoutDims,
-}
-
-impl Mrt2Config {
-    pub fn new(kind: ModelKind) -> Self {
-        Mrt2Config {
-            kind,
-            dims: kind.dims(),
-        }
-    }
-    /// Temporal attention width `H·Dh`.
-    pub fn temporal_inner(&self) -> usize {
-        self.dims.temporal.heads * self.dims.temporal.head_dim
-    }
-    /// Depth attention width `H·Dh`.
-    pub fn depth_inner(&self) -> usize {
-        self.dims.depth.heads * self.dims.depth.head_dim
-    }
-}
 
 /// The language model's weights.
 #[derive(Debug)]
@@ -79,8 +57,8 @@ impl Mrt2 {
     }
 
     /// Like [`Mrt2::load`], also returning every weight matrix as loaded, keyed by
-    /// its checkpoint tensor name (what `rill quantize` writes).
-    pub fn load_recording(
+    /// its checkpoint tensor name (what [`crate::prequantized::write`] stores).
+    pub(crate) fn load_recording(
         ckpt: &Checkpoint,
         precision: Precision,
     ) -> Result<(Mrt2, Vec<RecordedMatrix>), ModelError> {
@@ -95,7 +73,7 @@ impl Mrt2 {
 
     fn load_with(l: &Loader<'_>) -> Result<Mrt2, ModelError> {
         let (ckpt, precision) = (l.ckpt, l.precision);
-        let kind = ckpt.validate()?;
+        let kind = layout::validate(ckpt)?;
         let config = Mrt2Config::new(kind);
         let d = config.dims;
         let (t, dp) = (d.temporal, d.depth);

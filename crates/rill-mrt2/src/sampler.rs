@@ -8,14 +8,15 @@
 //! whose results equal MLX's x86 `log` on every recorded value (the parity tests
 //! compare the noise exactly; numpy's `log` differs by a few ulp, ≈1e-6).
 
-/// The full output vocabulary.
-pub const VOCAB: usize = 12294;
-
 use crate::error::InvalidValue;
-/// Ids per RVQ level.
-pub const LEVEL: usize = 1024;
+use crate::model::LEVELS;
+
+/// The full output vocabulary: the reserved ids, then every level's ids.
+pub const VOCAB: usize = RESERVED + LEVELS * LEVEL;
+/// Ids per RVQ level: one per codebook entry of the codec.
+pub const LEVEL: usize = rill_codec::CODES;
 /// Reserved ids before the first level (0 = SOS).
-pub const RESERVED: usize = 6;
+pub const RESERVED: usize = rill_codec::RESERVED_IDS as usize;
 /// `-0.7·f32::MAX`, the reference's "large negative number" for masked logits.
 pub const MASKED: f32 = -0.7 * f32::MAX;
 

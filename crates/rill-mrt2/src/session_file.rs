@@ -27,8 +27,9 @@ use safetensors::Dtype;
 use serde::{Deserialize, Serialize};
 
 use crate::conditioning::{CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS};
+use crate::config::Mrt2Config;
 use crate::error::ModelError;
-use crate::model::{Mrt2, Mrt2Config, LEVELS};
+use crate::model::{Mrt2, LEVELS};
 use crate::precision::Precision;
 use crate::sampler::{SamplingParams, LEVEL, RESERVED, VOCAB};
 use crate::session::{LmState, Session};

@@ -176,7 +176,7 @@ impl Model {
         let threads = thread_count(o.threads)?;
         let path = resolve_checkpoint(o.checkpoint.as_deref(), &o.size)?;
         let ckpt = Checkpoint::open(&path)?;
-        let kind = ckpt.validate()?;
+        let kind = rill_mrt2::layout::validate(&ckpt)?;
         if kind != want {
             return Err(Error::invalid(format!(
                 "{} is an {} checkpoint, but size={:?}; pass size={:?}",

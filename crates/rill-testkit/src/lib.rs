@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rill_checkpoint::{synth, ModelKind};
+use rill_checkpoint::synth::{self, SynthTensor};
+use rill_checkpoint::ModelKind;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -68,16 +69,48 @@ pub fn cache_dir() -> PathBuf {
 
 static SYNTH_LOCK: Mutex<()> = Mutex::new(());
 
+/// The tensors of the oracle's checkpoint of `kind`, from its manifest
+/// (`testdata/mrt2/manifest_*.json`: names in file order, shapes, and the exact
+/// f64 bits of each tensor's mean and std).
+pub fn manifest_tensors(kind: ModelKind) -> Vec<SynthTensor> {
+    let file = format!("manifest_{}.json", kind.name());
+    let manifest = json(&file);
+    let bits = |v: &serde_json::Value| {
+        let hex = v
+            .as_str()
+            .unwrap_or_else(|| panic!("{file}: {v} is no string"));
+        u64::from_str_radix(hex.trim_start_matches("0x"), 16)
+            .unwrap_or_else(|e| panic!("{file}: {hex}: {e}"))
+    };
+    let tensors = manifest["tensors"].as_array();
+    tensors
+        .unwrap_or_else(|| panic!("{file} has no tensor list"))
+        .iter()
+        .map(|t| SynthTensor {
+            name: t["name"].as_str().unwrap().to_string(),
+            shape: t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect(),
+            mean: f64::from_bits(bits(&t["mean_f64_bits"])),
+            std: f64::from_bits(bits(&t["std_f64_bits"])),
+        })
+        .collect()
+}
+
 /// Path of the portable random-weight checkpoint for (`kind`, `seed`), synthesised
-/// on first use (about 10 s for mrt2_small) and reused afterwards.
+/// on first use (about 10 s for mrt2_small) and reused afterwards. The tensors come
+/// from the oracle's manifest, not from rill's layout, so a test checkpoint never
+/// depends on the code under test (the layout tests compare the two).
 pub fn synthetic_checkpoint(kind: ModelKind, seed: u64) -> PathBuf {
     let _guard = SYNTH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let path = cache_dir().join(format!("{}_seed{seed}.safetensors", kind.name()));
-    let specs = rill_checkpoint::layout::tensor_specs(kind);
-    let header = synth::header_json(kind, seed, &specs);
-    let want = 8 + header.len() as u64 + specs.iter().map(|t| 4 * t.numel() as u64).sum::<u64>();
+    let tensors = manifest_tensors(kind);
+    let want = synth::file_len(kind, seed, &tensors);
     if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
-        synth::write_checkpoint(kind, seed, &path, &mut |_, _| {})
+        synth::write_checkpoint(kind, seed, &tensors, &path, &mut |_, _| {})
             .unwrap_or_else(|e| panic!("synthesising {}: {e}", path.display()));
     }
     path

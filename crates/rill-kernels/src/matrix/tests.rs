@@ -176,20 +176,11 @@ fn unaligned_row_ranges_stacking_and_parts() {
                 );
             }
         }
-        // Parts round-trip exactly; stacking equals converting the stacked matrix.
-        let back = Matrix::from_parts(format, rows, cols, {
-            let parts = m.parts();
-            move |name| {
-                parts
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, p)| p.clone())
-            }
-        })
-        .unwrap();
+        // Arrays round-trip exactly; stacking equals converting the stacked matrix.
+        let back = Matrix::from_arrays(rows, cols, m.to_arrays()).unwrap();
         let mut y2 = vec![0f32; rows];
         back.gemv(&x, &mut y2, &pool);
-        assert_eq!(y2, full, "{format:?} parts");
+        assert_eq!(y2, full, "{format:?} arrays");
         let top = Matrix::from_f32(160, cols, w[..160 * cols].to_vec(), format);
         let bottom = Matrix::from_f32(128, cols, w[160 * cols..288 * cols].to_vec(), format);
         let stacked = Matrix::stack(vec![top, bottom]);
@@ -220,4 +211,36 @@ fn row_range_and_transpose() {
         let r = 4 + i;
         assert_eq!(*v, (0..cols).map(|c| (r * cols + c) as f32).sum::<f32>());
     }
+}
+
+#[test]
+fn arrays_that_do_not_fit_the_shape_are_typed_errors() {
+    use super::{MatrixArrays, MatrixArraysError};
+    let m = Matrix::from_f32(4, 64, vec![0.5; 256], WeightFormat::Int8);
+    let e = Matrix::from_arrays(8, 64, m.to_arrays()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            MatrixArraysError::Length {
+                array: "q",
+                found: 256,
+                expected: 512,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = Matrix::from_arrays(8, 32, m.to_arrays()).unwrap_err();
+    assert!(
+        matches!(e, MatrixArraysError::Columns { multiple: 64, .. }),
+        "{e}"
+    );
+    let e = Matrix::from_arrays(usize::MAX, 2, MatrixArrays::F32(vec![])).unwrap_err();
+    assert_eq!(
+        e,
+        MatrixArraysError::TooLarge {
+            rows: usize::MAX,
+            cols: 2
+        }
+    );
 }
