@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use rill_checkpoint::synth::{self, SynthTensor};
+use rill_checkpoint::synth;
 use rill_checkpoint::{locate, Checkpoint, ModelKind};
 use rill_codec::{Codec, CodecOptions, CodecPrecision};
 use rill_mrt2::{layout, Mrt2, Precision};
@@ -73,23 +73,19 @@ pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
 }
 
 fn is_complete_synth(path: &Path, seed: u64) -> bool {
-    let want = synth::file_len(ModelKind::Small, seed, &synth_tensors(ModelKind::Small));
+    let want = synth::file_len(
+        ModelKind::Small,
+        seed,
+        &layout::synth_tensors(ModelKind::Small),
+    );
     std::fs::metadata(path).map(|m| m.len()).ok() == Some(want)
-}
-
-/// The tensors of a synthetic checkpoint of `kind`: its layout.
-fn synth_tensors(kind: ModelKind) -> Vec<SynthTensor> {
-    layout::tensor_specs(kind)
-        .iter()
-        .map(SynthTensor::from)
-        .collect()
 }
 
 /// Writes a synthetic checkpoint with a progress bar.
 pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
     let start = Instant::now();
     let bar = progress::bytes_bar("synthesising");
-    let tensors = synth_tensors(kind);
+    let tensors = layout::synth_tensors(kind);
     let summary = synth::write_checkpoint(kind, seed, &tensors, path, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);

@@ -175,6 +175,15 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
     specs
 }
 
+/// The tensors a random-weight checkpoint of `kind` holds (`rill synth-checkpoint`,
+/// the Python package's `synth_checkpoint`): the layout, each with its recipe.
+pub fn synth_tensors(kind: ModelKind) -> Vec<rill_checkpoint::synth::SynthTensor> {
+    tensor_specs(kind)
+        .iter()
+        .map(rill_checkpoint::synth::SynthTensor::from)
+        .collect()
+}
+
 /// Which model `ckpt` holds: from the decoder embedding's width, or for a
 /// pre-quantised file the model it records.
 pub fn detect_model(ckpt: &Checkpoint) -> Result<ModelKind, CheckpointError> {

@@ -133,7 +133,10 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(|| async { Html(INDEX_HTML) }))
         .route("/style.css", get(|| async { asset("text/css", STYLE_CSS) }))
-        .route("/worklet.js", get(|| async { asset(JAVASCRIPT, WORKLET_JS) }))
+        .route(
+            "/worklet.js",
+            get(|| async { asset(JAVASCRIPT, WORKLET_JS) }),
+        )
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route(
             "/favicon.ico",

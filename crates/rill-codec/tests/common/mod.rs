@@ -155,7 +155,11 @@ pub fn check_step_vs_batched(what: &str, step: &StepRun, batched: &BatchedOutput
         "{what}: the first {} samples are not silence",
         rill_codec::OUTPUT_DELAY
     );
-    assert_eq!(step.audio.len() - fa, batched.audio.len(), "{what}: lengths");
+    assert_eq!(
+        step.audio.len() - fa,
+        batched.audio.len(),
+        "{what}: lengths"
+    );
     let fs = STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN;
     let da = rill_testkit::max_abs_diff(&step.audio[fa..], &batched.audio);
     let ds = rill_testkit::max_abs_diff(&step.stft[fs..], &batched.stft);
