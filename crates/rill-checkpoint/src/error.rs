@@ -54,6 +54,12 @@ pub enum CheckpointError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot write {path}: {source} (is the disk full, or the folder read-only?)")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path} is not a readable safetensors file ({reason}); the file may be truncated or corrupt — download it again")]
     NotSafetensors { path: PathBuf, reason: String },
     #[error("{path} does not look like an MRT2 checkpoint: {reason}")]

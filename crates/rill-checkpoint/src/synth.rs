@@ -7,7 +7,6 @@
 //! so the output is bit-identical to the oracle's numpy implementation. The file
 //! written here is byte-identical to the oracle's `synth_checkpoint.py` output.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -217,14 +216,11 @@ pub fn write_checkpoint(
 ) -> Result<SynthSummary> {
     let header = header_json(kind, seed, tensors);
     let total = data_bytes(tensors);
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let io = |source| CheckpointError::Io {
+    let io = |source| CheckpointError::Write {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::create(&partial).map_err(io)?;
+    let (pending, file) = rill_io::AtomicFile::create(path).map_err(io)?;
     let mut w = BufWriter::with_capacity(1 << 22, file);
     let mut sha = Sha256::new();
     let len = (header.len() as u64).to_le_bytes();
@@ -255,20 +251,18 @@ pub fn write_checkpoint(
         }
     }
     w.flush().map_err(io)?;
-    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    drop(file);
+    drop(w);
     let sha256: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let oracle = oracle_sha256(kind, seed);
     if let Some(want) = oracle.filter(|&want| want != sha256) {
-        let _ = std::fs::remove_file(&partial);
+        // Dropping `pending` removes the partial file.
         return Err(CheckpointError::SynthMismatch {
             path: path.to_path_buf(),
             found: sha256,
             expected: want.to_string(),
         });
     }
-    std::fs::rename(&partial, path).map_err(io)?;
+    pending.commit().map_err(io)?;
     Ok(SynthSummary {
         tensors: tensors.len(),
         params: total / 4,

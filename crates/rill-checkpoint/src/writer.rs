@@ -84,44 +84,30 @@ pub fn serialize(
     safetensors::serialize(views, Some(metadata))
 }
 
-/// Writes `bytes` to `path` atomically (via `path.partial`, renamed when complete).
+/// Writes `bytes` to `path` atomically ([`rill_io::write_atomic`]).
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let io = |e: std::io::Error| CheckpointError::Io {
+    rill_io::write_atomic(path, bytes).map_err(|source| CheckpointError::Write {
         path: path.to_path_buf(),
-        source: e,
-    };
-    if let Err(e) = std::fs::write(&partial, bytes) {
-        let _ = std::fs::remove_file(&partial);
-        return Err(io(e));
-    }
-    std::fs::rename(&partial, path).map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        io(e)
+        source,
     })
 }
 
-/// Writes `tensors` and `metadata` to `path` atomically: the data goes to
-/// `path.partial` first and is renamed when complete, so a failed write never
-/// leaves a truncated file under the final name (or clobbers an existing one).
+/// Writes `tensors` and `metadata` to `path` atomically ([`rill_io::AtomicFile`]):
+/// a failed write never leaves a truncated file under the final name (or
+/// clobbers an existing one).
 pub fn write(
     path: &Path,
     tensors: &[(String, Tensor<'_>)],
     metadata: HashMap<String, String>,
 ) -> Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let io = |e: std::io::Error| CheckpointError::Io {
+    let err = |source| CheckpointError::Write {
         path: path.to_path_buf(),
-        source: e,
+        source,
     };
+    let (pending, file) = rill_io::AtomicFile::create(path).map_err(err)?;
+    drop(file);
     let views: Vec<(String, &Tensor<'_>)> = tensors.iter().map(|(n, t)| (n.clone(), t)).collect();
-    if let Err(e) = safetensors::serialize_to_file(views, Some(metadata), &partial) {
-        let _ = std::fs::remove_file(&partial);
-        return Err(io(std::io::Error::other(e)));
-    }
-    std::fs::rename(&partial, path).map_err(io)
+    safetensors::serialize_to_file(views, Some(metadata), pending.partial_path())
+        .map_err(|e| err(std::io::Error::other(e)))?;
+    pending.commit().map_err(err)
 }

@@ -1,60 +1,36 @@
-//! Output files that are checked before any work starts and appear atomically.
-//!
-//! Each output is first created as `NAME.partial` (so an unwritable path fails
-//! immediately) and renamed to its final name only when complete; an aborted run
-//! leaves no truncated file under the final name.
+//! Output files that are checked before any work starts and appear atomically
+//! ([`rill_io::AtomicFile`]: written as `NAME.partial`, synced and renamed when
+//! complete; an aborted run leaves no truncated file under the final name).
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
+use rill_io::AtomicFile;
 
 /// A reserved output path.
-pub struct PendingFile {
-    final_path: PathBuf,
-    partial: PathBuf,
-    committed: bool,
-}
+pub struct PendingFile(AtomicFile);
 
 impl PendingFile {
     /// Creates `path.partial` now, failing early if the location is not writable.
     pub fn reserve(path: &Path) -> Result<PendingFile> {
-        let mut partial = path.as_os_str().to_owned();
-        partial.push(".partial");
-        let partial = PathBuf::from(partial);
-        File::create(&partial)
+        let (pending, _) = AtomicFile::create(path)
             .with_context(|| format!("cannot write output {}", path.display()))?;
-        Ok(PendingFile {
-            final_path: path.to_path_buf(),
-            partial,
-            committed: false,
-        })
+        Ok(PendingFile(pending))
     }
 
     /// Path data should be written to.
     pub fn partial_path(&self) -> &Path {
-        &self.partial
+        self.0.partial_path()
     }
 
     /// Moves the finished file into place.
-    pub fn commit(mut self) -> Result<()> {
-        std::fs::rename(&self.partial, &self.final_path).with_context(|| {
-            format!(
-                "cannot move the output into place at {}",
-                self.final_path.display()
-            )
-        })?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for PendingFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.partial);
-        }
+    pub fn commit(self) -> Result<()> {
+        let dest = self.0.destination().to_path_buf();
+        self.0
+            .commit()
+            .with_context(|| format!("cannot move the output into place at {}", dest.display()))
     }
 }
 

@@ -5,6 +5,7 @@
 //! Files are untrusted: every size in a header is checked against the bytes really
 //! present before anything is allocated (see `npy.rs` and [`Npz::read`]).
 
+mod atomic;
 mod npy;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use npyz::WriterBuilder;
 
+pub use atomic::{write_atomic, AtomicFile};
 pub use npy::MAX_HEADER_LEN;
 
 /// Largest expansion of deflate (RFC 1951): at most 1032 output bytes per input
@@ -190,7 +192,7 @@ pub fn write_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
         source,
     };
     let bytes = npy_bytes(a).map_err(werr)?;
-    std::fs::write(path, bytes).map_err(werr)
+    write_atomic(path, &bytes).map_err(werr)
 }
 
 /// All arrays of an `.npz` file, by name.
@@ -362,7 +364,7 @@ pub fn write_npz<'a>(
         path: path.to_path_buf(),
         source,
     };
-    let file = File::create(path).map_err(werr)?;
+    let (pending, file) = AtomicFile::create(path).map_err(werr)?;
     let mut zip = zip::ZipWriter::new(BufWriter::new(file));
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
@@ -374,7 +376,9 @@ pub fn write_npz<'a>(
         zip.write_all(&bytes).map_err(werr)?;
     }
     let mut w = zip.finish().map_err(|e| werr(std::io::Error::other(e)))?;
-    w.flush().map_err(werr)
+    w.flush().map_err(werr)?;
+    drop(w);
+    pending.commit().map_err(werr)
 }
 
 #[cfg(test)]
