@@ -1,0 +1,282 @@
+use super::*;
+use crate::quant::Affine;
+
+/// A small LCG (tests only).
+pub(crate) struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo + 1) as u64) as i64
+    }
+
+    /// ±1 with equal odds.
+    pub fn sign(&mut self) -> i64 {
+        if self.next() & 1 == 0 {
+            1
+        } else {
+            -1
+        }
+    }
+
+    /// Uniform in [−0.5, 0.5).
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 7) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+}
+
+/// Owned activation buffers, derived from `xq` as `matrix::with_quantized` does.
+pub(crate) struct OwnedAct {
+    xq: Vec<i16>,
+    hi: Vec<i8>,
+    lo: Vec<i8>,
+    sums: Vec<f32>,
+    scale: f32,
+}
+
+impl OwnedAct {
+    pub fn new(xq: Vec<i16>, scale: f32) -> OwnedAct {
+        let n = xq.len();
+        let (mut hi, mut lo) = (vec![0; n], vec![0; n]);
+        split_bytes(&xq, &mut hi, &mut lo);
+        let sums = xq
+            .chunks_exact(GROUP)
+            .map(|c| c.iter().map(|&v| v as i32).sum::<i32>() as f32)
+            .collect();
+        OwnedAct {
+            xq,
+            hi,
+            lo,
+            sums,
+            scale,
+        }
+    }
+
+    /// `n` random int16 activations in `[-amp, amp]`, one of them at ±amp (the
+    /// quantiser maps the largest |x| to ±32767).
+    pub fn random(rng: &mut Rng, n: usize, amp: i64, scale: f32) -> OwnedAct {
+        let mut xq: Vec<i16> = (0..n).map(|_| rng.int(-amp, amp) as i16).collect();
+        let i = rng.int(0, n as i64 - 1) as usize;
+        xq[i] = (rng.sign() * amp) as i16;
+        OwnedAct::new(xq, scale)
+    }
+
+    pub fn xq(&self) -> &[i16] {
+        &self.xq
+    }
+
+    pub fn act(&self) -> Act<'_> {
+        Act {
+            xq: &self.xq,
+            hi: &self.hi,
+            lo: &self.lo,
+            sums: &self.sums,
+            scale: self.scale,
+        }
+    }
+}
+
+/// Calls `f` with the blocks of each task when `nblocks` blocks are split into
+/// tasks of up to `per` blocks taken far apart (as `matrix::block_tasks` does).
+pub(crate) fn for_block_tasks(nblocks: usize, per: usize, mut f: impl FnMut(&[usize])) {
+    let tasks = nblocks.div_ceil(per);
+    for t in 0..tasks {
+        let b: Vec<usize> = (0..per)
+            .map(|q| t + q * tasks)
+            .filter(|&i| i < nblocks)
+            .collect();
+        f(&b);
+    }
+}
+
+/// Shapes `(rows, cols)`: rows a multiple of 16 and not, several widths.
+pub(crate) const SHAPES: [(usize, usize); 8] = [
+    (16, 64),
+    (37, 64),
+    (64, 256),
+    (7, 256),
+    (48, 1024),
+    (130, 1024),
+    (32, 4096),
+    (21, 4096),
+];
+
+fn run(m: &Q8, isa: Isa, act: &Act<'_>, per: usize) -> Vec<f32> {
+    let mut y = vec![f32::NAN; m.rows];
+    let range = 0..m.rows;
+    for_block_tasks(m.rows.div_ceil(BLOCK), per, |b| {
+        m.run_blocks(isa, b, &range, act, y.as_mut_ptr())
+    });
+    y
+}
+
+/// Exact integer sums `Σ_{i∈g} q[r,i]·xq[i]`, `[rows][groups]`, from row-major data.
+fn group_dots(a: &Affine, rows: usize, cols: usize, xq: &[i16]) -> Vec<i64> {
+    let groups = cols / GROUP;
+    let mut d = vec![0i64; rows * groups];
+    for r in 0..rows {
+        for c in 0..cols {
+            d[r * groups + c / GROUP] += a.q[r * cols + c] as i64 * xq[c] as i64;
+        }
+    }
+    d
+}
+
+/// Random affine data; scales and biases of mixed sign and magnitude.
+fn random_affine(rng: &mut Rng, rows: usize, cols: usize) -> Affine {
+    let g = rows * cols / GROUP;
+    Affine {
+        bits: 8,
+        group: GROUP,
+        q: (0..rows * cols).map(|_| rng.int(0, 255) as u8).collect(),
+        scales: (0..g).map(|_| rng.unit() * 1e-2).collect(),
+        biases: (0..g).map(|_| rng.unit()).collect(),
+    }
+}
+
+/// The row widening walks the blocked layout quad by quad; it must read what
+/// `index` addresses, element by element.
+#[test]
+fn row_into_reads_the_blocked_layout() {
+    let mut rng = Rng(7);
+    for &(rows, cols) in &SHAPES {
+        let a = random_affine(&mut rng, rows, cols);
+        let m = Q8::from_affine(&a, rows, cols);
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            m.row_into(r, &mut row);
+            for (c, &got) in row.iter().enumerate() {
+                let meta = ((r / BLOCK) * m.groups() + c / GROUP) * BLOCK + r % BLOCK;
+                let want = m.q[m.index(r, c)] as f32 * m.scales[meta] + m.biases[meta];
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{rows}x{cols} row {r} col {c}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_sums_are_exact_on_every_tier() {
+    let tiers = crate::isa::tiers_under_test("gemv_int8::integer_sums_are_exact_on_every_tier");
+    // Unit scales, zero biases and sx = 1 make the output the plain integer sum;
+    // small activations keep every partial sum below 2^24, so the f32 result is
+    // the exact integer on every tier whatever its accumulation order.
+    let mut rng = Rng(1);
+    for &(rows, cols) in &SHAPES {
+        let mut a = random_affine(&mut rng, rows, cols);
+        a.scales.fill(1.0);
+        a.biases.fill(0.0);
+        let m = Q8::from_affine(&a, rows, cols);
+        let x = OwnedAct::random(&mut rng, cols, 60, 1.0);
+        let d = group_dots(&a, rows, cols, x.xq());
+        let groups = cols / GROUP;
+        for &isa in &tiers {
+            for per in 1..=4 {
+                let y = run(&m, isa, &x.act(), per);
+                for r in 0..rows {
+                    let row = &d[r * groups..(r + 1) * groups];
+                    assert!(row.iter().map(|v| v.abs()).sum::<i64>() < 1 << 24);
+                    let want: i64 = row.iter().sum();
+                    assert_eq!(y[r], want as f32, "{isa:?} {rows}x{cols} row {r}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_tier_matches_row_major_reference() {
+    let tiers = crate::isa::tiers_under_test("gemv_int8::every_tier_matches_row_major_reference");
+    // The portable kernel keeps the reference's f32 order, so it must agree
+    // with it bit for bit. Every tier is also compared with the exact value:
+    // measured worst |y − exact| / (sx·Σ_g |scale·d| + |bias·Σxq|) over these
+    // shapes: 1.2e-7 on every tier (≈ 2⁻²³, the f32 group accumulation and the
+    // final roundings); asserted with ~8× margin.
+    const TOL: f64 = 1e-6;
+    let mut rng = Rng(2);
+    let mut worst = [0f64; 3];
+    for &(rows, cols) in &SHAPES {
+        let a = random_affine(&mut rng, rows, cols);
+        let m = Q8::from_affine(&a, rows, cols);
+        let x = OwnedAct::random(&mut rng, cols, 32767, 3.0 / 32767.0);
+        let act = x.act();
+        let d = group_dots(&a, rows, cols, x.xq());
+        let groups = cols / GROUP;
+        // Per row: the f32 value in the portable order, the exact value (f64)
+        // and the magnitude the error is measured against.
+        let mut want = vec![(0f32, 0f64, 0f64); rows];
+        for (r, w) in want.iter_mut().enumerate() {
+            let (mut acc, mut bias, mut exact, mut mag) = (0f32, 0f32, 0f64, 0f64);
+            for g in 0..groups {
+                let (s, b) = (a.scales[r * groups + g], a.biases[r * groups + g]);
+                let (dg, xs) = (d[r * groups + g], act.sums[g]);
+                acc += s * dg as f32;
+                bias += b * xs;
+                let (t0, t1) = (s as f64 * dg as f64, b as f64 * xs as f64);
+                exact += t0 + t1;
+                mag += t0.abs() + t1.abs();
+            }
+            let sx = act.scale as f64;
+            *w = (act.scale * (acc + bias), sx * exact, sx * mag);
+        }
+        for &isa in &tiers {
+            for per in 1..=4 {
+                let y = run(&m, isa, &act, per);
+                for (r, &(w, exact, mag)) in want.iter().enumerate() {
+                    if isa == Isa::PORTABLE {
+                        assert_eq!(y[r].to_bits(), w.to_bits(), "{rows}x{cols} row {r}");
+                    }
+                    let e = (y[r] as f64 - exact).abs() / mag;
+                    let k = if isa.vnni() {
+                        2
+                    } else {
+                        usize::from(isa != Isa::PORTABLE)
+                    };
+                    worst[k] = worst[k].max(e);
+                    assert!(
+                        e <= TOL,
+                        "{isa:?} {rows}x{cols} row {r}: {} vs {exact}",
+                        y[r]
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("int8 worst relative error per kernel (portable, avx2, avx512 vnni): {worst:?}");
+}
+
+#[test]
+fn extreme_values_do_not_overflow() {
+    let tiers = crate::isa::tiers_under_test("gemv_int8::extreme_values_do_not_overflow");
+    // q = 255 and xq = ±32767 everywhere: the largest per-group sums.
+    let (rows, cols) = (32, 4096);
+    let g = rows * cols / GROUP;
+    let a = Affine {
+        bits: 8,
+        group: GROUP,
+        q: vec![255; rows * cols],
+        scales: vec![1.0; g],
+        biases: vec![0.0; g],
+    };
+    let m = Q8::from_affine(&a, rows, cols);
+    for sign in [1i16, -1] {
+        let x = OwnedAct::new(vec![sign * 32767; cols], 1.0);
+        let want = sign as f64 * 255.0 * 32767.0 * cols as f64;
+        for &isa in &tiers {
+            for v in run(&m, isa, &x.act(), 4) {
+                assert!((v as f64 - want).abs() <= 1e-6 * want.abs(), "{isa:?}: {v}");
+            }
+        }
+    }
+}

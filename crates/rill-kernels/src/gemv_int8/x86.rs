@@ -1,0 +1,127 @@
+//! The x86 kernels of the int8 product (AVX-512 VNNI and AVX2); the module
+//! doc of [`super`] describes the layout.
+//!
+//! The AVX-512 and SDOT kernels take `A` activation vectors: every loaded weight
+//! register multiplies each of them, and per vector the operations and their order
+//! are those of `A = 1`, so the results do not depend on `A`.
+
+use super::{Act, BLOCK, GROUP, Q8, QUADS};
+use std::arch::x86_64::*;
+
+/// Up to 4 blocks (64 rows, four memory streams) at once.
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn blocks_avx512<const A: usize>(
+    m: &Q8,
+    blocks: &[usize],
+    acts: &[&Act<'_>; A],
+    out: &mut [[f32; 4 * BLOCK]; A],
+) {
+    let groups = m.groups();
+    let mut acc = [[_mm512_setzero_ps(); 4]; A];
+    let mut bias = [[_mm512_setzero_ps(); 4]; A];
+    for g in 0..groups {
+        let mut dh = [[_mm512_setzero_si512(); 4]; A];
+        let mut dl = [[_mm512_setzero_si512(); 4]; A];
+        for j in 0..QUADS {
+            let mut h = [_mm512_setzero_si512(); A];
+            let mut l = [_mm512_setzero_si512(); A];
+            for a in 0..A {
+                let (hp, lp) = (
+                    acts[a].hi.as_ptr() as *const i32,
+                    acts[a].lo.as_ptr() as *const i32,
+                );
+                h[a] = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
+                l[a] = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+            }
+            for k in 0..blocks.len() {
+                let w = _mm512_loadu_si512(
+                    m.q.as_ptr()
+                        .add((((blocks[k]) * groups + g) * QUADS + j) * BLOCK * 4)
+                        as *const _,
+                );
+                for a in 0..A {
+                    dh[a][k] = _mm512_dpbusd_epi32(dh[a][k], w, h[a]);
+                    dl[a][k] = _mm512_dpbusd_epi32(dl[a][k], w, l[a]);
+                }
+            }
+        }
+        for k in 0..blocks.len() {
+            let meta = ((blocks[k]) * groups + g) * BLOCK;
+            let c = _mm512_loadu_si512(m.qsum128.as_ptr().add(meta) as *const _);
+            let sc = _mm512_loadu_ps(m.scales.as_ptr().add(meta));
+            let bi = _mm512_loadu_ps(m.biases.as_ptr().add(meta));
+            for a in 0..A {
+                let d = _mm512_add_epi32(
+                    _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
+                    c,
+                );
+                acc[a][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[a][k]);
+                let xs = _mm512_set1_ps(acts[a].sums[g]);
+                bias[a][k] = _mm512_fmadd_ps(bi, xs, bias[a][k]);
+            }
+        }
+    }
+    for a in 0..A {
+        let sx = _mm512_set1_ps(acts[a].scale);
+        for k in 0..blocks.len() {
+            _mm512_storeu_ps(
+                out[a].as_mut_ptr().add(k * BLOCK),
+                _mm512_mul_ps(sx, _mm512_add_ps(acc[a][k], bias[a][k])),
+            );
+        }
+    }
+}
+
+/// Up to 4 blocks, interleaved group by group (four memory streams in flight,
+/// as the AVX-512 kernel; one block at a time left DRAM idle between
+/// requests). Per block the operations and their order are unchanged.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+    let groups = m.groups();
+    let nb = blocks.len();
+    // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
+    let mut acc = [[_mm_setzero_ps(); 4]; 4];
+    let mut bias = [[_mm_setzero_ps(); 4]; 4];
+    for g in 0..groups {
+        let xs = _mm_set1_ps(act.sums[g]);
+        for k in 0..nb {
+            let b = blocks[k];
+            let mut d = [_mm256_setzero_si256(); 4];
+            for j in 0..QUADS {
+                // The quad's 4 int16 activations, broadcast to every 64-bit lane.
+                let x = _mm256_set1_epi64x(
+                    (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
+                );
+                let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
+                for q4 in 0..4 {
+                    let w = _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
+                    d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
+                }
+            }
+            let meta = (b * groups + g) * BLOCK;
+            for q4 in 0..4 {
+                // Fold the two partial sums of each row: lanes (0,1)→row 0, …
+                let s = _mm256_hadd_epi32(d[q4], d[q4]);
+                let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
+                let rows = _mm256_castsi256_si128(s);
+                let sc = _mm_loadu_ps(m.scales.as_ptr().add(meta + 4 * q4));
+                acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
+                let bi = _mm_loadu_ps(m.biases.as_ptr().add(meta + 4 * q4));
+                bias[k][q4] = _mm_fmadd_ps(bi, xs, bias[k][q4]);
+            }
+        }
+    }
+    let sx = _mm_set1_ps(act.scale);
+    for k in 0..nb {
+        for q4 in 0..4 {
+            let v = _mm_mul_ps(sx, _mm_add_ps(acc[k][q4], bias[k][q4]));
+            _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+        }
+    }
+}
