@@ -44,10 +44,12 @@ use protocol::ClientMsg;
 use rate::UpgradeRate;
 
 /// The single-page instrument: markup, style, the jitter buffer / AudioWorklet
-/// processor and the page's logic, each its own file, built into the binary.
+/// processor, the notes input and the page's logic, each its own file, built
+/// into the binary.
 pub const INDEX_HTML: &str = include_str!("../web/index.html");
 const STYLE_CSS: &str = include_str!("../web/style.css");
 const WORKLET_JS: &str = include_str!("../web/worklet.js");
+const NOTES_JS: &str = include_str!("../web/notes.js");
 const APP_JS: &str = include_str!("../web/app.js");
 
 /// Frames buffered before playback pacing starts (so a stream does not begin
@@ -137,6 +139,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/worklet.js",
             get(|| async { asset(JAVASCRIPT, WORKLET_JS) }),
         )
+        .route("/notes.js", get(|| async { asset(JAVASCRIPT, NOTES_JS) }))
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route(
             "/favicon.ico",

@@ -23,6 +23,7 @@ async fn frames_status_controls_and_errors() {
     for (path, needle) in [
         ("/style.css", ".top"),
         ("/worklet.js", "class JitterBuffer"),
+        ("/notes.js", "function installNotes"),
         ("/app.js", "new WebSocket"),
     ] {
         assert!(page.contains(&path[1..]), "the page does not load {path}");
