@@ -33,7 +33,7 @@ pub struct ModelArgs {
     /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8); f16
     /// only with `bench --model magpie`. Default: f32, or the precision a
     /// pre-quantised file (`rill quantize`) was made for.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = precision_parser())]
     pub precision: Option<PrecisionArg>,
 
     /// Codec (SpectroStream decoder) weights: f32 (exact, ≈107 dB audio SNR vs
@@ -135,18 +135,30 @@ pub enum CodecArg {
     Fp16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// `--precision`: one of the music model's precisions (every
+/// [`Precision::ALL`], by its own name) or, for Magpie's linear layers only, f16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrecisionArg {
-    F32,
-    Bf16,
-    #[value(name = "mlx-int8")]
-    MlxInt8,
-    Int8,
-    Int4,
-    Lut4,
-    Mixed,
+    Music(Precision),
     /// IEEE half: Magpie's linear layers only (`bench --model magpie`).
     F16,
+}
+
+/// Parses `--precision`, listing every value in `--help` and in its errors.
+pub fn precision_parser() -> impl clap::builder::TypedValueParser<Value = PrecisionArg> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let mut values: Vec<PossibleValue> = Precision::ALL
+        .iter()
+        .map(|p| PossibleValue::new(p.name()))
+        .collect();
+    values.push(
+        PossibleValue::new("f16")
+            .help("IEEE half: Magpie's linear layers only (`bench --model magpie`)"),
+    );
+    PossibleValuesParser::new(values).map(|s| match Precision::from_name(&s) {
+        Some(p) => PrecisionArg::Music(p),
+        None => PrecisionArg::F16,
+    })
 }
 
 impl TryFrom<PrecisionArg> for Precision {
@@ -154,20 +166,14 @@ impl TryFrom<PrecisionArg> for Precision {
 
     /// The music model's precision; `f16` exists only for Magpie's linears.
     fn try_from(p: PrecisionArg) -> anyhow::Result<Precision> {
-        Ok(match p {
-            PrecisionArg::F32 => Precision::F32,
-            PrecisionArg::Bf16 => Precision::Bf16,
-            PrecisionArg::MlxInt8 => Precision::MlxInt8,
-            PrecisionArg::Int8 => Precision::Int8,
-            PrecisionArg::Int4 => Precision::Int4,
-            PrecisionArg::Lut4 => Precision::Lut4,
-            PrecisionArg::Mixed => Precision::Mixed,
+        match p {
+            PrecisionArg::Music(p) => Ok(p),
             PrecisionArg::F16 => anyhow::bail!(
                 "--precision f16 is for Magpie's linear layers (`rill bench --model magpie`, \
-                 `rill speak --precision f16`); the music model takes f32, bf16, mlx-int8, \
-                 int8, int4, lut4 or mixed"
+                 `rill speak --precision f16`); the music model takes {}",
+                Precision::ALL.map(Precision::name).join(", ")
             ),
-        })
+        }
     }
 }
 

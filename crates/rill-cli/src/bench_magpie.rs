@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use rill_kernels::WeightFormat;
 use rill_magpie::{InferenceParams, Model, Session};
+use rill_mrt2::Precision;
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
 use rill_text::{EnglishFrontEnd, TextVocabulary};
 
@@ -21,11 +22,13 @@ const TEXT: &str = "Hello world, I read the rill docs.";
 
 pub fn run(args: &BenchArgs) -> Result<()> {
     let format = match args.model.precision {
-        None | Some(PrecisionArg::F32) => WeightFormat::F32,
-        Some(PrecisionArg::Bf16) => WeightFormat::Bf16,
-        Some(PrecisionArg::Int8) => WeightFormat::Int8,
+        None | Some(PrecisionArg::Music(Precision::F32)) => WeightFormat::F32,
+        Some(PrecisionArg::Music(Precision::Bf16)) => WeightFormat::Bf16,
+        Some(PrecisionArg::Music(Precision::Int8)) => WeightFormat::Int8,
         Some(PrecisionArg::F16) => WeightFormat::F16,
-        Some(p) => bail!("--model magpie takes --precision f32, f16, bf16 or int8 (not {p:?})"),
+        Some(PrecisionArg::Music(p)) => {
+            bail!("--model magpie takes --precision f32, f16, bf16 or int8 (not {p})")
+        }
     };
     let seed = args.model.random_weights.unwrap_or(0);
     let pools = args.model.pools()?;

@@ -8,7 +8,7 @@ use clap::Args;
 use rill_checkpoint::Checkpoint;
 use rill_mrt2::{prequantized, Precision};
 
-use crate::args::PrecisionArg;
+use crate::args::{precision_parser, PrecisionArg};
 use crate::output::PendingFile;
 
 #[derive(Debug, Args)]
@@ -18,7 +18,7 @@ pub struct QuantizeArgs {
     pub checkpoint: PathBuf,
 
     /// Target precision of the language-model matrices.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = precision_parser())]
     pub precision: PrecisionArg,
 
     /// Output .safetensors path.
