@@ -40,6 +40,25 @@ impl Geo {
     fn tiles(&self) -> usize {
         self.groups * self.nti * self.ntf
     }
+
+    /// Transform tasks: each takes up to [`TILES_PER_TASK`] freq tiles of one
+    /// (group, row tile).
+    fn tasks(&self) -> usize {
+        self.groups * self.nti * self.ntf.div_ceil(TILES_PER_TASK)
+    }
+
+    /// Calls `f(g, ti, tf, tile)` for each tile of transform task `task`: group `g`,
+    /// row tile `ti`, freq tile `tf`, and the tile's index among all `tiles()`.
+    #[inline(always)]
+    fn for_tiles_of(&self, task: usize, mut f: impl FnMut(usize, usize, usize, usize)) {
+        let nfb = self.ntf.div_ceil(TILES_PER_TASK);
+        let (row, fb) = (task / nfb, task % nfb);
+        let (g, ti) = (row / self.nti, row % self.nti);
+        let f0 = fb * TILES_PER_TASK;
+        for tf in f0..(f0 + TILES_PER_TASK).min(self.ntf) {
+            f(g, ti, tf, (g * self.nti + ti) * self.ntf + tf);
+        }
+    }
 }
 
 impl WinoConv3x3 {
@@ -148,18 +167,12 @@ impl WinoConv3x3 {
         if tiles == 0 {
             return;
         }
-        let nfb = geo.ntf.div_ceil(TILES_PER_TASK);
-        let tasks = geo.groups * geo.nti * nfb;
 
         // 1. Input transform.
         let v = SharedMut(scratch.v.as_mut_ptr());
         let inp = &input.data[..];
-        pool.run(tasks, &|task| {
-            let (row, fb) = (task / nfb, task % nfb);
-            let (g, ti) = (row / geo.nti, row % geo.nti);
-            let f0 = fb * TILES_PER_TASK;
-            for tf in f0..(f0 + TILES_PER_TASK).min(geo.ntf) {
-                let tile = (g * geo.nti + ti) * geo.ntf + tf;
+        pool.run(geo.tasks(), &|task| {
+            geo.for_tiles_of(task, |g, ti, tf, tile| {
                 // SAFETY: the tile reads inside `input` (rows ti·mt .. +α_t of the
                 // grid, columns clipped to the grid) and writes only its own slots of
                 // V (`nxi·tiles·cin` floats, checked above).
@@ -177,7 +190,7 @@ impl WinoConv3x3 {
                         tiles,
                     );
                 }
-            }
+            })
         });
 
         // 2. One GEMM per transformed position.
@@ -202,12 +215,8 @@ impl WinoConv3x3 {
         let op = SharedMut(out.data.as_mut_ptr());
         let out_len = out.data.len();
         let m = &scratch.m[..];
-        pool.run(tasks, &|task| {
-            let (row, fb) = (task / nfb, task % nfb);
-            let (g, ti) = (row / geo.nti, row % geo.nti);
-            let f0 = fb * TILES_PER_TASK;
-            for tf in f0..(f0 + TILES_PER_TASK).min(geo.ntf) {
-                let tile = (g * geo.nti + ti) * geo.ntf + tf;
+        pool.run(geo.tasks(), &|task| {
+            geo.for_tiles_of(task, |g, ti, tf, tile| {
                 // SAFETY: the tile writes output rows ti·mt .. +mt, columns
                 // tf·mf .. min(+mf, f) of group g — inside `out` (asserted in
                 // `output_tile`) and disjoint from every other tile.
@@ -227,7 +236,7 @@ impl WinoConv3x3 {
                         epi,
                     );
                 }
-            }
+            })
         });
     }
 }

@@ -7,9 +7,9 @@
 use std::arch::aarch64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
+use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
 
-const MR: usize = 6;
 const H: usize = 4;
 
 /// [`super::portable::sin`] on 4 lanes, the same operations in the same order
@@ -180,21 +180,7 @@ unsafe fn epilogue<const M: usize>(
 pub(super) unsafe fn tile(t: &Tile<'_>) {
     // This tier reads f32 panels only (`reads_half_panels`; `run_task` checks).
     debug_assert!(t.b16.is_null());
-    let n = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
-        let mut r = 0;
-        while r < n {
-            let mr = MR.min(n - r);
-            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
-            match mr {
-                6 => micro::<6>(t, a, c, p),
-                5 => micro::<5>(t, a, c, p),
-                4 => micro::<4>(t, a, c, p),
-                3 => micro::<3>(t, a, c, p),
-                2 => micro::<2>(t, a, c, p),
-                _ => micro::<1>(t, a, c, p),
-            }
-            r += mr;
-        }
+        by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_>(p));
     }
 }

@@ -29,6 +29,8 @@ use rill_kernels::{Isa, Pool, Tier};
 #[cfg(target_arch = "aarch64")]
 mod arm_neon;
 mod portable;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod simd;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]

@@ -6,12 +6,15 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
+use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
 
-const MR: usize = 6;
 /// Floats ahead of the current weights to prefetch (4 KB; see the AVX-512 kernel).
 const PREFETCH: usize = 1024;
 const H: usize = 8;
+
+// Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv / maskload
+// where AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
 
 /// [`super::portable::sin`] on 8 lanes, the same operations in the same order.
 #[inline]
@@ -183,21 +186,7 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {
-    let n = t.a.len();
     for p in 0..t.ncols.div_ceil(PANEL) {
-        let mut r = 0;
-        while r < n {
-            let mr = MR.min(n - r);
-            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
-            match mr {
-                6 => micro::<6, HALF>(t, a, c, p),
-                5 => micro::<5, HALF>(t, a, c, p),
-                4 => micro::<4, HALF>(t, a, c, p),
-                3 => micro::<3, HALF>(t, a, c, p),
-                2 => micro::<2, HALF>(t, a, c, p),
-                _ => micro::<1, HALF>(t, a, c, p),
-            }
-            r += mr;
-        }
+        by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, HALF>(p));
     }
 }

@@ -10,6 +10,7 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
+use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
 
 /// Floats ahead of the current weights to prefetch (4 KB).
@@ -179,23 +180,6 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
     }
 }
 
-/// Rows in groups of `MR` (the tails with smaller `M`), `NV` panels from panel `p0`.
-macro_rules! by_rows {
-    ($t:expr, $half:ident, $nv:literal, $mr:literal, $p0:expr, [$($m:literal),*]) => {{
-        let n = $t.a.len();
-        let mut r = 0;
-        while r < n {
-            let mr = $mr.min(n - r);
-            let (a, c) = (&$t.a[r..r + mr], &$t.c[r..r + mr]);
-            match mr {
-                $($m => micro::<$m, $nv, $half>($t, a, c, $p0),)*
-                _ => micro::<1, $nv, $half>($t, a, c, $p0),
-            }
-            r += mr;
-        }
-    }};
-}
-
 /// The AVX-512 panel kernel.
 ///
 /// # Safety
@@ -213,8 +197,12 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
 #[target_feature(enable = "avx512f")]
 unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {
     match t.ncols.div_ceil(PANEL) {
-        3 => by_rows!(t, HALF, 3, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
-        2 => by_rows!(t, HALF, 2, 12, 0, [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2]),
-        _ => by_rows!(t, HALF, 1, 8, 0, [8, 7, 6, 5, 4, 3, 2]),
+        3 => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 3, HALF>(0)),
+        2 => by_row_groups!(
+            t,
+            [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2],
+            micro::<_, 2, HALF>(0)
+        ),
+        _ => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 1, HALF>(0)),
     }
 }
