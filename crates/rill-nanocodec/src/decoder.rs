@@ -323,6 +323,7 @@ impl Decoder {
             &mut b.up_in[0].data[o..],
             c0,
             t,
+            pool,
         );
 
         let mut n_in = t;
@@ -349,6 +350,7 @@ impl Decoder {
                         &mut a.data[ao..],
                         c,
                         n,
+                        pool,
                     );
                 }
                 let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
@@ -419,7 +421,16 @@ impl Decoder {
                 None => (&self.post_act, &mut b.post_in),
             };
             let o = next.current(0);
-            half_snake_rows(isa, next_act, &b.branch[0], c, &mut next.data[o..], c, n);
+            half_snake_rows(
+                isa,
+                next_act,
+                &b.branch[0],
+                c,
+                &mut next.data[o..],
+                c,
+                n,
+                pool,
+            );
             n_in = n;
         }
 

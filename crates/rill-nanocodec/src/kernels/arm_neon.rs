@@ -62,10 +62,14 @@ unsafe fn half_snake(
     inv: float32x4_t,
     snake_lanes: usize,
 ) -> float32x4_t {
-    let s = sin(vmulq_f32(alpha, x));
-    let snake = vaddq_f32(x, vmulq_f32(inv, vmulq_f32(s, s)));
     let pos = vcgtq_f32(x, vdupq_n_f32(0.0));
     let lrelu = vbslq_f32(pos, x, vmulq_f32(x, vdupq_n_f32(LRELU_SLOPE)));
+    if snake_lanes == 0 {
+        // The leaky-ReLU half of the channels: no sine to take.
+        return lrelu;
+    }
+    let s = sin(vmulq_f32(alpha, x));
+    let snake = vaddq_f32(x, vmulq_f32(inv, vmulq_f32(s, s)));
     vbslq_f32(lanes_below(snake_lanes), snake, lrelu)
 }
 

@@ -233,18 +233,30 @@ impl Job<'_> {
     }
 }
 
-/// The output pointer shared by the tasks of one [`gemm`] call.
+/// The output pointer shared by the tasks of one [`gemm`] (or
+/// [`half_snake_rows`]) call.
 #[derive(Clone, Copy)]
 struct OutPtr<'a> {
     ptr: *mut f32,
     _life: PhantomData<&'a mut [f32]>,
 }
 // SAFETY: the tasks of one call write disjoint (row block, column block) regions
-// of their job's output (distinct rows map to distinct output offsets:
+// (or rows, for the HalfSnake) of their job's output (distinct rows map to distinct output offsets:
 // `out_stride ≥ n`), and the jobs of one `gemm_many` call have distinct outputs
 // (distinct `&mut` slices).
 unsafe impl Send for OutPtr<'_> {}
 unsafe impl Sync for OutPtr<'_> {}
+
+impl OutPtr<'_> {
+    /// The output element `offset` (a method, so closures capture the whole
+    /// `Sync` wrapper rather than its raw-pointer field).
+    ///
+    /// # Safety
+    /// `offset` lies inside the output.
+    unsafe fn at(&self, offset: usize) -> *mut f32 {
+        self.ptr.add(offset)
+    }
+}
 
 /// Arguments of one task-sized micro-kernel call.
 pub(crate) struct Tile<'a> {
@@ -372,7 +384,13 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     }
 }
 
-/// `dst[r·dst_stride + c] = HalfSnake(src[r·src_stride + c])` for `c < channels`.
+/// Elements of one HalfSnake task (rows are grouped to about this many).
+const SNAKE_TASK_ELEMS: usize = 8192;
+
+/// `dst[r·dst_stride + c] = HalfSnake(src[r·src_stride + c])` for `c < channels`,
+/// spread over `pool` in groups of rows (element-wise, so the bits do not depend
+/// on the split; an assisting pipeline stage can take part, [`Pool::assist`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn half_snake_rows(
     isa: Isa,
     p: &SnakeParams,
@@ -381,28 +399,38 @@ pub(crate) fn half_snake_rows(
     dst: &mut [f32],
     dst_stride: usize,
     rows: usize,
+    pool: &Pool,
 ) {
     if rows == 0 {
         return;
     }
     let ch = p.channels;
     assert!((rows - 1) * src_stride + ch <= src.len() && (rows - 1) * dst_stride + ch <= dst.len());
-    for r in 0..rows {
-        let s = &src[r * src_stride..r * src_stride + ch];
-        let d = &mut dst[r * dst_stride..r * dst_stride + ch];
-        // SAFETY: both runs hold `channels` floats; the tier was detected.
-        unsafe {
-            match isa.tier() {
-                #[cfg(target_arch = "x86_64")]
-                Tier::Avx512 => x86_avx512::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
-                #[cfg(target_arch = "x86_64")]
-                Tier::Avx2 => x86_avx2::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
-                #[cfg(target_arch = "aarch64")]
-                Tier::Neon => arm_neon::half_snake_run(p, s.as_ptr(), d.as_mut_ptr()),
-                _ => portable::half_snake_run(p, s, d),
+    let per_task = (SNAKE_TASK_ELEMS / ch.max(1)).max(1);
+    let out = OutPtr {
+        ptr: dst.as_mut_ptr(),
+        _life: PhantomData,
+    };
+    pool.run(rows.div_ceil(per_task), &|t| {
+        for r in t * per_task..((t + 1) * per_task).min(rows) {
+            let s = &src[r * src_stride..r * src_stride + ch];
+            // SAFETY: tasks own disjoint row ranges of `dst`, and row `r`'s
+            // `channels` floats lie inside it (asserted above).
+            let d = unsafe { out.at(r * dst_stride) };
+            // SAFETY: both runs hold `channels` floats; the tier was detected.
+            unsafe {
+                match isa.tier() {
+                    #[cfg(target_arch = "x86_64")]
+                    Tier::Avx512 => x86_avx512::half_snake_run(p, s.as_ptr(), d),
+                    #[cfg(target_arch = "x86_64")]
+                    Tier::Avx2 => x86_avx2::half_snake_run(p, s.as_ptr(), d),
+                    #[cfg(target_arch = "aarch64")]
+                    Tier::Neon => arm_neon::half_snake_run(p, s.as_ptr(), d),
+                    _ => portable::half_snake_run(p, s, std::slice::from_raw_parts_mut(d, ch)),
+                }
             }
         }
-    }
+    });
 }
 
 #[cfg(test)]

@@ -198,9 +198,9 @@ fn sin_is_accurate_and_half_snake_is_identical_on_every_tier() {
     assert_eq!(sin(0.0), 0.0);
     assert!(sin(f32::NAN).is_nan());
 
-    for channels in [27, 54, 864, 13] {
+    // 300 rows of 864 channels make 34 pool tasks of 9 rows.
+    for (channels, rows) in [(27, 5), (54, 5), (864, 5), (13, 5), (864, 300), (27, 700)] {
         let p = snake_params(channels, 9);
-        let rows = 5;
         let mut src = values(rows * channels, 10);
         for (i, v) in src.iter_mut().enumerate() {
             *v *= 1.0 + (i % 7) as f32 * 10.0; // up to ±61
@@ -218,7 +218,16 @@ fn sin_is_accurate_and_half_snake_is_identical_on_every_tier() {
         }
         for isa in tiers_under_test("nanocodec half snake") {
             let mut got = vec![7f32; rows * channels + 1];
-            half_snake_rows(isa, &p, &src, channels, &mut got, channels, rows);
+            half_snake_rows(
+                isa,
+                &p,
+                &src,
+                channels,
+                &mut got,
+                channels,
+                rows,
+                &Pool::new(2),
+            );
             assert!(
                 got[..rows * channels] == want[..],
                 "{isa}: HalfSnake({channels}) differs from portable"
@@ -235,7 +244,16 @@ fn lrelu_half_and_odd_split() {
     assert_eq!(p.half, 13);
     let src = vec![-2.0f32; 27];
     let mut dst = vec![0f32; 27];
-    half_snake_rows(Isa::PORTABLE, &p, &src, 27, &mut dst, 27, 1);
+    half_snake_rows(
+        Isa::PORTABLE,
+        &p,
+        &src,
+        27,
+        &mut dst,
+        27,
+        1,
+        &Pool::single(),
+    );
     assert!(dst[13..].iter().all(|&v| v == -2.0 * 0.01));
     assert!(dst[..13].iter().all(|&v| v != -0.02));
 }

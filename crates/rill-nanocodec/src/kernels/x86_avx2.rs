@@ -72,10 +72,14 @@ unsafe fn lanes_below(valid: usize) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn half_snake(x: __m256, alpha: __m256, inv: __m256, snake_lanes: usize) -> __m256 {
-    let s = sin(_mm256_mul_ps(alpha, x));
-    let snake = _mm256_add_ps(x, _mm256_mul_ps(inv, _mm256_mul_ps(s, s)));
     let pos = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_setzero_ps());
     let lrelu = _mm256_blendv_ps(_mm256_mul_ps(x, _mm256_set1_ps(LRELU_SLOPE)), x, pos);
+    if snake_lanes == 0 {
+        // The leaky-ReLU half of the channels: no sine to take.
+        return lrelu;
+    }
+    let s = sin(_mm256_mul_ps(alpha, x));
+    let snake = _mm256_add_ps(x, _mm256_mul_ps(inv, _mm256_mul_ps(s, s)));
     _mm256_blendv_ps(lrelu, snake, _mm256_castsi256_ps(lanes_below(snake_lanes)))
 }
 

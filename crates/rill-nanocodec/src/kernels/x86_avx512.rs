@@ -61,10 +61,14 @@ unsafe fn sin(x: __m512) -> __m512 {
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn half_snake(x: __m512, alpha: __m512, inv: __m512, snake_lanes: usize) -> __m512 {
-    let s = sin(_mm512_mul_ps(alpha, x));
-    let snake = _mm512_add_ps(x, _mm512_mul_ps(inv, _mm512_mul_ps(s, s)));
     let pos = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_setzero_ps());
     let lrelu = _mm512_mask_blend_ps(pos, _mm512_mul_ps(x, _mm512_set1_ps(LRELU_SLOPE)), x);
+    if snake_lanes == 0 {
+        // The leaky-ReLU half of the channels: no sine to take.
+        return lrelu;
+    }
+    let s = sin(_mm512_mul_ps(alpha, x));
+    let snake = _mm512_add_ps(x, _mm512_mul_ps(inv, _mm512_mul_ps(s, s)));
     _mm512_mask_blend_ps(lane_mask(snake_lanes), lrelu, snake)
 }
 
