@@ -9,10 +9,6 @@ use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Checkpoint, CheckpointError, Dtype, ModelKind, Problem};
 use rill_mrt2::layout::{decoder_embedding_name, detect_model, tensor_specs, validate};
 
-fn hex_u64(v: &serde_json::Value) -> u64 {
-    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-}
-
 /// Names, shapes, init kinds and the exact mean/std bits of every tensor.
 fn check_manifest(kind: ModelKind, file: &str) {
     let m = rill_testkit::json(file);
@@ -20,33 +16,7 @@ fn check_manifest(kind: ModelKind, file: &str) {
     let specs = tensor_specs(kind);
     assert_eq!(specs.len(), tensors.len(), "{file}: tensor count");
     for (spec, t) in specs.iter().zip(tensors) {
-        assert_eq!(spec.name, t["name"].as_str().unwrap());
-        let shape: Vec<usize> = t["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap() as usize)
-            .collect();
-        assert_eq!(spec.shape, shape, "{}", spec.name);
-        assert_eq!(
-            spec.init.kind(),
-            t["init"].as_str().unwrap(),
-            "{}",
-            spec.name
-        );
-        let (mean, std) = spec.init.mean_std();
-        assert_eq!(
-            mean.to_bits(),
-            hex_u64(&t["mean_f64_bits"]),
-            "{} mean",
-            spec.name
-        );
-        assert_eq!(
-            std.to_bits(),
-            hex_u64(&t["std_f64_bits"]),
-            "{} std",
-            spec.name
-        );
+        rill_testkit::assert_spec_is_manifest_entry(spec, t);
     }
 }
 

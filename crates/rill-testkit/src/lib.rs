@@ -75,13 +75,7 @@ static SYNTH_LOCK: Mutex<()> = Mutex::new(());
 pub fn manifest_tensors(kind: ModelKind) -> Vec<SynthTensor> {
     let file = format!("manifest_{}.json", kind.name());
     let manifest = json(&file);
-    let bits = |v: &serde_json::Value| {
-        let hex = v
-            .as_str()
-            .unwrap_or_else(|| panic!("{file}: {v} is no string"));
-        u64::from_str_radix(hex.trim_start_matches("0x"), 16)
-            .unwrap_or_else(|e| panic!("{file}: {hex}: {e}"))
-    };
+    let bits = manifest_bits;
     let tensors = manifest["tensors"].as_array();
     tensors
         .unwrap_or_else(|| panic!("{file} has no tensor list"))
@@ -98,6 +92,48 @@ pub fn manifest_tensors(kind: ModelKind) -> Vec<SynthTensor> {
             std: f64::from_bits(bits(&t["std_f64_bits"])),
         })
         .collect()
+}
+
+/// A manifest's `"0x…"` hex string of f64 bits.
+pub fn manifest_bits(v: &serde_json::Value) -> u64 {
+    let hex = v
+        .as_str()
+        .unwrap_or_else(|| panic!("manifest bits: {v} is no string"));
+    u64::from_str_radix(hex.trim_start_matches("0x"), 16)
+        .unwrap_or_else(|e| panic!("manifest bits {hex}: {e}"))
+}
+
+/// Asserts that a layout's tensor spec is the manifest's entry: name, shape, init
+/// kind, and the mean and std to the bit.
+pub fn assert_spec_is_manifest_entry(
+    spec: &rill_checkpoint::layout::TensorSpec,
+    entry: &serde_json::Value,
+) {
+    assert_eq!(spec.name, entry["name"].as_str().unwrap());
+    let shape: Vec<usize> = entry["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(spec.shape, shape, "{} shape", spec.name);
+    assert_eq!(
+        spec.init.kind(),
+        entry["init"].as_str().unwrap(),
+        "{} init",
+        spec.name
+    );
+    let (mean, std) = spec.init.mean_std();
+    let want = (
+        manifest_bits(&entry["mean_f64_bits"]),
+        manifest_bits(&entry["std_f64_bits"]),
+    );
+    assert_eq!(
+        (mean.to_bits(), std.to_bits()),
+        want,
+        "{} mean, std",
+        spec.name
+    );
 }
 
 /// Path of the portable random-weight checkpoint for (`kind`, `seed`), synthesised

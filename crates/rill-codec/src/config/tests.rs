@@ -43,10 +43,6 @@ fn derived_blocks_are_the_decoder_table() {
     );
 }
 
-fn hex_u64(v: &serde_json::Value) -> u64 {
-    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-}
-
 /// The codec's tensors are the reference checkpoints' `params/soundstream/…`
 /// tensors: names, shapes, init rules (mean and std to the bit), nothing more.
 #[test]
@@ -68,28 +64,7 @@ fn tensor_specs_match_the_reference_manifests() {
             .collect();
         assert_eq!(ours.len(), reference.len(), "{file}: tensor count");
         for (spec, t) in ours.iter().zip(reference) {
-            assert_eq!(spec.name, t["name"].as_str().unwrap(), "{file}");
-            let shape: Vec<usize> = t["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap() as usize)
-                .collect();
-            assert_eq!(spec.shape, shape, "{file}: {}", spec.name);
-            assert_eq!(
-                spec.init.kind(),
-                t["init"].as_str().unwrap(),
-                "{}",
-                spec.name
-            );
-            let (mean, std) = spec.init.mean_std();
-            assert_eq!(
-                mean.to_bits(),
-                hex_u64(&t["mean_f64_bits"]),
-                "{}",
-                spec.name
-            );
-            assert_eq!(std.to_bits(), hex_u64(&t["std_f64_bits"]), "{}", spec.name);
+            rill_testkit::assert_spec_is_manifest_entry(spec, t);
         }
     }
 }
