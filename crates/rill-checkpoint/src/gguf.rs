@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::bounded::{Bounded, Short};
 use crate::error::{CheckpointError, Result};
 use crate::raw::{checked_numel, ElemType, RawTensor};
 use crate::{map_file, Bytes};
@@ -133,46 +134,30 @@ pub fn elem_type(ggml_type: u32) -> Option<ElemType> {
     })
 }
 
-/// A bounds-checked little-endian cursor.
-struct Cursor<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
+/// The file's bytes, each read named by `what` in its error.
+struct Cursor<'a>(Bounded<'a>);
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize, what: &str) -> std::result::Result<&'a [u8], String> {
-        match self.pos.checked_add(n) {
-            Some(end) if end <= self.b.len() => {
-                let s = &self.b[self.pos..end];
-                self.pos = end;
-                Ok(s)
-            }
-            _ => Err(format!(
-                "{what} at byte {} needs {n} bytes but the file ends at {}",
-                self.pos,
-                self.b.len()
-            )),
-        }
+        self.0.take(n).map_err(|e| short(e, what))
+    }
+    fn pos(&self) -> usize {
+        self.0.pos()
     }
     fn remaining(&self) -> usize {
-        self.b.len() - self.pos
+        self.0.remaining()
     }
     fn u8(&mut self, what: &str) -> std::result::Result<u8, String> {
-        Ok(self.take(1, what)?[0])
+        self.0.u8().map_err(|e| short(e, what))
     }
     fn u16(&mut self, what: &str) -> std::result::Result<u16, String> {
-        let s = self.take(2, what)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
+        self.0.u16().map_err(|e| short(e, what))
     }
     fn u32(&mut self, what: &str) -> std::result::Result<u32, String> {
-        let s = self.take(4, what)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        self.0.u32().map_err(|e| short(e, what))
     }
     fn u64(&mut self, what: &str) -> std::result::Result<u64, String> {
-        let s = self.take(8, what)?;
-        Ok(u64::from_le_bytes([
-            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
-        ]))
+        self.0.u64().map_err(|e| short(e, what))
     }
     fn len(&mut self, what: &str) -> std::result::Result<usize, String> {
         let n = self.u64(what)?;
@@ -191,6 +176,14 @@ impl<'a> Cursor<'a> {
         let s = self.take(n, what)?;
         String::from_utf8(s.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
     }
+}
+
+/// A read past the end of the file, in GGUF's words.
+fn short(e: Short, what: &str) -> String {
+    format!(
+        "{what} at byte {} needs {} bytes but the file ends at {}",
+        e.at, e.needed, e.len
+    )
 }
 
 /// Smallest encoded size of one value of a metadata type (bounds array counts).
@@ -343,7 +336,7 @@ type Parts = (
 );
 
 fn parse_parts(b: &[u8]) -> std::result::Result<Parts, String> {
-    let mut c = Cursor { b, pos: 0 };
+    let mut c = Cursor(Bounded::new(b));
     if c.take(4, "magic")? != MAGIC {
         return Err("it does not start with the GGUF magic".into());
     }
@@ -396,7 +389,7 @@ fn parse_parts(b: &[u8]) -> std::result::Result<Parts, String> {
         let offset = c.u64(&name)?;
         raw.push((name, ne, ty, offset));
     }
-    let data_start = (c.pos as u64).div_ceil(alignment) * alignment;
+    let data_start = (c.pos() as u64).div_ceil(alignment) * alignment;
     let mut order = Vec::with_capacity(raw.len());
     let mut tensors = BTreeMap::new();
     for (name, ne, ty, offset) in raw {

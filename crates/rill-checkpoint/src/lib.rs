@@ -13,6 +13,7 @@
 //!   `shared/fixtures/mrt2/README.md`, bit-exact with its test vectors.
 //! * [`quantized`]: the pre-quantised file format (`rill quantize`).
 
+mod bounded;
 pub mod error;
 pub mod gguf;
 pub mod layout;

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::bounded::{Bounded, Short};
 use crate::raw::ElemType;
 
 /// Most container elements the reader copies in total, per input byte.
@@ -93,8 +94,7 @@ fn global(module: &str, name: &str) -> Result<Callable, String> {
 }
 
 struct Vm<'a> {
-    b: &'a [u8],
-    pos: usize,
+    r: Bounded<'a>,
     stack: Vec<Rc<Value>>,
     marks: Vec<usize>,
     memo: HashMap<u32, Rc<Value>>,
@@ -104,8 +104,7 @@ struct Vm<'a> {
 /// Runs `pickle` and returns the value `STOP` leaves on the stack.
 pub fn load(pickle: &[u8]) -> Result<Rc<Value>, String> {
     let mut vm = Vm {
-        b: pickle,
-        pos: 0,
+        r: Bounded::new(pickle),
         stack: Vec::new(),
         marks: Vec::new(),
         memo: HashMap::new(),
@@ -116,40 +115,31 @@ pub fn load(pickle: &[u8]) -> Result<Rc<Value>, String> {
 
 impl<'a> Vm<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        match self.pos.checked_add(n) {
-            Some(end) if end <= self.b.len() => {
-                let s = &self.b[self.pos..end];
-                self.pos = end;
-                Ok(s)
-            }
-            _ => Err(format!(
-                "truncated: needs {n} bytes at {} of {}",
-                self.pos,
-                self.b.len()
-            )),
-        }
+        self.r.take(n).map_err(truncated)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        self.r.array().map_err(truncated)
     }
     fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
+        self.r.u8().map_err(truncated)
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        self.r.u16().map_err(truncated)
     }
     fn u32(&mut self) -> Result<u32, String> {
-        let s = self.take(4)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        self.r.u32().map_err(truncated)
     }
     fn u64(&mut self) -> Result<u64, String> {
-        let s = self.take(8)?;
-        Ok(u64::from_le_bytes([
-            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
-        ]))
+        self.r.u64().map_err(truncated)
     }
     fn line(&mut self) -> Result<&'a str, String> {
-        let rest = &self.b[self.pos..];
+        let rest = self.r.rest();
         let n = rest
             .iter()
             .position(|&c| c == b'\n')
             .ok_or("truncated GLOBAL name")?;
         let s = std::str::from_utf8(&rest[..n]).map_err(|_| "GLOBAL name is not UTF-8")?;
-        self.pos += n + 1;
+        self.take(n + 1)?;
         Ok(s)
     }
     fn text(&mut self, n: usize) -> Result<Value, String> {
@@ -207,7 +197,7 @@ impl<'a> Vm<'a> {
 
     fn run(&mut self) -> Result<Rc<Value>, String> {
         loop {
-            let at = self.pos;
+            let at = self.r.pos();
             let op = self.u8()?;
             match op {
                 0x80 => {
@@ -247,8 +237,8 @@ impl<'a> Vm<'a> {
                     self.push(Value::Int(v.into()))
                 }
                 b'M' => {
-                    let s = self.take(2)?;
-                    self.push(Value::Int(u16::from_le_bytes([s[0], s[1]]).into()))
+                    let v = self.u16()?;
+                    self.push(Value::Int(v.into()))
                 }
                 0x8a => {
                     let n = self.u8()? as usize;
@@ -261,10 +251,8 @@ impl<'a> Vm<'a> {
                     self.push(Value::Int(i64::from_le_bytes(buf)))
                 }
                 b'G' => {
-                    let s = self.take(8)?;
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(s);
-                    self.push(Value::Float(f64::from_be_bytes(a)))
+                    let v = f64::from_be_bytes(self.array()?);
+                    self.push(Value::Float(v))
                 }
                 b'X' => {
                     let n = self.u32()? as usize;
@@ -422,6 +410,14 @@ impl<'a> Vm<'a> {
             }
         }
     }
+}
+
+/// A read past the end of the pickle, in this reader's words.
+fn truncated(e: Short) -> String {
+    format!(
+        "truncated: needs {} bytes at {} of {}",
+        e.needed, e.at, e.len
+    )
 }
 
 fn as_usize(v: &Value, what: &str) -> Result<usize, String> {

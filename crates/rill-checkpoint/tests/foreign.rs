@@ -436,6 +436,40 @@ fn hostile_gguf_headers_are_errors() {
     assert!(g.tensor("q").unwrap_err().to_string().contains("quantised"));
 }
 
+/// A short read names where it happened, in each container's own words.
+#[test]
+fn short_reads_say_where() {
+    let e = Gguf::from_bytes("short.gguf", b"GGUF\x03\x00".to_vec()).unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("version at byte 4 needs 4 bytes but the file ends at 6"),
+        "{e}"
+    );
+    let mut kv = b"GGUF\x03\x00\x00\x00".to_vec();
+    kv.extend(0u64.to_le_bytes()); // tensors
+    kv.extend(1u64.to_le_bytes()); // metadata entries
+    kv.extend(3u64.to_le_bytes()); // key length
+    kv.extend(b"key\x08\x00\x00\x00"); // type: string
+    kv.extend(100u64.to_le_bytes()); // value length
+    let e = Gguf::from_bytes("short.gguf", kv).unwrap_err().to_string();
+    assert!(
+        e.contains("key claims 100, more than the 0 bytes left"),
+        "{e}"
+    );
+    assert_eq!(
+        pickle::load(b"\x80\x02J\x01").unwrap_err(),
+        "truncated: needs 4 bytes at 3 of 4"
+    );
+    assert_eq!(
+        pickle::load(b"\x80\x02X\x05\x00\x00\x00ab").unwrap_err(),
+        "truncated: needs 5 bytes at 7 of 9"
+    );
+    assert_eq!(
+        pickle::load(b"\x80\x02ccollections\nOrdered").unwrap_err(),
+        "truncated GLOBAL name"
+    );
+}
+
 #[test]
 fn hostile_pickles_are_errors() {
     let err = |p: &[u8]| pickle::load(p).unwrap_err();

@@ -8,7 +8,7 @@ use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
 };
-use rill_kernels::{Isa, Matrix, Pool, WeightFormat};
+use rill_kernels::{GemvScratch, Isa, Matrix, Pool, WeightFormat};
 
 /// (rows, cols, what): the temporal FFN up/down projections, a 1024² projection,
 /// and one depth step's `to_logits` slice.
@@ -40,6 +40,7 @@ fn lcg(mut seed: u64) -> impl FnMut() -> f32 {
 
 fn gemv(c: &mut Criterion) {
     let pool = pool();
+    let mut scratch = GemvScratch::new();
     let mut rnd = lcg(7);
     for (rows, cols, what) in SHAPES {
         let w: Vec<f32> = (0..rows * cols).map(|_| rnd()).collect();
@@ -61,7 +62,9 @@ fn gemv(c: &mut Criterion) {
                 group.bench_with_input(
                     BenchmarkId::new(format.name(), isa.name()),
                     &isa,
-                    |b, &isa| b.iter(|| m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool)),
+                    |b, &isa| {
+                        b.iter(|| m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &mut scratch, &pool))
+                    },
                 );
             }
         }
@@ -109,6 +112,7 @@ fn time_pairs(
     let w: Vec<f32> = (0..rows * cols).map(|_| rnd()).collect();
     let x: Vec<Vec<f32>> = (0..2).map(|_| (0..cols).map(|_| rnd()).collect()).collect();
     let (mut y0, mut y1) = (vec![0f32; rows], vec![0f32; rows]);
+    let mut scratch = GemvScratch::new();
     for &format in formats {
         let ms: Vec<Matrix> = (0..count)
             .map(|_| Matrix::from_f32(rows, cols, w.clone(), format))
@@ -119,15 +123,15 @@ fn time_pairs(
             group.bench_with_input(id("two_calls"), &isa, |b, &isa| {
                 b.iter(|| {
                     for m in &ms {
-                        m.gemv_rows_isa(isa, &x[0], &mut y0, 0..rows, pool);
-                        m.gemv_rows_isa(isa, &x[1], &mut y1, 0..rows, pool);
+                        m.gemv_rows_isa(isa, &x[0], &mut y0, 0..rows, &mut scratch, pool);
+                        m.gemv_rows_isa(isa, &x[1], &mut y1, 0..rows, &mut scratch, pool);
                     }
                 })
             });
             group.bench_with_input(id("gemv2"), &isa, |b, &isa| {
                 b.iter(|| {
                     for m in &ms {
-                        m.gemv2_isa(isa, [&x[0], &x[1]], [&mut y0, &mut y1], pool);
+                        m.gemv2_isa(isa, [&x[0], &x[1]], [&mut y0, &mut y1], &mut scratch, pool);
                     }
                 })
             });

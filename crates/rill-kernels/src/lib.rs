@@ -22,5 +22,7 @@ mod simd;
 
 pub use buf::AVec;
 pub use isa::{Isa, Tier};
-pub use matrix::{all_exact_f16, Matrix, MatrixArrays, MatrixArraysError, WeightFormat};
+pub use matrix::{
+    all_exact_f16, GemvScratch, Matrix, MatrixArrays, MatrixArraysError, WeightFormat,
+};
 pub use pool::Pool;

@@ -1,6 +1,7 @@
 //! Weight matrices in row-major `[rows = out][cols = in]` layout: their storage
 //! formats, construction and rows; the plain arrays they are stored as and rebuilt
-//! from are [`MatrixArrays`], the products with vectors in [`products`].
+//! from are [`MatrixArrays`], the products with vectors in [`products`] (their work
+//! memory, [`GemvScratch`], owned by the caller).
 //!
 //! Each output row is computed by one thread with a fixed summation order, so
 //! results do not depend on the number of threads.
@@ -339,6 +340,7 @@ mod arrays;
 mod products;
 
 pub use arrays::{MatrixArrays, MatrixArraysError};
+pub use products::GemvScratch;
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@
 //!   kernel keeps a bf16 running sum; an f32 dot product misses by ≈ 8 % here);
 //! * rows (embedding lookups) equal `mx.dequantize`.
 
-use rill_kernels::{isa, Matrix, Pool, WeightFormat};
+use rill_kernels::{isa, GemvScratch, Matrix, Pool, WeightFormat};
 
 const ROWS: usize = 40;
 const COLS: usize = 4096;
@@ -79,22 +79,23 @@ fn quantiser_product_and_rows_match_mlx() {
     assert!(rel > 1e-3, "vectors too easy: f32 dot within {rel:e}");
 
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let tiers = isa::tiers_under_test("mlx-int8 gemv");
     for t in tiers {
         let mut y = vec![0f32; ROWS];
-        m.gemv_rows_isa(t, &x, &mut y, 0..ROWS, &pool);
+        m.gemv_rows_isa(t, &x, &mut y, 0..ROWS, &mut scratch, &pool);
         for r in 0..ROWS {
             assert_eq!(y[r].to_bits(), y_mlx[r].to_bits(), "{} row {r}", t.name());
         }
         // An unaligned row range (as `to_logits` takes one level's rows).
         let mut part_y = vec![0f32; 21];
-        m.gemv_rows_isa(t, &x, &mut part_y, 7..28, &pool);
+        m.gemv_rows_isa(t, &x, &mut part_y, 7..28, &mut scratch, &pool);
         assert_eq!(part_y, y_mlx[7..28], "{} rows 7..28", t.name());
     }
 
     // Pre-quantised file round trip (the arrays a file stores).
     let back = Matrix::from_arrays(ROWS, COLS, arrays).unwrap();
     let mut y = vec![0f32; ROWS];
-    back.gemv(&x, &mut y, &pool);
+    back.gemv(&x, &mut y, &mut scratch, &pool);
     assert_eq!(y, y_mlx);
 }

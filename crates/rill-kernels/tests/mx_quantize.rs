@@ -10,7 +10,7 @@
 
 use rill_kernels::isa;
 use rill_kernels::quant;
-use rill_kernels::{Matrix, MatrixArrays, Pool};
+use rill_kernels::{GemvScratch, Matrix, MatrixArrays, Pool};
 
 const ROWS: usize = 16;
 const COLS: usize = 128;
@@ -176,6 +176,7 @@ fn matrix_from(mlx: &MlxQuant) -> Matrix {
 fn gemv_on_mlx_values_matches_independent_dequantisation() {
     let v = Vectors::load();
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let tiers =
         isa::tiers_under_test("mx_quantize::gemv_on_mlx_values_matches_independent_dequantisation");
     let mut x: Vec<f32> = (0..COLS)
@@ -190,7 +191,7 @@ fn gemv_on_mlx_values_matches_independent_dequantisation() {
         let m = matrix_from(&mlx);
         for &tier in &tiers {
             let mut y = vec![0f32; ROWS];
-            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &pool);
+            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &mut scratch, &pool);
             let mut worst = 0f64;
             for r in 0..ROWS {
                 let row = &d[r * COLS..(r + 1) * COLS];
@@ -219,6 +220,7 @@ fn gemv_on_mlx_values_matches_independent_dequantisation() {
 fn gemv_on_mlx_values_matches_mlx_matmul() {
     let v = Vectors::load();
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let x = v.f32("x");
     let xmax = x.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
     let tiers = isa::tiers_under_test("mx_quantize::gemv_on_mlx_values_matches_mlx_matmul");
@@ -228,7 +230,7 @@ fn gemv_on_mlx_values_matches_mlx_matmul() {
         let m = matrix_from(&mlx);
         for &tier in &tiers {
             let mut y = vec![0f32; ROWS];
-            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &pool);
+            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &mut scratch, &pool);
             let mut worst = 0f64;
             for r in 0..ROWS {
                 // Activation rounding moves each term by ≤ |w|·max|x|/65534.

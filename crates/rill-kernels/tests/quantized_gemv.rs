@@ -10,7 +10,7 @@
 //! The int8 / int4 layouts are checked against MLX's own values in `mx_quantize.rs`.
 
 use rill_kernels::isa;
-use rill_kernels::{Matrix, MatrixArrays, Pool, WeightFormat};
+use rill_kernels::{GemvScratch, Matrix, MatrixArrays, Pool, WeightFormat};
 
 /// splitmix64: reproducible test data without a dependency.
 struct Rng(u64);
@@ -64,6 +64,7 @@ fn pack_nibbles(idx: &[u8]) -> Vec<u8> {
 #[test]
 fn lut4_from_arrays_matches_the_codebook_product() {
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let tiers =
         isa::tiers_under_test("quantized_gemv::lut4_from_arrays_matches_the_codebook_product");
     let mut rng = Rng(5);
@@ -90,7 +91,7 @@ fn lut4_from_arrays_matches_the_codebook_product() {
     x[3] = -32767.0;
     for &tier in &tiers {
         let mut y = vec![0f32; rows];
-        m.gemv_rows_isa(tier, &x, &mut y, 0..rows, &pool);
+        m.gemv_rows_isa(tier, &x, &mut y, 0..rows, &mut scratch, &pool);
         let mut worst = 0f64;
         for r in 0..rows {
             let terms = (0..cols)
@@ -113,6 +114,7 @@ fn lut4_from_arrays_matches_the_codebook_product() {
 #[test]
 fn quantized_products_track_the_f32_product() {
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let tiers = isa::tiers_under_test("quantized_gemv::quantized_products_track_the_f32_product");
     let mut rng = Rng(11);
     let (rows, cols) = (256usize, 1024usize);
@@ -142,7 +144,7 @@ fn quantized_products_track_the_f32_product() {
         assert_eq!(m.format(), format);
         for &tier in &tiers {
             let mut y = vec![0f32; rows];
-            m.gemv_rows_isa(tier, &x, &mut y, 0..rows, &pool);
+            m.gemv_rows_isa(tier, &x, &mut y, 0..rows, &mut scratch, &pool);
             let c = cosine(&y, &exact);
             eprintln!(
                 "{tier} {}: cosine with the f32 product 1 − {:.2e}",

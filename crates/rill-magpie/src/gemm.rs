@@ -20,9 +20,9 @@
 //! agree to ~1e-6 of their scale, not bit for bit (NeMo's batched and stepped torch
 //! kernels do not either).
 
-use std::cell::RefCell;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
-use rill_kernels::{isa, Isa, Matrix, Pool, Tier};
+use rill_kernels::{isa, GemvScratch, Isa, Matrix, Pool, Tier};
 
 /// Output rows per packed panel (two zmm, four ymm or eight q-registers).
 const PANEL: usize = 32;
@@ -32,16 +32,56 @@ const INPUTS: usize = 6;
 const KC: usize = 256;
 /// Inputs of at most this many rows use one GEMV per row.
 const SINGLE_ROWS_UP_TO: usize = 2;
+/// Threads beyond the pool's own that may take its tasks at once: the other
+/// pipeline stage's thread, lent by `Pool::assist`.
+const ASSISTANTS: usize = 1;
 
-/// Per-thread scratch: the panel's widened weight rows and the packed panel.
-#[derive(Default)]
-struct Scratch {
+/// Work memory of [`matmul`], owned by the caller (a layer's scratch, a session).
+/// The GEMV activations are written by the calling thread before the pool's tasks
+/// start; a packed panel is written by the task that packs it, so there is one per
+/// thread that may run a task at once, each claimed by one task at a time (a claim
+/// never waits: a task that finds none free packs into a buffer of its own).
+/// Grown on first use, then reused.
+#[derive(Debug, Default)]
+pub struct MatmulScratch {
+    gemv: GemvScratch,
+    panels: Vec<Mutex<Panel>>,
+}
+
+impl MatmulScratch {
+    /// An empty scratch (it grows on first use).
+    pub fn new() -> MatmulScratch {
+        MatmulScratch::default()
+    }
+
+    /// The GEMV activations, for single-row products of the same owner.
+    pub fn gemv(&mut self) -> &mut GemvScratch {
+        &mut self.gemv
+    }
+}
+
+/// A clone is an empty scratch: the contents never outlive one call.
+impl Clone for MatmulScratch {
+    fn clone(&self) -> MatmulScratch {
+        MatmulScratch::new()
+    }
+}
+
+/// One task's panel: its weight rows widened and the packed panel.
+#[derive(Debug, Default)]
+struct Panel {
     rows: Vec<f32>,
     panel: Vec<f32>,
 }
 
-thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+/// A free panel of `panels`, claimed until the guard drops.
+fn claim(panels: &[Mutex<Panel>]) -> Option<MutexGuard<'_, Panel>> {
+    panels.iter().find_map(|p| match p.try_lock() {
+        Ok(guard) => Some(guard),
+        // A task that panicked left only scratch values behind.
+        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    })
 }
 
 /// A raw output pointer shared by tasks that write disjoint elements.
@@ -58,12 +98,19 @@ impl SendPtr {
 }
 
 /// `y[i·rows + r] = Σ_c W[r][c]·x[i·cols + c]` for every input row `i`.
-pub fn matmul(m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
-    matmul_isa(isa::active(), m, x, y, pool);
+pub fn matmul(m: &Matrix, x: &[f32], y: &mut [f32], scratch: &mut MatmulScratch, pool: &Pool) {
+    matmul_isa(isa::active(), m, x, y, scratch, pool);
 }
 
 /// [`matmul`] on an explicit tier (for cross-checking the tiers).
-pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
+pub fn matmul_isa(
+    isa: Isa,
+    m: &Matrix,
+    x: &[f32],
+    y: &mut [f32],
+    scratch: &mut MatmulScratch,
+    pool: &Pool,
+) {
     let (rows, cols) = (m.rows(), m.cols());
     assert!(
         cols > 0 && x.len().is_multiple_of(cols),
@@ -74,58 +121,78 @@ pub fn matmul_isa(isa: Isa, m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
     if n == 2 {
         // The two CFG rows: each weight read once for both, same bits as two GEMVs.
         let (y0, y1) = y.split_at_mut(rows);
-        m.gemv2_isa(isa, [&x[..cols], &x[cols..]], [y0, y1], pool);
+        m.gemv2_isa(
+            isa,
+            [&x[..cols], &x[cols..]],
+            [y0, y1],
+            &mut scratch.gemv,
+            pool,
+        );
         return;
     }
     if n <= SINGLE_ROWS_UP_TO {
         for (xi, yi) in x.chunks_exact(cols).zip(y.chunks_exact_mut(rows)) {
-            m.gemv_rows_isa(isa, xi, yi, 0..rows, pool);
+            m.gemv_rows_isa(isa, xi, yi, 0..rows, &mut scratch.gemv, pool);
         }
         return;
     }
+    let threads = pool.threads() + ASSISTANTS;
+    if scratch.panels.len() < threads {
+        scratch.panels.resize_with(threads, Mutex::default);
+    }
+    let panels = &scratch.panels[..];
     let out = SendPtr(y.as_mut_ptr());
     let tasks = rows.div_ceil(PANEL);
     let task = |t: usize| {
-        let r0 = t * PANEL;
-        let valid = PANEL.min(rows - r0);
-        SCRATCH.with(|s| {
-            let s = &mut *s.borrow_mut();
-            s.rows.resize(cols * PANEL, 0.0);
-            s.panel.resize(cols * PANEL, 0.0);
-            pack_panel(m, r0, valid, &mut s.rows, &mut s.panel);
-            let mut acc = [0f32; INPUTS * PANEL];
-            for i0 in (0..n).step_by(INPUTS) {
-                let ni = INPUTS.min(n - i0);
-                acc.fill(0.0);
-                for k0 in (0..cols).step_by(KC) {
-                    let kc = KC.min(cols - k0);
-                    let x0 = &x[i0 * cols + k0..];
-                    micro(
-                        isa,
-                        &s.panel[k0 * PANEL..(k0 + kc) * PANEL],
-                        x0,
-                        cols,
-                        ni,
-                        &mut acc,
-                    );
-                }
-                for i in 0..ni {
-                    let src = &acc[i * PANEL..i * PANEL + valid];
-                    // SAFETY: rows r0..r0 + valid belong to this task only and
-                    // i0 + i < n, so the run is inside `y` and written by no other
-                    // task.
-                    unsafe {
-                        let dst = out.get().add((i0 + i) * rows + r0);
-                        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
-                    }
-                }
-            }
-        });
+        // An empty panel allocates nothing; it grows only if no shared one is free.
+        let mut own = Panel::default();
+        let mut claimed = claim(panels);
+        let panel = claimed.as_deref_mut().unwrap_or(&mut own);
+        panel_rows(isa, m, x, t * PANEL, panel, out);
     };
     if tasks <= 1 {
         task(0);
     } else {
         pool.run(tasks, &task);
+    }
+}
+
+/// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul`]:
+/// packs the panel into `s`, then runs the micro-kernel over the input blocks.
+/// Only this call writes those rows of `y` (through `out`).
+fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: SendPtr) {
+    let (rows, cols) = (m.rows(), m.cols());
+    let n = x.len() / cols;
+    let valid = PANEL.min(rows - r0);
+    s.rows.resize(cols * PANEL, 0.0);
+    s.panel.resize(cols * PANEL, 0.0);
+    pack_panel(m, r0, valid, &mut s.rows, &mut s.panel);
+    let mut acc = [0f32; INPUTS * PANEL];
+    for i0 in (0..n).step_by(INPUTS) {
+        let ni = INPUTS.min(n - i0);
+        acc.fill(0.0);
+        for k0 in (0..cols).step_by(KC) {
+            let kc = KC.min(cols - k0);
+            let x0 = &x[i0 * cols + k0..];
+            micro(
+                isa,
+                &s.panel[k0 * PANEL..(k0 + kc) * PANEL],
+                x0,
+                cols,
+                ni,
+                &mut acc,
+            );
+        }
+        for i in 0..ni {
+            let src = &acc[i * PANEL..i * PANEL + valid];
+            // SAFETY: rows r0..r0 + valid belong to this call only and i0 + i < n,
+            // so the run is inside `y` (n × rows, alive until `Pool::run` returns)
+            // and written by no other task.
+            unsafe {
+                let dst = out.get().add((i0 + i) * rows + r0);
+                std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
+            }
+        }
     }
 }
 
@@ -339,6 +406,7 @@ mod tests {
     fn every_tier_matches_f64_reference() {
         let tiers = isa::tiers_under_test("rill_magpie::gemm");
         let pool = Pool::new(2);
+        let mut scratch = MatmulScratch::new();
         let mut seed = 9u64;
         let mut next = || {
             seed = seed
@@ -361,7 +429,7 @@ mod tests {
             let mut worst = 0f64;
             for &isa in &tiers {
                 let mut y = vec![0f32; n * rows];
-                matmul_isa(isa, &m, &x, &mut y, &pool);
+                matmul_isa(isa, &m, &x, &mut y, &mut scratch, &pool);
                 for i in 0..n {
                     for r in 0..rows {
                         let terms =
@@ -380,6 +448,18 @@ mod tests {
         }
     }
 
+    /// A claim never waits: with every shared panel taken, a task packs into its own.
+    #[test]
+    fn panels_are_claimed_one_task_at_a_time() {
+        let panels = [Mutex::default(), Mutex::default()];
+        let a = claim(&panels).expect("a free panel");
+        let b = claim(&panels).expect("a second free panel");
+        assert!(claim(&panels).is_none());
+        drop(a);
+        assert!(claim(&panels).is_some());
+        drop(b);
+    }
+
     /// Every output is one FMA chain: the same bits whatever the row count, the
     /// input block or the column block, and on every SIMD tier.
     #[test]
@@ -392,6 +472,7 @@ mod tests {
             ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
         };
         let pool = Pool::new(2);
+        let mut scratch = MatmulScratch::new();
         let (rows, cols, n) = (37, 2 * KC + 88, 13);
         let w: Vec<f32> = (0..rows * cols).map(|_| next()).collect();
         let x: Vec<f32> = (0..n * cols).map(|_| next()).collect();
@@ -400,10 +481,17 @@ mod tests {
         let mut simd: Option<Vec<u32>> = None;
         for isa in isa::tiers_under_test("rill_magpie::gemm blocking") {
             let mut all = vec![0f32; n * rows];
-            matmul_isa(isa, &m, &x, &mut all, &pool);
+            matmul_isa(isa, &m, &x, &mut all, &mut scratch, &pool);
             for i in 0..n - 2 {
                 let mut three = vec![0f32; 3 * rows];
-                matmul_isa(isa, &m, &x[i * cols..(i + 3) * cols], &mut three, &pool);
+                matmul_isa(
+                    isa,
+                    &m,
+                    &x[i * cols..(i + 3) * cols],
+                    &mut three,
+                    &mut scratch,
+                    &pool,
+                );
                 let want = &all[i * rows..(i + 3) * rows];
                 assert_eq!(bits(&three), bits(want), "{isa:?} rows {i}..{}", i + 3);
             }

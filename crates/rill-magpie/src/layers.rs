@@ -7,9 +7,10 @@
 //! each other. The new rows' keys/values are written to caller-provided slices; the
 //! caller owns the caches and appends them.
 
-use rill_kernels::{ops, Matrix, Pool, WeightFormat};
+use rill_kernels::{ops, GemvScratch, Matrix, Pool, WeightFormat};
 
 use crate::error::Result;
+use crate::gemm::{matmul, MatmulScratch};
 use crate::weights::Weights;
 
 /// `torch.nn.LayerNorm` epsilon.
@@ -73,11 +74,6 @@ pub(crate) fn linear(w: &mut Weights, name: &str) -> Result<Matrix> {
         f => f,
     };
     Ok(Matrix::from_f32(rows, cols, v, format))
-}
-
-/// `y[r] = W·x[r]` for each of the rows of `x` (weights read once, [`crate::gemm`]).
-pub(crate) fn gemv_rows(m: &Matrix, x: &[f32], y: &mut [f32], pool: &Pool) {
-    crate::gemm::matmul(m, x, y, pool);
 }
 
 /// Past keys and values of one attention layer: `rows` rows of `H·Dh` floats each.
@@ -144,6 +140,7 @@ pub struct LayerScratch {
     xq: Vec<f32>,
     xctx: Vec<f32>,
     probs: Vec<f32>,
+    products: MatmulScratch,
 }
 
 impl LayerScratch {
@@ -173,6 +170,7 @@ impl LayerScratch {
             xq: vec![0.0; rows * xattn],
             xctx: vec![0.0; rows * xattn],
             probs: vec![0.0; text],
+            products: MatmulScratch::new(),
         }
     }
 }
@@ -213,10 +211,11 @@ impl SelfAttention {
         let hd = hn * dh;
         let d = self.o_net.rows();
         let bn = seqs.len() * n;
-        gemv_rows(
+        matmul(
             &self.qkv_net,
             &s.h[..bn * d],
             &mut s.qkv[..bn * 3 * hd],
+            &mut s.products,
             pool,
         );
         let scale = 1.0 / (dh as f32).sqrt();
@@ -251,7 +250,13 @@ impl SelfAttention {
                 }
             }
         }
-        gemv_rows(&self.o_net, &s.ctx[..bn * hd], &mut s.out[..bn * d], pool);
+        matmul(
+            &self.o_net,
+            &s.ctx[..bn * hd],
+            &mut s.out[..bn * d],
+            &mut s.products,
+            pool,
+        );
         ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
@@ -278,11 +283,18 @@ impl CrossAttention {
 
     /// Memory keys and values of `memory_normed` (`T × D`, already through the layer's
     /// memory LN): `k`, `v` are `T × 128`.
-    pub fn memory(&self, memory_normed: &[f32], k: &mut [f32], v: &mut [f32], pool: &Pool) {
+    pub fn memory(
+        &self,
+        memory_normed: &[f32],
+        k: &mut [f32],
+        v: &mut [f32],
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
         let (d, x) = (self.kv_net.cols(), self.q_net.rows());
         let mut kv = vec![0f32; 2 * x];
         for (t, m) in memory_normed.chunks_exact(d).enumerate() {
-            self.kv_net.gemv(m, &mut kv, pool);
+            self.kv_net.gemv(m, &mut kv, scratch, pool);
             k[t * x..(t + 1) * x].copy_from_slice(&kv[..x]);
             v[t * x..(t + 1) * x].copy_from_slice(&kv[x..]);
         }
@@ -301,7 +313,13 @@ impl CrossAttention {
     ) {
         let (d, xd) = (self.q_net.cols(), self.q_net.rows());
         let bn = seqs.len() * n;
-        gemv_rows(&self.q_net, &s.h[..bn * d], &mut s.xq[..bn * xd], pool);
+        matmul(
+            &self.q_net,
+            &s.h[..bn * d],
+            &mut s.xq[..bn * xd],
+            &mut s.products,
+            pool,
+        );
         let scale = 1.0 / (xd as f32).sqrt();
         for (b, io) in seqs.iter_mut().enumerate() {
             let rows = b * n * xd..(b + 1) * n * xd;
@@ -337,7 +355,13 @@ impl CrossAttention {
             }
         }
         // The rows without memory have a zero context, so o_net adds exactly 0.
-        gemv_rows(&self.o_net, &s.xctx[..bn * xd], &mut s.out[..bn * d], pool);
+        matmul(
+            &self.o_net,
+            &s.xctx[..bn * xd],
+            &mut s.out[..bn * d],
+            &mut s.products,
+            pool,
+        );
         ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
@@ -379,6 +403,7 @@ impl PositionwiseConvFF {
             &s.h[..bn * d],
             &mut s.conv_in,
             &mut s.hidden[..bn * f],
+            &mut s.products,
             pool,
         );
         ops::gelu_tanh(&mut s.hidden[..bn * f]);
@@ -389,6 +414,7 @@ impl PositionwiseConvFF {
             &s.hidden[..bn * f],
             &mut s.conv_in,
             &mut s.out[..bn * d],
+            &mut s.products,
             pool,
         );
         ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
@@ -398,6 +424,7 @@ impl PositionwiseConvFF {
 /// `dst[b·n + t] = m · [src[t−k+1] … src[t]]` for each of `seqs` sequences of `n`
 /// rows of `src.len() / (seqs·n)` floats (a bias-free causal conv of kernel `k` as
 /// one product over interleaved taps; `k == 1` is a plain linear layer).
+#[allow(clippy::too_many_arguments)]
 fn causal_conv(
     m: &Matrix,
     k: usize,
@@ -405,10 +432,11 @@ fn causal_conv(
     src: &[f32],
     conv_in: &mut [f32],
     dst: &mut [f32],
+    products: &mut MatmulScratch,
     pool: &Pool,
 ) {
     if k == 1 {
-        return gemv_rows(m, src, dst, pool);
+        return matmul(m, src, dst, products, pool);
     }
     if seqs * n == 0 {
         return;
@@ -426,7 +454,7 @@ fn causal_conv(
             );
         }
     }
-    gemv_rows(m, &conv_in[..seqs * n * k * width], dst, pool);
+    matmul(m, &conv_in[..seqs * n * k * width], dst, products, pool);
 }
 
 /// `v[i·k + j] = rows[t − (k−1) + j][i]`, zero before row 0.

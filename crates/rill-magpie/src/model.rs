@@ -4,11 +4,11 @@
 
 use std::sync::OnceLock;
 
-use rill_kernels::{ops, Matrix, Pool};
+use rill_kernels::{ops, GemvScratch, Matrix, Pool};
 
 use crate::config::Config;
 use crate::error::{MagpieError, Result};
-use crate::gemm::matmul;
+use crate::gemm::{matmul, MatmulScratch};
 use crate::layers::{linear, CrossInput, KvPast, LayerNorm, LayerScratch, SeqIo, TransformerLayer};
 use crate::weights::Weights;
 
@@ -345,6 +345,7 @@ impl Model {
         let t = enc.len() / d;
         let x = self.config.xattn_dim;
         let mut normed = vec![0f32; t * d];
+        let mut scratch = GemvScratch::new();
         let mut mem = CrossMemory {
             text_len: t,
             k: Vec::new(),
@@ -356,7 +357,8 @@ impl Model {
                 c.norm_xattn_memory.apply(e, n);
             }
             let (mut k, mut v) = (vec![0f32; t * x], vec![0f32; t * x]);
-            c.cross_attention.memory(&normed, &mut k, &mut v, pool);
+            c.cross_attention
+                .memory(&normed, &mut k, &mut v, &mut scratch, pool);
             mem.k.push(k);
             mem.v.push(v);
         }
@@ -497,8 +499,14 @@ impl Model {
 
     /// `final_proj(hidden)` for each row of `hidden` (`8·2024` logits per row, the
     /// EOS stream's input).
-    pub fn final_logits(&self, hidden: &[f32], out: &mut [f32], pool: &Pool) {
-        matmul(&self.final_proj, hidden, out, pool);
+    pub fn final_logits(
+        &self,
+        hidden: &[f32],
+        out: &mut [f32],
+        scratch: &mut MatmulScratch,
+        pool: &Pool,
+    ) {
+        matmul(&self.final_proj, hidden, out, scratch, pool);
         for o in out.chunks_exact_mut(self.final_proj_bias.len()) {
             ops::add_in_place(o, &self.final_proj_bias);
         }
@@ -506,9 +514,16 @@ impl Model {
 
     /// LT inputs at position `pos` for each row of `v` (decoder hidden states):
     /// `in_proj(v) + b + pos_emb[pos]` (trap T15).
-    pub fn lt_input(&self, v: &[f32], pos: usize, out: &mut [f32], pool: &Pool) {
+    pub fn lt_input(
+        &self,
+        v: &[f32],
+        pos: usize,
+        out: &mut [f32],
+        scratch: &mut MatmulScratch,
+        pool: &Pool,
+    ) {
         let ld = self.config.lt_dim;
-        matmul(&self.local_transformer_in_projection, v, out, pool);
+        matmul(&self.local_transformer_in_projection, v, out, scratch, pool);
         let pe = &self.local_transformer_position_embeddings[pos * ld..(pos + 1) * ld];
         for o in out.chunks_exact_mut(ld) {
             ops::add_in_place(o, &self.local_transformer_in_projection_bias);
@@ -518,11 +533,19 @@ impl Model {
 
     /// The LT input of codebook `c`'s code at `pos`, `in_proj(audio_embeddings[c][code])`,
     /// written to every row of `out` (the CFG rows share the code).
-    pub fn lt_code_input(&self, c: usize, code: u16, pos: usize, out: &mut [f32], pool: &Pool) {
+    pub fn lt_code_input(
+        &self,
+        c: usize,
+        code: u16,
+        pos: usize,
+        out: &mut [f32],
+        scratch: &mut MatmulScratch,
+        pool: &Pool,
+    ) {
         let (d, ld) = (self.config.dim, self.config.lt_dim);
         let row = &self.audio_embeddings[c][code as usize * d..(code as usize + 1) * d];
         let (first, rest) = out.split_at_mut(ld);
-        self.lt_input(row, pos, first, pool);
+        self.lt_input(row, pos, first, scratch, pool);
         for o in rest.chunks_exact_mut(ld) {
             o.copy_from_slice(first);
         }
@@ -542,9 +565,16 @@ impl Model {
     }
 
     /// Codebook `c`'s LT head for each row of `y`: `W_c·y + b_c` (2024 per row).
-    pub fn lt_logits(&self, c: usize, y: &[f32], out: &mut [f32], pool: &Pool) {
+    pub fn lt_logits(
+        &self,
+        c: usize,
+        y: &[f32],
+        out: &mut [f32],
+        scratch: &mut MatmulScratch,
+        pool: &Pool,
+    ) {
         let (m, b) = &self.local_transformer_out_projections[c];
-        matmul(m, y, out, pool);
+        matmul(m, y, out, scratch, pool);
         for o in out.chunks_exact_mut(b.len()) {
             ops::add_in_place(o, b);
         }

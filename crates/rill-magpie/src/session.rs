@@ -14,6 +14,7 @@ use rill_kernels::Pool;
 
 use crate::config::InferenceParams;
 use crate::error::{MagpieError, Result};
+use crate::gemm::MatmulScratch;
 use crate::layers::{KvPast, LayerScratch, SeqIo};
 use crate::model::{CrossMemory, DecoderCache, DecoderOut, Model, PriorUse, MAX_BATCH};
 use crate::prior::AttentionPrior;
@@ -63,6 +64,8 @@ pub struct Session {
     lt_v: Vec<f32>,
     lt_x: Vec<f32>,
     lt_scratch: LayerScratch,
+    /// The products outside the layers (LT input and heads, `final_proj`).
+    products: MatmulScratch,
     logits: Vec<f32>,
     final_logits: Vec<f32>,
     mixed: Vec<f32>,
@@ -189,6 +192,7 @@ impl Session {
             lt_v: vec![0.0; batch * c.lt_positions * ld],
             lt_x: vec![0.0; batch * ld],
             lt_scratch: LayerScratch::new(batch, ld, c.lt_ffn, 1, c.lt_positions, 1, 1),
+            products: MatmulScratch::new(),
             logits: vec![0.0; batch * v],
             final_logits: vec![0.0; batch * CODEBOOKS * v],
             mixed: vec![0.0; CODEBOOKS * v],
@@ -330,7 +334,7 @@ impl Session {
         let cap = c.lt_positions;
         let s = self.params.cfg_scale;
         let batch = self.batch;
-        m.lt_input(&self.hidden, 0, &mut self.lt_x, pool);
+        m.lt_input(&self.hidden, 0, &mut self.lt_x, &mut self.products, pool);
         if let Some(tr) = trace.as_deref_mut() {
             tr.lt_logits = vec![0.0; CODEBOOKS * batch * v];
         }
@@ -359,7 +363,7 @@ impl Session {
                 }
             });
             m.lt_forward(&mut self.lt_x, &mut io[..batch], &mut self.lt_scratch, pool);
-            m.lt_logits(cb, &self.lt_x, &mut self.logits, pool);
+            m.lt_logits(cb, &self.lt_x, &mut self.logits, &mut self.products, pool);
             if let Some(tr) = trace.as_deref_mut() {
                 let o = cb * self.batch * v;
                 tr.lt_logits[o..o + self.batch * v].copy_from_slice(&self.logits);
@@ -385,7 +389,7 @@ impl Session {
             frame[cb] = code;
             let next = forced.map_or(code, |f| f[cb]);
             if cb + 1 < CODEBOOKS {
-                m.lt_code_input(cb, next, cb + 1, &mut self.lt_x, pool);
+                m.lt_code_input(cb, next, cb + 1, &mut self.lt_x, &mut self.products, pool);
             }
         }
         if let Some(tr) = trace {
@@ -401,7 +405,12 @@ impl Session {
         let c = &m.config;
         let v = c.codebook_vocab;
         let w = CODEBOOKS * v;
-        m.final_logits(&self.hidden, &mut self.final_logits, pool);
+        m.final_logits(
+            &self.hidden,
+            &mut self.final_logits,
+            &mut self.products,
+            pool,
+        );
         let s = self.params.cfg_scale;
         if self.batch == 2 {
             let (cond, uncond) = self.final_logits.split_at(w);

@@ -19,7 +19,7 @@ fn steps_allocate_nothing_after_warm_up() {
     };
     let tokens: Vec<u32> = (0..20).map(|i| (i * 7 % 96) as u32).collect();
     let mut s = Session::new(m, &tokens, 1, params, 3, &pool).unwrap();
-    // Warm-up: the first steps may touch lazily created thread state.
+    // Warm-up: the first steps grow the scratch the session owns.
     for _ in 0..2 {
         s.step(&pool).unwrap();
     }

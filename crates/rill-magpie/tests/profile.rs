@@ -51,7 +51,9 @@ fn profile_steps() {
 #[ignore]
 fn profile_two_rows() {
     use rill_kernels::{Matrix, WeightFormat};
+    use rill_magpie::gemm::{matmul, MatmulScratch};
     let pool = Pool::new(2);
+    let mut scratch = MatmulScratch::new();
     for (rows, cols, count) in [(2304, 768, 40), (768, 3072, 40), (16192, 768, 6)] {
         let ms: Vec<Matrix> = (0..count)
             .map(|i| {
@@ -69,13 +71,13 @@ fn profile_two_rows() {
         for _ in 0..5 {
             let t = Instant::now();
             for m in &ms {
-                rill_magpie::gemm::matmul(m, &x, &mut y, &pool);
+                matmul(m, &x, &mut y, &mut scratch, &pool);
             }
             t_two += t.elapsed().as_secs_f64();
             let t = Instant::now();
             for m in &ms {
-                m.gemv(&x[..cols], &mut y[..rows], &pool);
-                m.gemv(&x[cols..], &mut y[rows..], &pool);
+                m.gemv(&x[..cols], &mut y[..rows], scratch.gemv(), &pool);
+                m.gemv(&x[cols..], &mut y[rows..], scratch.gemv(), &pool);
             }
             t_gemv += t.elapsed().as_secs_f64();
         }

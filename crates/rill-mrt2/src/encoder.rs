@@ -6,7 +6,7 @@
 //! src     = LayerNorm((mulan + regular) / 2)
 //! ```
 
-use rill_kernels::{ops, ops_bf16, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
 
 use crate::conditioning::{CHANNELS, STYLE_LEVELS};
 use crate::config::{MULAN_DIM, MULAN_ROWS, MULAN_VOCAB, REGULAR_ROWS};
@@ -54,6 +54,7 @@ pub struct EncoderScratch {
     mulan: Vec<f32>,
     row: Vec<f32>,
     regular: Vec<f32>,
+    gemv: GemvScratch,
 }
 
 impl Encoder {
@@ -98,6 +99,7 @@ impl Encoder {
             mulan: vec![0.0; self.dim],
             row: vec![0.0; self.dim],
             regular: vec![0.0; self.dim],
+            gemv: GemvScratch::new(),
         }
     }
 
@@ -121,7 +123,8 @@ impl Encoder {
         if self.bf16 {
             ops_bf16::round(&mut s.sum768);
         }
-        self.mulan_adapter.gemv(&s.sum768, &mut s.mulan, pool);
+        self.mulan_adapter
+            .gemv(&s.sum768, &mut s.mulan, &mut s.gemv, pool);
 
         s.regular.fill(0.0);
         for (c, &t) in tokens[STYLE_LEVELS..].iter().enumerate() {

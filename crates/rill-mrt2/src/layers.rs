@@ -5,7 +5,7 @@
 //! past keys/values through [`KvView`] and write this step's key/value into
 //! caller-provided slices; the session appends them.
 
-use rill_kernels::{ops, ops_bf16, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
 
 use crate::attention::{Attention, KvView};
 use crate::error::ModelError;
@@ -23,6 +23,8 @@ pub struct StackScratch {
     pub out: Vec<f32>,
     pub hidden: Vec<f32>,
     pub scores: Vec<f32>,
+    /// The products' quantised activations.
+    pub gemv: GemvScratch,
 }
 
 impl StackScratch {
@@ -34,6 +36,7 @@ impl StackScratch {
             out: vec![0.0; dim],
             hidden: vec![0.0; ffn],
             scores: vec![0.0; Attention::scores_len(max_slots)],
+            gemv: GemvScratch::new(),
         }
     }
 }
@@ -145,13 +148,13 @@ impl SelfAttentionBlock {
     ) {
         let inner = self.attn.heads * self.attn.head_dim;
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.wqkv.gemv(&s.h, &mut s.qkv, pool);
+        self.wqkv.gemv(&s.h, &mut s.qkv, &mut s.gemv, pool);
         new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
         new_v.copy_from_slice(&s.qkv[2 * inner..]);
         let (q, _) = s.qkv.split_at_mut(inner);
         self.attn
             .attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
-        self.wo.gemv(&s.ctx, &mut s.out, pool);
+        self.wo.gemv(&s.ctx, &mut s.out, &mut s.gemv, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
@@ -216,8 +219,14 @@ impl CrossAttentionBlock {
 
     /// This step's cross-attention key and value (`[k | v]`, 2·H·Dh) from the
     /// current encoder output.
-    pub fn project_source(&self, src: &[f32], kv: &mut [f32], pool: &Pool) {
-        self.wkv.gemv(src, kv, pool);
+    pub fn project_source(
+        &self,
+        src: &[f32],
+        kv: &mut [f32],
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
+        self.wkv.gemv(src, kv, scratch, pool);
     }
 
     /// One step attending over the past source window and the current `kv`.
@@ -232,7 +241,7 @@ impl CrossAttentionBlock {
         let inner = self.attn.heads * self.attn.head_dim;
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
         let q = &mut s.qkv[..inner];
-        self.wq.gemv(&s.h, q, pool);
+        self.wq.gemv(&s.h, q, &mut s.gemv, pool);
         self.attn.attend(
             q,
             past,
@@ -241,7 +250,7 @@ impl CrossAttentionBlock {
             &mut s.ctx,
             &mut s.scores,
         );
-        self.wo.gemv(&s.ctx, &mut s.out, pool);
+        self.wo.gemv(&s.ctx, &mut s.out, &mut s.gemv, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
@@ -279,14 +288,14 @@ impl FfnBlock {
 
     pub fn step(&self, x: &mut [f32], s: &mut StackScratch, pool: &Pool) {
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.w1.gemv(&s.h, &mut s.hidden, pool);
+        self.w1.gemv(&s.h, &mut s.hidden, &mut s.gemv, pool);
         add_bias(&mut s.hidden, &self.b1, self.bf16);
         if self.bf16 {
             ops_bf16::gelu_tanh(&mut s.hidden);
         } else {
             ops::gelu_tanh(&mut s.hidden);
         }
-        self.w2.gemv(&s.hidden, &mut s.out, pool);
+        self.w2.gemv(&s.hidden, &mut s.out, &mut s.gemv, pool);
         add_bias(&mut s.out, &self.b2, self.bf16);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }

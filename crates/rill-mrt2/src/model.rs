@@ -7,7 +7,7 @@
 use rill_checkpoint::layout::RVQ_LEVELS;
 use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::round_bf16;
-use rill_kernels::{ops, ops_bf16, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
 
 use crate::attention::KvView;
 use crate::config::Mrt2Config;
@@ -214,10 +214,17 @@ impl Mrt2 {
     /// This frame's cross-attention key and value (`[k | v]`) of temporal layer
     /// `layer` for encoder output `src`. The encoder is frame-wise, so for constant
     /// conditioning the host may compute this once and reuse it.
-    pub fn cross_source_kv(&self, layer: usize, src: &[f32], kv: &mut [f32], pool: &Pool) {
+    pub fn cross_source_kv(
+        &self,
+        layer: usize,
+        src: &[f32],
+        kv: &mut [f32],
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
         self.temporal[layer]
             .cross_attn
-            .project_source(src, kv, pool);
+            .project_source(src, kv, scratch, pool);
     }
 
     /// One temporal layer step with this frame's cross-attention key/value `cross_kv`
@@ -244,8 +251,8 @@ impl Mrt2 {
     }
 
     /// Depth input adapter: `z = W_adapt · inp`.
-    pub fn depth_input(&self, inp: &[f32], z: &mut [f32], pool: &Pool) {
-        self.depth_adapter.gemv(inp, z, pool);
+    pub fn depth_input(&self, inp: &[f32], z: &mut [f32], scratch: &mut GemvScratch, pool: &Pool) {
+        self.depth_adapter.gemv(inp, z, scratch, pool);
     }
 
     /// One depth layer step; writes this step's key/value into `new_kv` (`[k | v]`).
@@ -271,6 +278,7 @@ impl Mrt2 {
         z: &[f32],
         normed: &mut [f32],
         logits: &mut [f32],
+        scratch: &mut GemvScratch,
         pool: &Pool,
     ) {
         let lo = RESERVED + LEVEL * level;
@@ -278,13 +286,13 @@ impl Mrt2 {
         if self.precision.computes_in_bf16() {
             ops_bf16::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
             self.to_logits
-                .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+                .gemv_rows(normed, logits, lo..lo + LEVEL, scratch, pool);
             ops_bf16::add(logits, bias);
             ops_bf16::soft_cap(logits, SOFT_CAP);
         } else {
             ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
             self.to_logits
-                .gemv_rows(normed, logits, lo..lo + LEVEL, pool);
+                .gemv_rows(normed, logits, lo..lo + LEVEL, scratch, pool);
             ops::add_in_place(logits, bias);
             ops::soft_cap(logits, SOFT_CAP);
         }

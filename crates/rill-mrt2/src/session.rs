@@ -264,6 +264,7 @@ impl Session {
                     l,
                     &self.src,
                     &mut sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
+                    &mut sc.temporal.gemv,
                     pool,
                 );
             }
@@ -313,7 +314,7 @@ impl Session {
         sc.depth_in.copy_from_slice(&sc.x);
         let dring = LEVELS * di;
         for k in 0..LEVELS {
-            model.depth_input(&sc.depth_in, &mut sc.z, pool);
+            model.depth_input(&sc.depth_in, &mut sc.z, &mut sc.depth.gemv, pool);
             for j in 0..model.depth_layers() {
                 let past = KvView {
                     k: &sc.depth_k[j * dring..(j + 1) * dring],
@@ -325,7 +326,14 @@ impl Session {
                 sc.depth_k[dst..dst + di].copy_from_slice(&sc.new_depth[..di]);
                 sc.depth_v[dst..dst + di].copy_from_slice(&sc.new_depth[di..]);
             }
-            model.level_logits(k, &sc.z, &mut sc.normed, &mut sc.logits, pool);
+            model.level_logits(
+                k,
+                &sc.z,
+                &mut sc.normed,
+                &mut sc.logits,
+                &mut sc.depth.gemv,
+                pool,
+            );
             let lo = RESERVED + LEVEL * k;
             let need_noise = self.sampling.temperature != 0.0 || trace.is_some();
             if need_noise {

@@ -1,6 +1,8 @@
 //! The NanoCodec 22 kHz / 1.89 kbps / 21.5 fps configuration (released
 //! `model_config.yaml`, spec §2.3) and the tensor names of its state dict.
 
+use crate::walk::{Layer, ResPart};
+
 /// Output sample rate.
 pub const SAMPLE_RATE: u32 = 22_050;
 /// Samples per codec frame (46.4 ms): the product of the up-sampling rates.
@@ -87,4 +89,26 @@ pub(crate) fn alpha_key(stem: &str) -> String {
 /// Stem of residual block `m` of branch `j` of stage `i`.
 pub(crate) fn res_block_stem(i: usize, j: usize, m: usize) -> String {
     format!("audio_decoder.res_layers.{i}.res_blocks.{j}.res_blocks.{m}")
+}
+
+/// The state-dict stem of a decoder layer: `audio_decoder.pre_conv`,
+/// `….activations.{i}`, `….up_sample_conv_layers.{i}`, a residual block's
+/// `….input_activation` etc., `….post_activation`, `….post_conv`.
+pub(crate) fn state_dict_stem(at: Layer) -> String {
+    match at {
+        Layer::PreConv => "audio_decoder.pre_conv".into(),
+        Layer::Activation(i) => format!("audio_decoder.activations.{i}"),
+        Layer::Up(i) => format!("audio_decoder.up_sample_conv_layers.{i}"),
+        Layer::Res(b, part) => {
+            let leaf = match part {
+                ResPart::InputActivation => "input_activation",
+                ResPart::InputConv => "input_conv",
+                ResPart::SkipActivation => "skip_activation",
+                ResPart::SkipConv => "skip_conv",
+            };
+            format!("{}.{leaf}", res_block_stem(b.stage, b.branch, b.block))
+        }
+        Layer::PostActivation => "audio_decoder.post_activation".into(),
+        Layer::PostConv => "audio_decoder.post_conv".into(),
+    }
 }

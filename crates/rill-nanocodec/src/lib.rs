@@ -40,6 +40,7 @@ pub mod load;
 mod pcm;
 mod state;
 pub mod state_dict;
+mod walk;
 pub mod weights;
 
 use rill_kernels::{Isa, Pool};

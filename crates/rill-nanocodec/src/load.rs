@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::config::{alpha_key, res_block_stem, Config};
 use crate::error::{CodecError, Problem};
 use crate::state_dict::{specs, Kind, StateDict, Values};
-use crate::weights::{Conv1d, ConvTranspose1d, HalfSnake, ResidualBlock, Stage, Weights};
+use crate::walk::{read_decoder, Layer, ResPart, Source};
+use crate::weights::{Conv1d, ConvTranspose1d, HalfSnake, Weights};
 use crate::{CODEBOOKS, CODEBOOK_SIZE, LATENT_DIM, SAMPLES_PER_FRAME, SAMPLE_RATE};
 
 /// The `general.architecture` of NeMo-Speech.cpp's codec GGUF.
@@ -284,58 +285,6 @@ impl Reader<'_> {
         Vec::new()
     }
 
-    fn conv(
-        &mut self,
-        short: &str,
-        cout: usize,
-        cin: usize,
-        kernel: usize,
-        dilation: usize,
-    ) -> Conv1d {
-        Conv1d {
-            cout,
-            cin,
-            kernel,
-            dilation,
-            weight: self.floats(&format!("{short}.w"), &[cout, cin, kernel]),
-            bias: self.floats(&format!("{short}.b"), &[1, cout, 1]),
-        }
-    }
-
-    /// Dense `(C_in, C_out, K)` back to the grouped `(C_in, 1, K)` (groups = C_out);
-    /// an entry off the group diagonal means the file is not a grouped conv.
-    fn up(&mut self, i: usize, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
-        let (short, k) = (format!("dec.up.{i}"), 2 * rate);
-        let dense = self.floats(&format!("{short}.w"), &[cin, cout, k]);
-        let mut weight = Vec::with_capacity(dense.len() / cout.max(1));
-        if !dense.is_empty() {
-            let per = cin / cout; // inputs per group; cin = 2·cout (checked by the config)
-            for (ci, row) in dense.chunks_exact(cout * k).enumerate() {
-                let group = ci / per;
-                for (co, taps) in row.chunks_exact(k).enumerate() {
-                    if co == group {
-                        weight.extend_from_slice(taps);
-                    } else if taps.iter().any(|&x| x != 0.0) {
-                        bad(
-                            &mut self.p,
-                            &format!("{short}.w"),
-                            format!("input {ci} feeds output {co} outside its group: not NanoCodec's grouped up-sampling"),
-                        );
-                        return self.empty_up(cin, cout, k, rate);
-                    }
-                }
-            }
-        }
-        ConvTranspose1d {
-            cin,
-            cout,
-            kernel: k,
-            stride: rate,
-            weight,
-            bias: self.floats(&format!("{short}.b"), &[1, cout, 1]),
-        }
-    }
-
     fn empty_up(
         &mut self,
         cin: usize,
@@ -351,28 +300,6 @@ impl Reader<'_> {
             weight: Vec::new(),
             bias: Vec::new(),
         }
-    }
-
-    /// `alpha` `(1, C/2, 1)`; `alpha_inv`, when present, must be `1/(alpha + 1e-9)`.
-    fn snake(&mut self, short: &str, channels: usize) -> HalfSnake {
-        let shape = [1, channels / 2, 1];
-        let hs = HalfSnake::new(channels, self.floats(&format!("{short}.alpha"), &shape));
-        let inv_name = format!("{short}.alpha_inv");
-        if self.g.info(&inv_name).is_some() {
-            let inv = self.floats(&inv_name, &shape);
-            let off = inv
-                .iter()
-                .zip(&hs.alpha_inv)
-                .any(|(&a, &b)| (a - b).abs() > 1e-6 * b.abs().max(1.0));
-            if off {
-                bad(
-                    &mut self.p,
-                    &inv_name,
-                    "is not 1/(alpha + 1e-9) of the stored alpha".into(),
-                );
-            }
-        }
-        hs
     }
 
     /// `q.fsq.codebook` `(8, 2016, 4)` must be the FSQ grid rill computes itself.
@@ -397,6 +324,109 @@ impl Reader<'_> {
                 return;
             }
         }
+    }
+}
+
+/// The GGUF short name of a decoder layer (NeMo-Speech.cpp's names): `dec.pre`,
+/// `dec.act.{i}`, `dec.up.{i}`, `dec.res.{i}.{j}.{m}.{ia|ic|sa|sc}`,
+/// `dec.post_act`, `dec.post`.
+fn gguf_stem(at: Layer) -> String {
+    match at {
+        Layer::PreConv => "dec.pre".into(),
+        Layer::Activation(i) => format!("dec.act.{i}"),
+        Layer::Up(i) => format!("dec.up.{i}"),
+        Layer::Res(b, part) => {
+            let leaf = match part {
+                ResPart::InputActivation => "ia",
+                ResPart::InputConv => "ic",
+                ResPart::SkipActivation => "sa",
+                ResPart::SkipConv => "sc",
+            };
+            format!("dec.res.{}.{}.{}.{leaf}", b.stage, b.branch, b.block)
+        }
+        Layer::PostActivation => "dec.post_act".into(),
+        Layer::PostConv => "dec.post".into(),
+    }
+}
+
+/// The folded tensors of a GGUF, read as they are.
+impl Source for Reader<'_> {
+    fn stem(&self, at: Layer) -> String {
+        gguf_stem(at)
+    }
+
+    fn conv(
+        &mut self,
+        stem: &str,
+        cout: usize,
+        cin: usize,
+        kernel: usize,
+        dilation: usize,
+    ) -> Conv1d {
+        Conv1d {
+            cout,
+            cin,
+            kernel,
+            dilation,
+            weight: self.floats(&format!("{stem}.w"), &[cout, cin, kernel]),
+            bias: self.floats(&format!("{stem}.b"), &[1, cout, 1]),
+        }
+    }
+
+    /// Dense `(C_in, C_out, K)` back to the grouped `(C_in, 1, K)` (groups = C_out);
+    /// an entry off the group diagonal means the file is not a grouped conv.
+    fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
+        let k = 2 * rate;
+        let dense = self.floats(&format!("{stem}.w"), &[cin, cout, k]);
+        let mut weight = Vec::with_capacity(dense.len() / cout.max(1));
+        if !dense.is_empty() {
+            let per = cin / cout; // inputs per group; cin = 2·cout (checked by the config)
+            for (ci, row) in dense.chunks_exact(cout * k).enumerate() {
+                let group = ci / per;
+                for (co, taps) in row.chunks_exact(k).enumerate() {
+                    if co == group {
+                        weight.extend_from_slice(taps);
+                    } else if taps.iter().any(|&x| x != 0.0) {
+                        bad(
+                            &mut self.p,
+                            &format!("{stem}.w"),
+                            format!("input {ci} feeds output {co} outside its group: not NanoCodec's grouped up-sampling"),
+                        );
+                        return self.empty_up(cin, cout, k, rate);
+                    }
+                }
+            }
+        }
+        ConvTranspose1d {
+            cin,
+            cout,
+            kernel: k,
+            stride: rate,
+            weight,
+            bias: self.floats(&format!("{stem}.b"), &[1, cout, 1]),
+        }
+    }
+
+    /// `alpha` `(1, C/2, 1)`; `alpha_inv`, when present, must be `1/(alpha + 1e-9)`.
+    fn snake(&mut self, stem: &str, channels: usize) -> HalfSnake {
+        let shape = [1, channels / 2, 1];
+        let hs = HalfSnake::new(channels, self.floats(&format!("{stem}.alpha"), &shape));
+        let inv_name = format!("{stem}.alpha_inv");
+        if self.g.info(&inv_name).is_some() {
+            let inv = self.floats(&inv_name, &shape);
+            let off = inv
+                .iter()
+                .zip(&hs.alpha_inv)
+                .any(|(&a, &b)| (a - b).abs() > 1e-6 * b.abs().max(1.0));
+            if off {
+                bad(
+                    &mut self.p,
+                    &inv_name,
+                    "is not 1/(alpha + 1e-9) of the stored alpha".into(),
+                );
+            }
+        }
+        hs
     }
 }
 
@@ -430,49 +460,8 @@ pub fn from_gguf(g: &Gguf) -> Result<Weights, CodecError> {
         return Err(invalid(g.path(), p));
     }
     let mut r = Reader { g, p };
-    let pre_conv = r.conv(
-        "dec.pre",
-        cfg.base_channels,
-        cfg.input_dim,
-        cfg.in_kernel,
-        1,
-    );
-    let mut stages = Vec::new();
-    for (i, &rate) in cfg.up_sample_rates.iter().enumerate() {
-        let (cin, c) = (cfg.stage_in(i), cfg.stage_out(i));
-        let activation = r.snake(&format!("dec.act.{i}"), cin);
-        let up = r.up(i, cin, c, rate);
-        let mut res = Vec::new();
-        for (j, &k) in cfg.resblock_kernels.iter().enumerate() {
-            let mut chain = Vec::new();
-            for (m, &d) in cfg.resblock_dilations.iter().enumerate() {
-                let s = format!("dec.res.{i}.{j}.{m}");
-                chain.push(ResidualBlock {
-                    input_activation: r.snake(&format!("{s}.ia"), c),
-                    input_conv: r.conv(&format!("{s}.ic"), c, c, k, d),
-                    skip_activation: r.snake(&format!("{s}.sa"), c),
-                    skip_conv: r.conv(&format!("{s}.sc"), c, c, k, 1),
-                });
-            }
-            res.push(chain);
-        }
-        stages.push(Stage {
-            activation,
-            up,
-            res,
-        });
-    }
-    let cf = cfg.final_channels();
-    let post_activation = r.snake("dec.post_act", cf);
-    let post_conv = r.conv("dec.post", 1, cf, cfg.out_kernel, 1);
+    let w = read_decoder(&cfg, &mut r);
     r.check_codebook();
-    let w = Weights {
-        config: cfg,
-        pre_conv,
-        stages,
-        post_activation,
-        post_conv,
-    };
     let mut p = r.p;
     if p.is_empty() {
         p = w.problems();

@@ -4,9 +4,10 @@
 //! [`StateDict`] (or these structs directly, e.g. from a GGUF's pre-folded
 //! tensors); [`Weights::from_state_dict`] validates and folds.
 
-use crate::config::{alpha_key, conv_keys, res_block_stem, Config};
+use crate::config::{alpha_key, conv_keys, res_block_stem, state_dict_stem, Config};
 use crate::error::{CodecError, Problem};
 use crate::state_dict::{StateDict, Values};
+use crate::walk::{read_decoder, Layer, Source};
 
 /// A causal `Conv1d` (stride 1): `weight` `[cout][cin][kernel]` (torch layout).
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +125,13 @@ impl Builder<'_> {
         };
         (w, f32s(self.sd, &b).to_vec())
     }
+}
+
+/// The torch state dict, folded as it is read.
+impl Source for Builder<'_> {
+    fn stem(&self, at: Layer) -> String {
+        state_dict_stem(at)
+    }
 
     fn conv(
         &mut self,
@@ -139,6 +147,18 @@ impl Builder<'_> {
             cin,
             kernel,
             dilation,
+            weight,
+            bias,
+        }
+    }
+
+    fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
+        let (weight, bias) = self.folded(stem);
+        ConvTranspose1d {
+            cin,
+            cout,
+            kernel: 2 * rate,
+            stride: rate,
             weight,
             bias,
         }
@@ -170,62 +190,14 @@ impl Weights {
             sd,
             problems: Vec::new(),
         };
-        let pre_conv = b.conv(
-            "audio_decoder.pre_conv",
-            cfg.base_channels,
-            cfg.input_dim,
-            cfg.in_kernel,
-            1,
-        );
-        let mut stages = Vec::new();
-        for (i, &r) in cfg.up_sample_rates.iter().enumerate() {
-            let (cin, c) = (cfg.stage_in(i), cfg.stage_out(i));
-            let activation = b.snake(&format!("audio_decoder.activations.{i}"), cin);
-            let (weight, bias) = b.folded(&format!("audio_decoder.up_sample_conv_layers.{i}"));
-            let up = ConvTranspose1d {
-                cin,
-                cout: c,
-                kernel: 2 * r,
-                stride: r,
-                weight,
-                bias,
-            };
-            let mut res = Vec::new();
-            for (j, &k) in cfg.resblock_kernels.iter().enumerate() {
-                let mut chain = Vec::new();
-                for (m, &d) in cfg.resblock_dilations.iter().enumerate() {
-                    let stem = res_block_stem(i, j, m);
-                    chain.push(ResidualBlock {
-                        input_activation: b.snake(&format!("{stem}.input_activation"), c),
-                        input_conv: b.conv(&format!("{stem}.input_conv"), c, c, k, d),
-                        skip_activation: b.snake(&format!("{stem}.skip_activation"), c),
-                        skip_conv: b.conv(&format!("{stem}.skip_conv"), c, c, k, 1),
-                    });
-                }
-                res.push(chain);
-            }
-            stages.push(Stage {
-                activation,
-                up,
-                res,
-            });
-        }
-        let cf = cfg.final_channels();
-        let post_activation = b.snake("audio_decoder.post_activation", cf);
-        let post_conv = b.conv("audio_decoder.post_conv", 1, cf, cfg.out_kernel, 1);
+        let w = read_decoder(cfg, &mut b);
         if !b.problems.is_empty() {
             return Err(CodecError::Invalid {
                 source_name: "the given state dict".into(),
                 problems: b.problems,
             });
         }
-        Ok(Weights {
-            config: cfg.clone(),
-            pre_conv,
-            stages,
-            post_activation,
-            post_conv,
-        })
+        Ok(w)
     }
 
     /// The oracle's random weights for weights seed `seed`, folded.
@@ -424,5 +396,63 @@ impl Weights {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state_dict::{specs, synthesize};
+
+    /// A source that notes the tensor names it is asked for, then reads them.
+    struct Recording<'a, S>(&'a mut S, Vec<String>);
+
+    impl<S: Source> Source for Recording<'_, S> {
+        fn stem(&self, at: Layer) -> String {
+            self.0.stem(at)
+        }
+        fn conv(
+            &mut self,
+            stem: &str,
+            cout: usize,
+            cin: usize,
+            kernel: usize,
+            dilation: usize,
+        ) -> Conv1d {
+            self.1.extend(conv_keys(stem));
+            self.0.conv(stem, cout, cin, kernel, dilation)
+        }
+        fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
+            self.1.extend(conv_keys(stem));
+            self.0.up(stem, cin, cout, rate)
+        }
+        fn snake(&mut self, stem: &str, channels: usize) -> HalfSnake {
+            self.1.push(alpha_key(stem));
+            self.0.snake(stem, channels)
+        }
+    }
+
+    /// The walk reads every decoder tensor of the state dict exactly once.
+    #[test]
+    fn the_walk_reads_every_decoder_tensor_once() {
+        let cfg = Config::nanocodec_22khz();
+        let sd = synthesize(&cfg, 0);
+        let mut b = Builder {
+            sd: &sd,
+            problems: Vec::new(),
+        };
+        let mut names = Recording(&mut b, Vec::new());
+        let w = read_decoder(&cfg, &mut names);
+        let mut read = names.1;
+        read.sort();
+        let mut want: Vec<String> = specs(&cfg)
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| n.starts_with("audio_decoder."))
+            .collect();
+        want.sort();
+        assert_eq!(read, want);
+        assert!(b.problems.is_empty());
+        assert_eq!(w, Weights::synthetic(0));
     }
 }

@@ -25,7 +25,7 @@ fn frame_loop_does_not_allocate() {
         let pool = StagePools::new(stages, 2, None);
         let mut g = Generator::new(lm, codec.clone(), 42, &pool);
         let mut pcm = vec![0i16; FRAME_PCM];
-        g.step(&pool, &mut pcm); // warm-up: grows per-thread scratch once
+        g.step(&pool, &mut pcm); // warm-up: grows the scratch the session and codec own
         g.step(&pool, &mut pcm);
         let before = rill_testkit::allocations();
         for i in 0..4 {

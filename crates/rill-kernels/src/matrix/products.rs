@@ -2,7 +2,6 @@
 //! [`Pool`] by blocks of rows; each output row is computed by one task with a
 //! fixed summation order.
 
-use std::cell::RefCell;
 use std::ops::Range;
 
 use super::{round_bf16, Matrix, Storage, ROWS_PER_TASK};
@@ -13,8 +12,26 @@ use crate::isa::{self, Isa};
 use crate::pool::Pool;
 use crate::{gemv_float, gemv_int8, gemv_lut4, gemv_q4, quant};
 
-/// Per-thread activation quantisation buffers (grown once, then reused).
-#[derive(Default)]
+/// Work memory of the products: the input vector quantised (int8 and int4
+/// weights) or rounded to bf16 (MLX int8), one slot per row of [`Matrix::gemv2`].
+/// The calling thread writes it before the pool's tasks start and the tasks only
+/// read it, so it belongs to the caller (a model's or session's scratch), not to a
+/// thread. Grown on first use, then reused: a warm scratch makes products
+/// allocation-free. Float weights never touch it.
+#[derive(Debug, Clone, Default)]
+pub struct GemvScratch {
+    rows: [ActScratch; 2],
+}
+
+impl GemvScratch {
+    /// An empty scratch (it grows to the widest input on first use).
+    pub fn new() -> GemvScratch {
+        GemvScratch::default()
+    }
+}
+
+/// One input vector's activation buffers.
+#[derive(Debug, Clone, Default)]
 struct ActScratch {
     xq: Vec<i16>,
     hi: Vec<i8>,
@@ -25,30 +42,46 @@ struct ActScratch {
     xb: Vec<f32>,
 }
 
-thread_local! {
-    static ACT: RefCell<[ActScratch; 2]> = RefCell::new(Default::default());
-}
-
 impl Matrix {
     /// `y = W·x` over all rows.
-    pub fn gemv(&self, x: &[f32], y: &mut [f32], pool: &Pool) {
-        self.gemv_rows(x, y, 0..self.rows, pool);
+    pub fn gemv(&self, x: &[f32], y: &mut [f32], scratch: &mut GemvScratch, pool: &Pool) {
+        self.gemv_rows(x, y, 0..self.rows, scratch, pool);
     }
 
     /// `y[i] = (W·x)[rows.start + i]` for a contiguous range of rows.
-    pub fn gemv_rows(&self, x: &[f32], y: &mut [f32], rows: Range<usize>, pool: &Pool) {
-        self.gemv_rows_isa(isa::active(), x, y, rows, pool);
+    pub fn gemv_rows(
+        &self,
+        x: &[f32],
+        y: &mut [f32],
+        rows: Range<usize>,
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
+        self.gemv_rows_isa(isa::active(), x, y, rows, scratch, pool);
     }
 
     /// `y0 = W·x0` and `y1 = W·x1` (two rows of a batch, e.g. the conditional and
     /// unconditional rows of classifier-free guidance). Float weights are read once
     /// for both; every output has exactly the bits [`Matrix::gemv`] gives it.
-    pub fn gemv2(&self, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
-        self.gemv2_isa(isa::active(), x, y, pool);
+    pub fn gemv2(
+        &self,
+        x: [&[f32]; 2],
+        y: [&mut [f32]; 2],
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
+        self.gemv2_isa(isa::active(), x, y, scratch, pool);
     }
 
     /// [`Matrix::gemv2`] on an explicit ISA tier.
-    pub fn gemv2_isa(&self, isa: Isa, x: [&[f32]; 2], y: [&mut [f32]; 2], pool: &Pool) {
+    pub fn gemv2_isa(
+        &self,
+        isa: Isa,
+        x: [&[f32]; 2],
+        y: [&mut [f32]; 2],
+        scratch: &mut GemvScratch,
+        pool: &Pool,
+    ) {
         let cols = self.cols;
         for v in 0..2 {
             assert_eq!(x[v].len(), cols, "gemv2 input length");
@@ -82,7 +115,9 @@ impl Matrix {
                 let (r0, r1, ys) = block(t);
                 gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
-            Storage::Int8(m) => with_quantized2(x, gemv_int8::GROUP, |acts| {
+            Storage::Int8(m) => {
+                let [a0, a1] = scratch.quantize2(x, gemv_int8::GROUP);
+                let acts = [&a0, &a1];
                 let range = 0..rows;
                 let (n, blocks_of) = block_tasks(&range);
                 let task = |t: usize| {
@@ -90,10 +125,10 @@ impl Matrix {
                     m.run_blocks_n(isa, &b[..k], &range, acts, [o0.get(), o1.get()]);
                 };
                 pool.run(n, &task);
-            }),
+            }
             _ => {
-                self.gemv_rows_isa(isa, x[0], y0, 0..rows, pool);
-                self.gemv_rows_isa(isa, x[1], y1, 0..rows, pool);
+                self.gemv_rows_isa(isa, x[0], y0, 0..rows, scratch, pool);
+                self.gemv_rows_isa(isa, x[1], y1, 0..rows, scratch, pool);
             }
         }
     }
@@ -105,6 +140,7 @@ impl Matrix {
         x: &[f32],
         y: &mut [f32],
         rows: Range<usize>,
+        scratch: &mut GemvScratch,
         pool: &Pool,
     ) {
         assert_eq!(x.len(), self.cols, "gemv input length");
@@ -137,19 +173,21 @@ impl Matrix {
                 let (r0, r1, ys) = block(t);
                 gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
-            Storage::Int8(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+            Storage::Int8(m) => {
+                let act = &scratch.quantize(x, gemv_int8::GROUP);
                 let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
                     let (b, k) = blocks_of(t);
                     m.run_blocks(isa, &b[..k], &rows, act, out.get());
                 };
                 pool.run(n, &task);
-            }),
+            }
             Storage::Int4 {
                 packed,
                 scales,
                 biases,
-            } => with_quantized(x, AFFINE_GROUP, |act| {
+            } => {
+                let act = scratch.quantize(x, AFFINE_GROUP);
                 let (xq, xs, sx) = (act.xq, act.sums, act.scale);
                 let groups = cols / AFFINE_GROUP;
                 run_all(&|t| {
@@ -168,8 +206,9 @@ impl Matrix {
                     );
                     finish_affine(isa, ys, bi, groups, xs, sx);
                 })
-            }),
-            Storage::Lut4(m) => with_quantized(x, gemv_int8::GROUP, |act| {
+            }
+            Storage::Lut4(m) => {
+                let act = &scratch.quantize(x, gemv_int8::GROUP);
                 let sums = gemv_lut4::byte_sums(act);
                 let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
@@ -177,8 +216,9 @@ impl Matrix {
                     m.run_blocks(isa, &b[..k], &rows, act, sums, out.get());
                 };
                 pool.run(n, &task);
-            }),
-            Storage::Mlx8(m) => with_bf16(x, |xb| {
+            }
+            Storage::Mlx8(m) => {
+                let xb = scratch.round_bf16(x);
                 // One task per pair of 16-row blocks; rows outside `rows` are
                 // computed and dropped.
                 let b0 = rows.start / gemv_mlx8::BLOCK;
@@ -201,7 +241,7 @@ impl Matrix {
                     ys.copy_from_slice(src);
                 };
                 pool.run(pairs, &task);
-            }),
+            }
         }
     }
 }
@@ -228,24 +268,29 @@ fn block_tasks(rows: &Range<usize>) -> (usize, impl Fn(usize) -> ([usize; 4], us
     (tasks, f)
 }
 
-/// Quantises `x` to int16 (and its byte split) in this thread's scratch and calls `f`.
-fn with_quantized<R>(x: &[f32], group: usize, f: impl FnOnce(&Act<'_>) -> R) -> R {
-    ACT.with(|act| {
-        let mut act = act.borrow_mut();
-        let s = &mut act[0];
+impl GemvScratch {
+    /// Quantises `x` to int16 (and its byte split) into the first slot.
+    fn quantize(&mut self, x: &[f32], group: usize) -> Act<'_> {
+        let s = &mut self.rows[0];
         let scale = s.quantize(x, group);
-        f(&s.act(scale))
-    })
-}
+        s.act(scale)
+    }
 
-/// [`with_quantized`] for two vectors at once (the two rows of [`Matrix::gemv2`]).
-fn with_quantized2<R>(x: [&[f32]; 2], group: usize, f: impl FnOnce([&Act<'_>; 2]) -> R) -> R {
-    ACT.with(|act| {
-        let mut act = act.borrow_mut();
-        let [s0, s1] = &mut *act;
+    /// [`GemvScratch::quantize`] for the two rows of [`Matrix::gemv2`].
+    fn quantize2(&mut self, x: [&[f32]; 2], group: usize) -> [Act<'_>; 2] {
+        let [s0, s1] = &mut self.rows;
         let (c0, c1) = (s0.quantize(x[0], group), s1.quantize(x[1], group));
-        f([&s0.act(c0), &s1.act(c1)])
-    })
+        [s0.act(c0), s1.act(c1)]
+    }
+
+    /// `x` rounded to bf16 values (the cast to the compute dtype upstream's
+    /// quantised layers make before `quantized_matmul`).
+    fn round_bf16(&mut self, x: &[f32]) -> &[f32] {
+        let xb = &mut self.rows[0].xb;
+        xb.clear();
+        xb.extend(x.iter().map(|&v| round_bf16(v)));
+        xb
+    }
 }
 
 impl ActScratch {
@@ -274,18 +319,6 @@ impl ActScratch {
             scale,
         }
     }
-}
-
-/// Rounds `x` to bf16 values in this thread's scratch and calls `f` (the cast to
-/// the compute dtype upstream's quantised layers make before `quantized_matmul`).
-fn with_bf16<R>(x: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
-    ACT.with(|act| {
-        let mut act = act.borrow_mut();
-        let xb = &mut act[0].xb;
-        xb.clear();
-        xb.extend(x.iter().map(|&v| round_bf16(v)));
-        f(xb)
-    })
 }
 
 /// Adds the affine bias terms `Σ_g bias[r,g]·xsum[g]` (a small f32 GEMV over the

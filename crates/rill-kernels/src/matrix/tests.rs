@@ -28,6 +28,7 @@ fn effective(m: &Matrix, rows: usize, cols: usize) -> Vec<f32> {
 fn every_isa_matches_f64_reference() {
     let tiers = crate::isa::tiers_under_test("matrix::every_isa_matches_f64_reference");
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let mut seed = 7u64;
     let shapes = [
         (1, 1),
@@ -63,7 +64,7 @@ fn every_isa_matches_f64_reference() {
             };
             for &isa in &tiers {
                 let mut y = vec![0f32; rows];
-                m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
+                m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &mut scratch, &pool);
                 for (a, b) in y.iter().zip(&want) {
                     let tol = 1e-5 * (cols as f64).sqrt() + act_err * 0.5 * cols as f64 * 0.5;
                     assert!(
@@ -81,6 +82,7 @@ fn every_isa_matches_f64_reference() {
 fn exact_halves_stored_as_f16_change_no_bit() {
     let tiers = crate::isa::tiers_under_test("matrix::exact_halves_stored_as_f16");
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let mut seed = 8u64;
     let (rows, cols) = (70, 256);
     let w: Vec<f32> = (0..rows * cols)
@@ -92,8 +94,8 @@ fn exact_halves_stored_as_f16_change_no_bit() {
     let b = Matrix::from_f32(rows, cols, w, WeightFormat::F16);
     for &isa in &tiers {
         let (mut ya, mut yb) = (vec![0f32; rows], vec![0f32; rows]);
-        a.gemv_rows_isa(isa, &x, &mut ya, 0..rows, &pool);
-        b.gemv_rows_isa(isa, &x, &mut yb, 0..rows, &pool);
+        a.gemv_rows_isa(isa, &x, &mut ya, 0..rows, &mut scratch, &pool);
+        b.gemv_rows_isa(isa, &x, &mut yb, 0..rows, &mut scratch, &pool);
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&ya), bits(&yb), "{isa}");
     }
@@ -103,6 +105,7 @@ fn exact_halves_stored_as_f16_change_no_bit() {
 fn gemv2_gives_the_bits_of_two_gemvs() {
     let tiers = crate::isa::tiers_under_test("matrix::gemv2_gives_the_bits_of_two_gemvs");
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let mut seed = 21u64;
     for &(rows, cols) in &[(1, 1), (37, 768), (130, 1024), (67, 33), (300, 128)] {
         let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
@@ -117,10 +120,10 @@ fn gemv2_gives_the_bits_of_two_gemvs() {
             let m = Matrix::from_f32(rows, cols, w.clone(), format);
             for &isa in &tiers {
                 let (mut a0, mut a1) = (vec![0f32; rows], vec![0f32; rows]);
-                m.gemv_rows_isa(isa, &x0, &mut a0, 0..rows, &pool);
-                m.gemv_rows_isa(isa, &x1, &mut a1, 0..rows, &pool);
+                m.gemv_rows_isa(isa, &x0, &mut a0, 0..rows, &mut scratch, &pool);
+                m.gemv_rows_isa(isa, &x1, &mut a1, 0..rows, &mut scratch, &pool);
                 let (mut b0, mut b1) = (vec![1f32; rows], vec![1f32; rows]);
-                m.gemv2_isa(isa, [&x0, &x1], [&mut b0, &mut b1], &pool);
+                m.gemv2_isa(isa, [&x0, &x1], [&mut b0, &mut b1], &mut scratch, &pool);
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&a0), bits(&b0), "{isa} {format:?} {rows}x{cols} row 0");
                 assert_eq!(bits(&a1), bits(&b1), "{isa} {format:?} {rows}x{cols} row 1");
@@ -134,16 +137,17 @@ fn int8_paths_agree_closely() {
     let tiers = crate::isa::tiers_under_test("matrix::int8_paths_agree_closely");
     // Integer sums are exact on every path; only f32 group accumulation order differs.
     let pool = Pool::single();
+    let mut scratch = GemvScratch::new();
     let mut seed = 3u64;
     let (rows, cols) = (96, 1024);
     let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
     let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
     let m = Matrix::from_f32(rows, cols, w, WeightFormat::Int8);
     let mut base = vec![0f32; rows];
-    m.gemv_rows_isa(Isa::PORTABLE, &x, &mut base, 0..rows, &pool);
+    m.gemv_rows_isa(Isa::PORTABLE, &x, &mut base, 0..rows, &mut scratch, &pool);
     for &isa in &tiers {
         let mut y = vec![0f32; rows];
-        m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &pool);
+        m.gemv_rows_isa(isa, &x, &mut y, 0..rows, &mut scratch, &pool);
         for (a, b) in y.iter().zip(&base) {
             assert!(
                 (a - b).abs() <= 1e-5 * b.abs().max(1.0),
@@ -157,6 +161,7 @@ fn int8_paths_agree_closely() {
 fn unaligned_row_ranges_stacking_and_parts() {
     let tiers = crate::isa::tiers_under_test("matrix::unaligned_row_ranges_stacking_and_parts");
     let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
     let mut seed = 11u64;
     let (rows, cols) = (300, 128);
     let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
@@ -164,11 +169,11 @@ fn unaligned_row_ranges_stacking_and_parts() {
     for format in [WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
         let m = Matrix::from_f32(rows, cols, w.clone(), format);
         let mut full = vec![0f32; rows];
-        m.gemv(&x, &mut full, &pool);
+        m.gemv(&x, &mut full, &mut scratch, &pool);
         for &isa in &tiers {
             // A window like one RVQ level of `to_logits` (not block aligned).
             let mut part = vec![0f32; 170];
-            m.gemv_rows_isa(isa, &x, &mut part, 6..176, &pool);
+            m.gemv_rows_isa(isa, &x, &mut part, 6..176, &mut scratch, &pool);
             for (a, b) in part.iter().zip(&full[6..176]) {
                 assert!(
                     (a - b).abs() <= 1e-4 * b.abs().max(1.0),
@@ -179,15 +184,15 @@ fn unaligned_row_ranges_stacking_and_parts() {
         // Arrays round-trip exactly; stacking equals converting the stacked matrix.
         let back = Matrix::from_arrays(rows, cols, m.to_arrays()).unwrap();
         let mut y2 = vec![0f32; rows];
-        back.gemv(&x, &mut y2, &pool);
+        back.gemv(&x, &mut y2, &mut scratch, &pool);
         assert_eq!(y2, full, "{format:?} arrays");
         let top = Matrix::from_f32(160, cols, w[..160 * cols].to_vec(), format);
         let bottom = Matrix::from_f32(128, cols, w[160 * cols..288 * cols].to_vec(), format);
         let stacked = Matrix::stack(vec![top, bottom]);
         let whole = Matrix::from_f32(288, cols, w[..288 * cols].to_vec(), format);
         let (mut a, mut b) = (vec![0f32; 288], vec![0f32; 288]);
-        stacked.gemv(&x, &mut a, &pool);
-        whole.gemv(&x, &mut b, &pool);
+        stacked.gemv(&x, &mut a, &mut scratch, &pool);
+        whole.gemv(&x, &mut b, &mut scratch, &pool);
         assert_eq!(a, b, "{format:?} stack");
     }
 }
@@ -195,6 +200,7 @@ fn unaligned_row_ranges_stacking_and_parts() {
 #[test]
 fn row_range_and_transpose() {
     let pool = Pool::single();
+    let mut scratch = GemvScratch::new();
     let (rows, cols) = (10, 6);
     let w: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
     let mut t = vec![0f32; rows * cols];
@@ -206,7 +212,7 @@ fn row_range_and_transpose() {
     let m = Matrix::from_f32_transposed(rows, cols, &t, WeightFormat::F32);
     let x = vec![1f32; cols];
     let mut y = vec![0f32; 3];
-    m.gemv_rows(&x, &mut y, 4..7, &pool);
+    m.gemv_rows(&x, &mut y, 4..7, &mut scratch, &pool);
     for (i, v) in y.iter().enumerate() {
         let r = 4 + i;
         assert_eq!(*v, (0..cols).map(|c| (r * cols + c) as f32).sum::<f32>());
