@@ -165,8 +165,8 @@ impl Pool {
     }
 
     /// As [`Pool::run`]; with `caller_first` the calling thread always runs task 0
-    /// itself (helpers start at task 1), so a stage keeps to one thread and its
-    /// per-thread state.
+    /// itself (helpers start at task 1): [`Pool::join`]'s first stage stays on the
+    /// caller.
     fn dispatch(&self, n: usize, f: &(dyn Fn(usize) + Sync), caller_first: bool) {
         if n == 0 {
             return;
