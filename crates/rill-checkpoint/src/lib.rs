@@ -22,6 +22,7 @@ pub mod nemo;
 pub mod pickle;
 pub mod quantized;
 pub mod raw;
+pub mod state_arrays;
 pub mod synth;
 pub mod torch;
 pub mod writer;

@@ -14,16 +14,10 @@ pub enum CodecError {
         expected: Vec<usize>,
         found: Vec<usize>,
     },
-    #[error("codec state array {name}: expected shape {expected:?}, found {found:?}")]
-    StateShape {
-        name: String,
-        expected: Vec<usize>,
-        found: Vec<usize>,
-    },
-    #[error("codec state array {name} is missing")]
-    MissingStateArray { name: String },
-    #[error("codec state array {name} is not part of the codec state")]
-    UnknownStateArray { name: String },
+    /// An imported state's arrays do not fit this codec's state.
+    #[error("codec state: {0}")]
+    State(#[from] rill_checkpoint::state_arrays::StateArrayError),
+    /// An array fits but its value does not (the lookahead countdown).
     #[error("codec state array {name}: {reason}")]
     BadStateArray { name: String, reason: String },
     #[error(

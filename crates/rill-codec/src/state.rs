@@ -11,6 +11,8 @@
 //! Everything else in a `CodecState` is preallocated scratch for one chunk of codec
 //! frames, so [`crate::Codec::step`] allocates nothing.
 
+use rill_checkpoint::state_arrays::match_state_arrays;
+
 use crate::decoder::Buffers;
 use crate::istft::{IstftScratch, HOP};
 use crate::CodecError;
@@ -103,46 +105,7 @@ impl CodecState {
     /// exactly once with its exact shape and finite values; nothing is changed unless
     /// all of them are valid. Input is untrusted (a session file): errors, never panics.
     pub fn import(&mut self, arrays: &[(String, Vec<usize>, Vec<f32>)]) -> Result<(), CodecError> {
-        let expected = self.layout();
-        for (i, (name, _, _)) in arrays.iter().enumerate() {
-            if !expected.iter().any(|(n, _)| n == name) {
-                return Err(CodecError::UnknownStateArray { name: name.clone() });
-            }
-            if arrays[..i].iter().any(|(n, _, _)| n == name) {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: "given more than once".to_string(),
-                });
-            }
-        }
-        let mut found = Vec::with_capacity(expected.len());
-        for (name, shape) in &expected {
-            let Some((_, s, v)) = arrays.iter().find(|(n, _, _)| n == name) else {
-                return Err(CodecError::MissingStateArray { name: name.clone() });
-            };
-            if s != shape {
-                return Err(CodecError::StateShape {
-                    name: name.clone(),
-                    expected: shape.clone(),
-                    found: s.clone(),
-                });
-            }
-            let n: usize = shape.iter().product();
-            if v.len() != n {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: format!("shape {shape:?} needs {n} values, found {}", v.len()),
-                });
-            }
-            // A NaN or infinity in any history row would poison every later frame.
-            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: format!("value {i} is {}; the state holds finite numbers only", v[i]),
-                });
-            }
-            found.push(v);
-        }
+        let found = match_state_arrays(&self.layout(), arrays)?;
         let countdown = found[found.len() - 2][0];
         if !(0.0..=(LOOKAHEAD + 1) as f32).contains(&countdown) || countdown.fract() != 0.0 {
             return Err(CodecError::BadStateArray {

@@ -74,18 +74,9 @@ pub enum CodecError {
     Write { path: PathBuf, reason: String },
     #[error("codebook {codebook}: code {code} is not a NanoCodec code (valid: 0..2016); special tokens must not reach the codec")]
     BadCode { codebook: usize, code: u32 },
-    #[error("codec state array {name}: expected shape {expected:?}, found {found:?}")]
-    StateShape {
-        name: String,
-        expected: Vec<usize>,
-        found: Vec<usize>,
-    },
-    #[error("codec state array {name} is missing")]
-    MissingStateArray { name: String },
-    #[error("codec state array {name} is not part of the NanoCodec state")]
-    UnknownStateArray { name: String },
-    #[error("codec state array {name}: {reason}")]
-    BadStateArray { name: String, reason: String },
+    /// An imported state's arrays do not fit the NanoCodec state.
+    #[error("NanoCodec state: {0}")]
+    State(#[from] rill_checkpoint::state_arrays::StateArrayError),
 }
 
 fn format_problems(problems: &[Problem]) -> String {

@@ -10,6 +10,8 @@
 //! [`CodecState::import`]. Everything else in a `CodecState` is preallocated
 //! scratch, so a step allocates nothing.
 
+use rill_checkpoint::state_arrays::match_state_arrays;
+
 use crate::decoder::Buffers;
 use crate::error::CodecError;
 
@@ -75,45 +77,7 @@ impl CodecState {
             .into_iter()
             .map(|(n, r)| (n, vec![r.hist, r.c]))
             .collect();
-        for (i, (name, _, _)) in arrays.iter().enumerate() {
-            if !expected.iter().any(|(n, _)| n == name) {
-                return Err(CodecError::UnknownStateArray { name: name.clone() });
-            }
-            if arrays[..i].iter().any(|(n, _, _)| n == name) {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: "given more than once".into(),
-                });
-            }
-        }
-        let mut found = Vec::with_capacity(expected.len());
-        for (name, shape) in &expected {
-            let Some((_, s, v)) = arrays.iter().find(|(n, _, _)| n == name) else {
-                return Err(CodecError::MissingStateArray { name: name.clone() });
-            };
-            if s != shape {
-                return Err(CodecError::StateShape {
-                    name: name.clone(),
-                    expected: shape.clone(),
-                    found: s.clone(),
-                });
-            }
-            let n: usize = shape.iter().product();
-            if v.len() != n {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: format!("shape {shape:?} needs {n} values, found {}", v.len()),
-                });
-            }
-            // A NaN or infinity in a history row would poison every later frame.
-            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                return Err(CodecError::BadStateArray {
-                    name: name.clone(),
-                    reason: format!("value {i} is {}; the state holds finite numbers only", v[i]),
-                });
-            }
-            found.push(v);
-        }
+        let found = match_state_arrays(&expected, arrays)?;
         for (rows, v) in self.bufs.state_mut().into_iter().zip(found) {
             rows.history_mut().copy_from_slice(v);
         }

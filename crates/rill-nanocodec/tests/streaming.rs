@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use rill_checkpoint::state_arrays::StateArrayError;
 use rill_kernels::Pool;
 use rill_nanocodec::{frame_to_int16, CodecError, NanoCodec, SAMPLES_PER_FRAME};
 
@@ -114,30 +115,30 @@ fn bad_codes_and_state_arrays_are_rejected() {
     bad[3].2[0] = f32::NAN;
     assert!(matches!(
         st.import(&bad),
-        Err(CodecError::BadStateArray { .. })
+        Err(CodecError::State(StateArrayError::NonFinite { .. }))
     ));
     let mut bad = good.clone();
     bad[0].1 = vec![1, 2];
     assert!(matches!(
         st.import(&bad),
-        Err(CodecError::StateShape { .. })
+        Err(CodecError::State(StateArrayError::Shape { .. }))
     ));
     let bad: Vec<_> = good[1..].to_vec();
     assert!(matches!(
         st.import(&bad),
-        Err(CodecError::MissingStateArray { .. })
+        Err(CodecError::State(StateArrayError::Missing { .. }))
     ));
     let mut bad = good.clone();
     bad.push(("nope".into(), vec![1], vec![0.0]));
     assert!(matches!(
         st.import(&bad),
-        Err(CodecError::UnknownStateArray { .. })
+        Err(CodecError::State(StateArrayError::Unknown { .. }))
     ));
     let mut bad = good.clone();
     bad.push(good[0].clone());
     assert!(matches!(
         st.import(&bad),
-        Err(CodecError::BadStateArray { .. })
+        Err(CodecError::State(StateArrayError::Duplicate { .. }))
     ));
     assert_eq!(st, before);
 }
