@@ -221,6 +221,22 @@ fn pack_panel(m: &Matrix, r0: usize, valid: usize, rows: &mut [f32], panel: &mut
     }
 }
 
+/// `f::<N>(args)` with the const `N` equal to the runtime input count `ni`
+/// (1..=[`INPUTS`]): the micro-kernels keep their accumulators in registers only
+/// for a compile-time count.
+macro_rules! with_inputs {
+    ($ni:expr, $m:ident::$f:ident, $($arg:expr),*) => {
+        match $ni {
+            6 => $m::$f::<6>($($arg),*),
+            5 => $m::$f::<5>($($arg),*),
+            4 => $m::$f::<4>($($arg),*),
+            3 => $m::$f::<3>($($arg),*),
+            2 => $m::$f::<2>($($arg),*),
+            _ => $m::$f::<1>($($arg),*),
+        }
+    };
+}
+
 /// `acc[i·PANEL + j] += Σ_c x[i·stride + c]·panel[c·PANEL + j]` for `i < ni ≤ INPUTS`
 /// over the `panel.len() / PANEL` columns, one fused chain per output.
 fn micro(
@@ -237,40 +253,13 @@ fn micro(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F/BW; the
         // shapes were checked above.
-        Tier::Avx512 => unsafe {
-            match ni {
-                6 => x86::micro_avx512::<6>(panel, x, stride, acc),
-                5 => x86::micro_avx512::<5>(panel, x, stride, acc),
-                4 => x86::micro_avx512::<4>(panel, x, stride, acc),
-                3 => x86::micro_avx512::<3>(panel, x, stride, acc),
-                2 => x86::micro_avx512::<2>(panel, x, stride, acc),
-                _ => x86::micro_avx512::<1>(panel, x, stride, acc),
-            }
-        },
+        Tier::Avx512 => unsafe { with_inputs!(ni, x86::micro_avx512, panel, x, stride, acc) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2 and FMA.
-        Tier::Avx2 => unsafe {
-            match ni {
-                6 => x86::micro_avx2::<6>(panel, x, stride, acc),
-                5 => x86::micro_avx2::<5>(panel, x, stride, acc),
-                4 => x86::micro_avx2::<4>(panel, x, stride, acc),
-                3 => x86::micro_avx2::<3>(panel, x, stride, acc),
-                2 => x86::micro_avx2::<2>(panel, x, stride, acc),
-                _ => x86::micro_avx2::<1>(panel, x, stride, acc),
-            }
-        },
+        Tier::Avx2 => unsafe { with_inputs!(ni, x86::micro_avx2, panel, x, stride, acc) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: an `Isa` of this tier exists only if the CPU has NEON.
-        Tier::Neon => unsafe {
-            match ni {
-                6 => arm::micro_neon::<6>(panel, x, stride, acc),
-                5 => arm::micro_neon::<5>(panel, x, stride, acc),
-                4 => arm::micro_neon::<4>(panel, x, stride, acc),
-                3 => arm::micro_neon::<3>(panel, x, stride, acc),
-                2 => arm::micro_neon::<2>(panel, x, stride, acc),
-                _ => arm::micro_neon::<1>(panel, x, stride, acc),
-            }
-        },
+        Tier::Neon => unsafe { with_inputs!(ni, arm::micro_neon, panel, x, stride, acc) },
         _ => {
             for i in 0..ni {
                 let a = &mut acc[i * PANEL..(i + 1) * PANEL];
