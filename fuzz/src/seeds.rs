@@ -153,15 +153,6 @@ fn safetensors(
     })
 }
 
-fn zeros(dtype: Dtype, shape: &[usize]) -> Tensor<'static> {
-    let n: usize = shape.iter().product();
-    Tensor {
-        dtype,
-        shape: shape.to_vec(),
-        bytes: vec![0u8; n * dtype.bitsize() / 8].into(),
-    }
-}
-
 fn checkpoint_seeds() -> Vec<Seed> {
     let mut out = Vec::new();
     let small = vec![
@@ -170,9 +161,12 @@ fn checkpoint_seeds() -> Vec<Seed> {
             Tensor::f32(vec![2, 2], &[1.0, 2.0, 3.0, 4.0]),
         ),
         ("b".to_string(), Tensor::bf16(&[0x3f80, 0xc020])),
-        ("c".to_string(), zeros(Dtype::F16, &[3])),
+        ("c".to_string(), Tensor::zeros(Dtype::F16, &[3])),
         ("d".to_string(), Tensor::u8(vec![1, 2, 3])),
-        (decoder_embedding_name(), zeros(Dtype::F32, &[0, 1024])),
+        (
+            decoder_embedding_name(),
+            Tensor::zeros(Dtype::F32, &[0, 1024]),
+        ),
     ];
     let meta = HashMap::from([("rill.note".to_string(), "seed".to_string())]);
     out.push((
@@ -181,7 +175,10 @@ fn checkpoint_seeds() -> Vec<Seed> {
         safetensors("c.safetensors", small, meta),
     ));
     // The codebook with too few levels (the codec loader's first check).
-    let rvq = vec![(RVQ_CODEBOOK.to_string(), zeros(Dtype::BF16, &[1, 4, 256]))];
+    let rvq = vec![(
+        RVQ_CODEBOOK.to_string(),
+        Tensor::zeros(Dtype::BF16, &[1, 4, 256]),
+    )];
     out.push((
         "checkpoint",
         "codec_rvq.safetensors".into(),
@@ -191,7 +188,12 @@ fn checkpoint_seeds() -> Vec<Seed> {
     // `#int8:q` part, so layout validation passes and the model loader runs.
     let parts = tensor_specs(ModelKind::Small)
         .into_iter()
-        .map(|s| (part_name(&s.name, "int8", "q"), zeros(Dtype::U8, &[0])))
+        .map(|s| {
+            (
+                part_name(&s.name, "int8", "q"),
+                Tensor::zeros(Dtype::U8, &[0]),
+            )
+        })
         .collect();
     let meta = HashMap::from([
         (quantized::PRECISION_KEY.to_string(), "int8".to_string()),

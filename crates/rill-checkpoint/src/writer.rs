@@ -17,6 +17,16 @@ pub struct Tensor<'a> {
 }
 
 impl Tensor<'static> {
+    /// A tensor of `shape` whose bytes are all zero (test and seed files).
+    pub fn zeros(dtype: Dtype, shape: &[usize]) -> Self {
+        let n: usize = shape.iter().product();
+        Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            bytes: Cow::Owned(vec![0u8; n * dtype.bitsize() / 8]),
+        }
+    }
+
     pub fn f32(shape: Vec<usize>, v: &[f32]) -> Self {
         Tensor {
             dtype: Dtype::F32,

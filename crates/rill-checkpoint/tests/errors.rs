@@ -1,31 +1,13 @@
 //! Every way a checkpoint can be wrong gives an error naming the problem, never a panic.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rill_checkpoint::writer::{self, Tensor};
+use rill_checkpoint::writer::Tensor;
 use rill_checkpoint::{Checkpoint, CheckpointError};
 use safetensors::Dtype;
 
-fn zeros(dtype: Dtype, shape: &[usize]) -> Tensor<'static> {
-    let n: usize = shape.iter().product();
-    Tensor {
-        dtype,
-        shape: shape.to_vec(),
-        bytes: vec![0u8; n * dtype.bitsize() / 8].into(),
-    }
-}
-
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rill-ckpt-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn write(name: &str, tensors: Vec<(String, Tensor<'static>)>) -> PathBuf {
-    let p = dir().join(name);
-    writer::write(&p, &tensors, HashMap::new()).unwrap();
-    p
+    rill_testkit::write_safetensors("ckpt-errors", name, tensors)
 }
 
 #[test]
@@ -41,11 +23,11 @@ fn missing_file_is_an_io_error() {
 fn truncated_and_corrupt_files_are_rejected() {
     let p = write(
         "small.safetensors",
-        vec![("a".into(), zeros(Dtype::F32, &[4, 4]))],
+        vec![("a".into(), Tensor::zeros(Dtype::F32, &[4, 4]))],
     );
     let bytes = std::fs::read(&p).unwrap();
     for cut in [0, 4, 8, 20, bytes.len() - 1] {
-        let q = dir().join(format!("cut{cut}.safetensors"));
+        let q = rill_testkit::scratch_dir("ckpt-errors").join(format!("cut{cut}.safetensors"));
         std::fs::write(&q, &bytes[..cut]).unwrap();
         let e = Checkpoint::open(&q).unwrap_err();
         assert!(
@@ -62,7 +44,7 @@ fn truncated_and_corrupt_files_are_rejected() {
                      // A header length pointing far beyond the file.
     let mut huge = bytes.clone();
     huge[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
-    let q = dir().join("huge.safetensors");
+    let q = rill_testkit::scratch_dir("ckpt-errors").join("huge.safetensors");
     std::fs::write(&q, &huge).unwrap();
     assert!(matches!(
         Checkpoint::open(&q),
@@ -73,7 +55,7 @@ fn truncated_and_corrupt_files_are_rejected() {
     for b in &mut garbage[8..20] {
         *b = b'#';
     }
-    let q = dir().join("garbage.safetensors");
+    let q = rill_testkit::scratch_dir("ckpt-errors").join("garbage.safetensors");
     std::fs::write(&q, &garbage).unwrap();
     let e = Checkpoint::open(&q).unwrap_err();
     assert!(matches!(e, CheckpointError::NotSafetensors { .. }), "{e}");
@@ -82,7 +64,7 @@ fn truncated_and_corrupt_files_are_rejected() {
 
 #[test]
 fn bf16_tensors_widen_exactly() {
-    let mut t = zeros(Dtype::BF16, &[3]);
+    let mut t = Tensor::zeros(Dtype::BF16, &[3]);
     // 1.0, -2.5, 0.15625 in bf16
     for (i, b) in [0x3f80u16, 0xc020, 0x3e20].iter().enumerate() {
         t.bytes.to_mut()[2 * i..2 * i + 2].copy_from_slice(&b.to_le_bytes());

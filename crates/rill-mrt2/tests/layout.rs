@@ -2,10 +2,9 @@
 //! oracle's manifests, and the checks of a checkpoint against it: every way a file
 //! can miss the layout is an error naming the problem.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rill_checkpoint::writer::{self, Tensor};
+use rill_checkpoint::writer::Tensor;
 use rill_checkpoint::{Checkpoint, CheckpointError, Dtype, ModelKind, Problem};
 use rill_mrt2::layout::{decoder_embedding_name, detect_model, tensor_specs, validate};
 
@@ -31,32 +30,15 @@ fn layout_matches_reference_manifest_base() {
     check_manifest(ModelKind::Base, "manifest_mrt2_base.json");
 }
 
-fn zeros(dtype: Dtype, shape: &[usize]) -> Tensor<'static> {
-    let n: usize = shape.iter().product();
-    Tensor {
-        dtype,
-        shape: shape.to_vec(),
-        bytes: vec![0u8; n * dtype.bitsize() / 8].into(),
-    }
-}
-
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rill-layout-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn write(name: &str, tensors: Vec<(String, Tensor<'static>)>) -> PathBuf {
-    let p = dir().join(name);
-    writer::write(&p, &tensors, HashMap::new()).unwrap();
-    p
+    rill_testkit::write_safetensors("layout-errors", name, tensors)
 }
 
 #[test]
 fn unknown_model_names_the_embedding() {
     let p = write(
         "other.safetensors",
-        vec![("params/foo".into(), zeros(Dtype::F32, &[2]))],
+        vec![("params/foo".into(), Tensor::zeros(Dtype::F32, &[2]))],
     );
     let ck = Checkpoint::open(&p).unwrap();
     let e = validate(&ck).unwrap_err();
@@ -65,7 +47,10 @@ fn unknown_model_names_the_embedding() {
 
     let p = write(
         "wrongwidth.safetensors",
-        vec![(decoder_embedding_name(), zeros(Dtype::BF16, &[12294, 512]))],
+        vec![(
+            decoder_embedding_name(),
+            Tensor::zeros(Dtype::BF16, &[12294, 512]),
+        )],
     );
     let e = validate(&Checkpoint::open(&p).unwrap()).unwrap_err();
     assert!(e.to_string().contains("[12294, 512]"), "{e}");
@@ -89,9 +74,12 @@ fn every_problem_is_reported_at_once() {
     let p = write(
         "partial.safetensors",
         vec![
-            (decoder_embedding_name(), zeros(Dtype::BF16, &[12294, 1024])),
-            (wrong_shape.clone(), zeros(Dtype::F32, &[4095])),
-            (wrong_dtype.clone(), zeros(Dtype::I32, &[768])),
+            (
+                decoder_embedding_name(),
+                Tensor::zeros(Dtype::BF16, &[12294, 1024]),
+            ),
+            (wrong_shape.clone(), Tensor::zeros(Dtype::F32, &[4095])),
+            (wrong_dtype.clone(), Tensor::zeros(Dtype::I32, &[768])),
         ],
     );
     let ck = Checkpoint::open(&p).unwrap();

@@ -152,6 +152,26 @@ pub fn synthetic_checkpoint(kind: ModelKind, seed: u64) -> PathBuf {
     path
 }
 
+/// A directory of this test process for files it makes (`tag` keeps test binaries
+/// apart).
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rill-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A safetensors file `name` holding `tensors` in [`scratch_dir`]`(tag)`; for the
+/// tests of malformed files.
+pub fn write_safetensors(
+    tag: &str,
+    name: &str,
+    tensors: Vec<(String, rill_checkpoint::writer::Tensor<'static>)>,
+) -> PathBuf {
+    let path = scratch_dir(tag).join(name);
+    rill_checkpoint::writer::write(&path, &tensors, Default::default()).unwrap();
+    path
+}
+
 /// Cosine similarity in f64.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len());
