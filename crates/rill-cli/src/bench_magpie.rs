@@ -111,9 +111,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let Some(f) = frame? else { break };
         pending = Some(f.map(u32::from));
         if first_audio.is_none() {
-            // Setup, the first decoder step, then that frame's codec step.
+            // Setup, the first decoder step, then that frame's codec step with the
+            // decoder stage assisting (as `rill_stream::tts` does for a request's
+            // first frame).
             if let Some(c) = pending.take() {
-                codec.step(&mut state, &c, &mut audio, pools.codec())?;
+                let ((), decoded) =
+                    pools.overlap(|_| (), |cp| codec.step(&mut state, &c, &mut audio, cp));
+                decoded?;
             }
             first_audio = Some(start.elapsed());
         }

@@ -248,6 +248,16 @@ impl Voice {
                     emit(&c, &audio, &mut stats, sink)?;
                 }
                 match next? {
+                    Some(f) if two && stats.first_audio.is_none() => {
+                        // The request's first frame is decoded at once, the decoder
+                        // stage assisting the codec, instead of during the next step:
+                        // first audio comes a decoder step sooner, the same bits.
+                        let c = f.map(u32::from);
+                        let ((), decoded) =
+                            pools.overlap(|_| (), |cp| codec.step(&mut state, &c, &mut audio, cp));
+                        decoded?;
+                        emit(&c, &audio, &mut stats, sink)?;
+                    }
                     Some(f) if two => pending = Some(f.map(u32::from)),
                     Some(_) => {}
                     None => break,
