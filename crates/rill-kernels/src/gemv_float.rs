@@ -183,134 +183,94 @@ mod x86 {
     use crate::simd::hsum256;
     use std::arch::x86_64::*;
 
-    /// Four rows at a time (one x load feeds four FMA chains per vector), taken
-    /// from the four quarters of the block: four memory streams in different pages
-    /// keep more DRAM requests in flight than adjacent rows (measured: cold f32
-    /// 25 → 34–42 GB/s, bf16 16 → 31–35 GB/s on 2 threads).
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F and AVX-512BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub unsafe fn rows_avx512<W: FloatWeight, const V: usize>(
-        w: &[W],
-        cols: usize,
-        x: [&[f32]; V],
-        y: [&mut [f32]; V],
-    ) {
-        let n16 = cols / 16 * 16;
-        let tail = |p: *const W, x: &[f32], s: &mut f32| {
-            for c in n16..cols {
-                *s += (*p.add(c)).to_f32() * x[c];
-            }
-        };
-        // Rows r, r+s, r+2s, r+3s together: four memory streams in different pages.
-        let n = y[0].len();
-        let s = n / 4;
-        for r in 0..s {
-            let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [[_mm512_setzero_ps(); 4]; V];
-            let mut c = 0;
-            while c < n16 {
-                let mut wv = [_mm512_setzero_ps(); 4];
-                for k in 0..4 {
-                    wv[k] = W::load16(w.as_ptr().add(rows[k] * cols + c));
-                }
-                for v in 0..V {
-                    let xv = _mm512_loadu_ps(x[v].as_ptr().add(c));
-                    for k in 0..4 {
-                        a[v][k] = _mm512_fmadd_ps(wv[k], xv, a[v][k]);
+    /// A float-weight GEMV kernel of one x86 tier, `$lanes` floats per vector. Four
+    /// rows at a time (one x load feeds four FMA chains per vector), taken from the
+    /// four quarters of the block: four memory streams in different pages keep more
+    /// DRAM requests in flight than adjacent rows (measured: cold f32 25 → 34–42
+    /// GB/s, bf16 16 → 31–35 GB/s on 2 threads). The AVX-512 and AVX2 kernels differ
+    /// only in vector width and intrinsic names, so they are written once here.
+    macro_rules! rows_kernel {
+        (
+            $(#[$doc:meta])*
+            $name:ident, $feature:literal, $lanes:literal, $load:ident,
+            $zero:ident, $loadu:ident, $fmadd:ident, $hsum:path
+        ) => {
+            $(#[$doc])*
+            #[target_feature(enable = $feature)]
+            pub unsafe fn $name<W: FloatWeight, const V: usize>(
+                w: &[W],
+                cols: usize,
+                x: [&[f32]; V],
+                y: [&mut [f32]; V],
+            ) {
+                let nv = cols / $lanes * $lanes;
+                let tail = |p: *const W, x: &[f32], s: &mut f32| {
+                    for c in nv..cols {
+                        *s += (*p.add(c)).to_f32() * x[c];
+                    }
+                };
+                // Rows r, r+s, r+2s, r+3s together: four memory streams in different pages.
+                let n = y[0].len();
+                let s = n / 4;
+                for r in 0..s {
+                    let rows = [r, r + s, r + 2 * s, r + 3 * s];
+                    let mut a = [[$zero(); 4]; V];
+                    let mut c = 0;
+                    while c < nv {
+                        let mut wv = [$zero(); 4];
+                        for k in 0..4 {
+                            wv[k] = W::$load(w.as_ptr().add(rows[k] * cols + c));
+                        }
+                        for v in 0..V {
+                            let xv = $loadu(x[v].as_ptr().add(c));
+                            for k in 0..4 {
+                                a[v][k] = $fmadd(wv[k], xv, a[v][k]);
+                            }
+                        }
+                        c += $lanes;
+                    }
+                    for v in 0..V {
+                        for k in 0..4 {
+                            let mut sum = $hsum(a[v][k]);
+                            tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
+                            y[v][rows[k]] = sum;
+                        }
                     }
                 }
-                c += 16;
-            }
-            for v in 0..V {
-                for k in 0..4 {
-                    let mut sum = _mm512_reduce_add_ps(a[v][k]);
-                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
-                    y[v][rows[k]] = sum;
+                for r in 4 * s..n {
+                    let p = w.as_ptr().add(r * cols);
+                    let mut a = [$zero(); V];
+                    let mut c = 0;
+                    while c < nv {
+                        let wv = W::$load(p.add(c));
+                        for v in 0..V {
+                            a[v] = $fmadd(wv, $loadu(x[v].as_ptr().add(c)), a[v]);
+                        }
+                        c += $lanes;
+                    }
+                    for v in 0..V {
+                        let mut sum = $hsum(a[v]);
+                        tail(p, x[v], &mut sum);
+                        y[v][r] = sum;
+                    }
                 }
             }
-        }
-        for r in 4 * s..n {
-            let p = w.as_ptr().add(r * cols);
-            let mut a = [_mm512_setzero_ps(); V];
-            let mut c = 0;
-            while c < n16 {
-                let wv = W::load16(p.add(c));
-                for v in 0..V {
-                    a[v] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[v].as_ptr().add(c)), a[v]);
-                }
-                c += 16;
-            }
-            for v in 0..V {
-                let mut sum = _mm512_reduce_add_ps(a[v]);
-                tail(p, x[v], &mut sum);
-                y[v][r] = sum;
-            }
-        }
+        };
     }
 
-    /// # Safety
-    /// The CPU must support AVX2, FMA and F16C.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn rows_avx2<W: FloatWeight, const V: usize>(
-        w: &[W],
-        cols: usize,
-        x: [&[f32]; V],
-        y: [&mut [f32]; V],
-    ) {
-        let n8 = cols / 8 * 8;
-        let tail = |p: *const W, x: &[f32], s: &mut f32| {
-            for c in n8..cols {
-                *s += (*p.add(c)).to_f32() * x[c];
-            }
-        };
-        // Four distant rows at a time, as the AVX-512 kernel.
-        let n = y[0].len();
-        let s = n / 4;
-        for r in 0..s {
-            let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [[_mm256_setzero_ps(); 4]; V];
-            let mut c = 0;
-            while c < n8 {
-                let mut wv = [_mm256_setzero_ps(); 4];
-                for k in 0..4 {
-                    wv[k] = W::load8(w.as_ptr().add(rows[k] * cols + c));
-                }
-                for v in 0..V {
-                    let xv = _mm256_loadu_ps(x[v].as_ptr().add(c));
-                    for k in 0..4 {
-                        a[v][k] = _mm256_fmadd_ps(wv[k], xv, a[v][k]);
-                    }
-                }
-                c += 8;
-            }
-            for v in 0..V {
-                for k in 0..4 {
-                    let mut sum = hsum256(a[v][k]);
-                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
-                    y[v][rows[k]] = sum;
-                }
-            }
-        }
-        for r in 4 * s..n {
-            let p = w.as_ptr().add(r * cols);
-            let mut a = [_mm256_setzero_ps(); V];
-            let mut c = 0;
-            while c < n8 {
-                let wv = W::load8(p.add(c));
-                for v in 0..V {
-                    a[v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[v].as_ptr().add(c)), a[v]);
-                }
-                c += 8;
-            }
-            for v in 0..V {
-                let mut sum = hsum256(a[v]);
-                tail(p, x[v], &mut sum);
-                y[v][r] = sum;
-            }
-        }
-    }
+    rows_kernel!(
+        /// # Safety
+        /// The CPU must support AVX-512F and AVX-512BW.
+        rows_avx512, "avx512f,avx512bw", 16, load16,
+        _mm512_setzero_ps, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_reduce_add_ps
+    );
+
+    rows_kernel!(
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        rows_avx2, "avx2,fma,f16c", 8, load8,
+        _mm256_setzero_ps, _mm256_loadu_ps, _mm256_fmadd_ps, hsum256
+    );
 }
 
 #[cfg(target_arch = "aarch64")]
