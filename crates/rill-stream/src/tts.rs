@@ -253,8 +253,10 @@ impl Voice {
                         // stage assisting the codec, instead of during the next step:
                         // first audio comes a decoder step sooner, the same bits.
                         let c = f.map(u32::from);
+                        let t = Instant::now();
                         let ((), decoded) =
                             pools.overlap(|_| (), |cp| codec.step(&mut state, &c, &mut audio, cp));
+                        stats.step_seconds += t.elapsed().as_secs_f64();
                         decoded?;
                         emit(&c, &audio, &mut stats, sink)?;
                     }
