@@ -62,6 +62,16 @@ impl Conv2d {
         self.w.narrow_to(format, isa);
     }
 
+    /// Computes in half precision where `isa` can (see [`Packed::use_half_arithmetic`]).
+    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
+        self.w.use_half_arithmetic(isa, 0);
+    }
+
+    /// Whether the kernels compute this convolution in half precision.
+    pub(crate) fn half_arithmetic(&self) -> bool {
+        self.w.half_arithmetic()
+    }
+
     /// A 1×1 convolution (`kernel` `[1, 1, cin, cout]`) for [`Conv2d::pointwise`].
     pub(crate) fn new_1x1(kernel: &[f32], bias: &[f32], cin: usize, cout: usize) -> Conv2d {
         Conv2d::new(kernel, bias, [1, 1, cin, cout], 1)
@@ -241,6 +251,13 @@ impl Conv2dTranspose {
     pub(crate) fn narrow_to(&mut self, format: EarlyWeights, isa: Isa) {
         for p in &mut self.phases {
             p.w.narrow_to(format, isa);
+        }
+    }
+
+    /// Computes in half precision where `isa` can (see [`Packed::use_half_arithmetic`]).
+    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
+        for p in &mut self.phases {
+            p.w.use_half_arithmetic(isa, 0);
         }
     }
 

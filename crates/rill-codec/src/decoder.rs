@@ -231,7 +231,43 @@ impl Decoder {
         if let Some(format) = early {
             d.narrow_early(format, isa);
         }
+        if numerics.f16 {
+            d.use_half_arithmetic(isa);
+        }
         Ok(d)
+    }
+
+    /// fp16 arithmetic for every convolution with a half kernel on `isa` (NEON with
+    /// FP16; elsewhere the f32 kernels compute the products of the half values).
+    /// The output conv (two output channels, dot-product kernels) stays f32.
+    fn use_half_arithmetic(&mut self, isa: Isa) {
+        for c in [
+            &mut self.il_first,
+            &mut self.il_b1,
+            &mut self.il_b2,
+            &mut self.ru_a,
+            &mut self.ru_b,
+        ] {
+            c.use_half_arithmetic(isa);
+        }
+        for b in &mut self.blocks {
+            b.convt.use_half_arithmetic(isa);
+            b.conv.use_half_arithmetic(isa);
+            if let Some(w) = &mut b.winot {
+                w.use_half_arithmetic(isa);
+            }
+            if let Some(w) = &mut b.wino {
+                w.use_half_arithmetic(isa);
+            }
+            if let Some(s) = &mut b.shortcut {
+                s.use_half_arithmetic(isa);
+            }
+        }
+    }
+
+    /// Whether any convolution computes in half precision.
+    pub(crate) fn half_arithmetic(&self) -> bool {
+        self.ru_a.half_arithmetic()
     }
 
     /// f16 weights for the layers that run on few positions per frame in step mode

@@ -114,8 +114,10 @@ pub enum CodecPrecision {
     /// fp16 matrix units compute), with the two-stage [`Rescale::FP16`] by default.
     /// Without the rescale the real checkpoint's activations (≈ 1.5e7) overflow
     /// half's range. On the test fixtures: cosine ≥ 0.9999 against the f32 decoder
-    /// (test `fp16_rescale`). It runs on the f32 kernels (no speed gain yet): it fixes
-    /// and tests the numerics that fp16 kernels have to reproduce.
+    /// (test `fp16_rescale`). On ARM CPUs with FP16 arithmetic (`fp16`) the
+    /// convolutions compute in half precision ([`Codec::half_arithmetic`]: half FMAs,
+    /// 8 lanes per instruction, partial sums of 8 products added in f32); elsewhere
+    /// the f32 kernels compute the products of the half values (no speed gain).
     F16,
 }
 
@@ -210,6 +212,13 @@ impl Codec {
     /// The SIMD tier the conv kernels use.
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    /// Whether the convolutions compute in half precision: [`CodecPrecision::F16`]
+    /// on a CPU with FP16 arithmetic (NEON `fp16`). Elsewhere the fp16 codec's
+    /// products of half values are computed by the f32 kernels.
+    pub fn half_arithmetic(&self) -> bool {
+        self.decoder.half_arithmetic()
     }
 
     /// A fresh stream state (zero history, lookahead armed) for [`Codec::step`].

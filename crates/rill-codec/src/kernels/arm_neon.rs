@@ -113,7 +113,7 @@ unsafe fn micro<const M: usize, const W: u8>(
 
 #[inline(never)]
 #[target_feature(enable = "neon")]
-unsafe fn epilogue<const M: usize>(
+pub(super) unsafe fn epilogue<const M: usize>(
     t: &Tile<'_>,
     res: &[[float32x4_t; 4]; M],
     c: &[*mut f32],

@@ -18,6 +18,9 @@
 //!   (6 × 16), NEON (6 × 16), portable (4 × 16, auto-vectorised). The AVX2, AVX-512
 //!   and NEON kernels use FMA in the same order and the same ELU polynomial, so they
 //!   agree bit for bit; the portable path rounds products separately.
+//! * fp16 arithmetic ([`Packed::use_half_arithmetic`], the fp16 codec on ARM CPUs
+//!   with FP16): 4 rows × 16 columns of half-precision FMAs (8 lanes each), each
+//!   partial sum of [`HALF_CHUNK`] products added into f32 accumulators.
 
 use std::marker::PhantomData;
 
@@ -29,6 +32,8 @@ use simd::W_F16;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use simd::{W_F32, W_I16};
 
+#[cfg(target_arch = "aarch64")]
+mod arm_fp16;
 #[cfg(target_arch = "aarch64")]
 mod arm_neon;
 mod portable;
@@ -45,6 +50,17 @@ pub(crate) const PANEL: usize = 16;
 pub(crate) const BLOCK_N: usize = 64;
 /// Rows per task: 8 micro-kernel calls of 6 rows reuse the task's weight block from L2.
 pub(crate) const BLOCK_M: usize = 48;
+/// Products summed in half precision before the partial sum is added, in f32, to
+/// the accumulator (fp16 arithmetic). Each half FMA rounds to 11 bits of the partial
+/// sum, so the length sets the fidelity: on the C2 fixture under qemu `-cpu max`, 16
+/// gave an audio cosine of 1 − 1.37e-4 against the f32 codec, 8 gives 1 − 1.26e-4
+/// (both below the 0.9999 bar; see `tests/fp16_rescale.rs`).
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) const HALF_CHUNK: usize = 8;
+/// Half arithmetic: the largest weight of a matrix is scaled into
+/// `[2^(E−1), 2^E)`, lifting the products of small activations out of half's
+/// subnormal range while partial sums stay far below its largest value.
+const HALF_WEIGHT_MAX_LOG2: i32 = 3;
 
 /// What happens to `bias + Σ` before it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +115,15 @@ enum Narrow {
     /// channel; the kernels multiply `q` by the scale in f32 before the FMA, which
     /// gives exactly the dequantised f32 weights.
     I16 { q: Vec<i16>, scale: AVec },
+    /// IEEE half bits of `w · 2^w_log2`, multiplied in half precision by the inputs
+    /// times `in_scale` (rounded to half in the kernel); the f32 accumulator gets
+    /// each partial sum times `out_scale = 2^-w_log2 / in_scale` (see
+    /// [`Packed::use_half_arithmetic`]).
+    HalfMath {
+        h: Vec<u16>,
+        in_scale: f32,
+        out_scale: f32,
+    },
 }
 
 impl Packed {
@@ -195,6 +220,41 @@ impl Packed {
             self.narrow = Some(Narrow::I16 { q, scale });
             self.data = AVec::zeros(0);
         }
+    }
+
+    /// Computes this matrix in half precision where the CPU has FP16 arithmetic
+    /// (NEON with `fp16`; elsewhere nothing changes and the f32 kernels run). The
+    /// weights are scaled by a power of two so the largest has magnitude in
+    /// `[4, 8)` ([`HALF_WEIGHT_MAX_LOG2`]; exact) and rounded to half; the inputs are divided by `2^input_growth_log2` before they
+    /// are rounded to half, for inputs that a transform has made up to that much
+    /// larger than the stored activations (Winograd), so they stay as far from
+    /// half's largest value as the activations themselves. Every scale is a power of
+    /// two and is undone exactly when a partial sum is added to the f32 accumulator.
+    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa, input_growth_log2: u32) {
+        if !isa.fp16() || self.layout != Layout::Panels || self.narrow.is_some() {
+            return;
+        }
+        let w_max = self.data.iter().fold(0f32, |m, v| m.max(v.abs()));
+        // 2^w_log2 · w_max ∈ [2^(E−1), 2^E), E = HALF_WEIGHT_MAX_LOG2.
+        let w_log2 = if w_max > 0.0 && w_max.is_finite() {
+            HALF_WEIGHT_MAX_LOG2 - (w_max.log2().floor() as i32) - 1
+        } else {
+            0
+        };
+        let w_scale = 2f32.powi(w_log2);
+        let in_scale = 2f32.powi(-(input_growth_log2 as i32));
+        let h = self.data.iter().map(|&v| f32_to_f16(v * w_scale)).collect();
+        self.narrow = Some(Narrow::HalfMath {
+            h,
+            in_scale,
+            out_scale: 1.0 / (w_scale * in_scale),
+        });
+        self.data = AVec::zeros(0);
+    }
+
+    /// Whether the kernels compute this matrix in half precision.
+    pub(crate) fn half_arithmetic(&self) -> bool {
+        matches!(self.narrow, Some(Narrow::HalfMath { .. }))
     }
 
     fn tap_range(&self) -> (isize, isize) {
@@ -312,9 +372,19 @@ pub(crate) struct Tile<'a> {
     /// Weights: the panel of the tile's first column (panels layout) or its first row (rows layout).
     pub b: *const f32,
     /// As `b` for f16 panels (then `b` is null); `b_stride` counts halves.
-    /// (The f16 panels are read only by the x86 kernels.)
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// (The f16 panels are read by the x86 kernels, the half-arithmetic ones by
+    /// the NEON fp16 kernel.)
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
     pub b16: *const u16,
+    /// Half arithmetic: the inputs' scale before rounding to half, and the scale of
+    /// a partial sum added to the f32 accumulator (1 otherwise).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub in_scale: f32,
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub out_scale: f32,
     /// As `b` for int16 panels (then `b` is null), with `bscale` the per-column
     /// scales from the tile's first column.
     #[cfg_attr(
@@ -379,6 +449,7 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
             None => true,
             Some(Narrow::F16(_)) => has_narrow_kernel(isa, EarlyWeights::F16),
             Some(Narrow::I16 { .. }) => has_narrow_kernel(isa, EarlyWeights::I16),
+            Some(Narrow::HalfMath { .. }) => isa.fp16(),
         },
         "narrow weight panels need a SIMD kernel"
     );
@@ -390,7 +461,9 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     );
     let panel0 = (c0 / PANEL) * w.k * PANEL;
     let (b, b16, bq, bscale) = match (&w.layout, &w.narrow) {
-        (Layout::Panels, Some(Narrow::F16(h))) => (null.0, h[panel0..].as_ptr(), null.2, null.3),
+        (Layout::Panels, Some(Narrow::F16(h) | Narrow::HalfMath { h, .. })) => {
+            (null.0, h[panel0..].as_ptr(), null.2, null.3)
+        }
         (Layout::Panels, Some(Narrow::I16 { q, scale })) => {
             (null.0, null.1, q[panel0..].as_ptr(), scale[c0..].as_ptr())
         }
@@ -400,6 +473,14 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let b_stride = match w.layout {
         Layout::Panels => w.k * PANEL,
         Layout::Rows => w.k,
+    };
+    let (in_scale, out_scale) = match w.narrow {
+        Some(Narrow::HalfMath {
+            in_scale,
+            out_scale,
+            ..
+        }) => (in_scale, out_scale),
+        _ => (1.0, 1.0),
     };
     let tile = Tile {
         a: &a[..n],
@@ -411,6 +492,8 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         bq,
         bscale,
         b_stride,
+        in_scale,
+        out_scale,
         ncols,
         bias: w.bias[c0..].as_ptr(),
         epi: job.epi,
@@ -424,6 +507,7 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
                 Some(Narrow::F16(_)) => x86_avx512::tile_w::<W_F16>(&tile),
                 Some(Narrow::I16 { .. }) => x86_avx512::tile_w::<W_I16>(&tile),
                 None => x86_avx512::tile_w::<W_F32>(&tile),
+                Some(Narrow::HalfMath { .. }) => unreachable!("half arithmetic is NEON-only"),
             },
             #[cfg(target_arch = "x86_64")]
             (Tier::Avx512, Layout::Rows) => x86_avx512::narrow(&tile),
@@ -434,12 +518,14 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
                 Some(Narrow::F16(_)) => x86_avx2::tile_w::<W_F16>(&tile),
                 Some(Narrow::I16 { .. }) => x86_avx2::tile_w::<W_I16>(&tile),
                 None => x86_avx2::tile_w::<W_F32>(&tile),
+                Some(Narrow::HalfMath { .. }) => unreachable!("half arithmetic is NEON-only"),
             },
             #[cfg(target_arch = "aarch64")]
             (Tier::Neon, Layout::Rows) => arm_neon::narrow(&tile),
             #[cfg(target_arch = "aarch64")]
             (Tier::Neon, Layout::Panels) => match w.narrow {
                 Some(Narrow::I16 { .. }) => arm_neon::tile_w::<W_I16>(&tile),
+                Some(Narrow::HalfMath { .. }) => arm_fp16::tile(&tile),
                 _ => arm_neon::tile_w::<W_F32>(&tile),
             },
             (_, Layout::Panels) => portable::tile(&tile),
