@@ -241,13 +241,7 @@ impl Decoder {
     /// FP16; elsewhere the f32 kernels compute the products of the half values).
     /// The output conv (two output channels, dot-product kernels) stays f32.
     fn use_half_arithmetic(&mut self, isa: Isa) {
-        for c in [
-            &mut self.il_first,
-            &mut self.il_b1,
-            &mut self.il_b2,
-            &mut self.ru_a,
-            &mut self.ru_b,
-        ] {
+        for c in self.input_convs() {
             c.use_half_arithmetic(isa);
         }
         for b in &mut self.blocks {
@@ -265,6 +259,17 @@ impl Decoder {
         }
     }
 
+    /// The convolutions before the upsampling blocks: input layer and residual unit.
+    fn input_convs(&mut self) -> [&mut Conv2d; 5] {
+        [
+            &mut self.il_first,
+            &mut self.il_b1,
+            &mut self.il_b2,
+            &mut self.ru_a,
+            &mut self.ru_b,
+        ]
+    }
+
     /// Whether any convolution computes in half precision.
     pub(crate) fn half_arithmetic(&self) -> bool {
         self.ru_a.half_arithmetic()
@@ -274,13 +279,7 @@ impl Decoder {
     /// (their weights are streamed from DRAM every frame): input_layer, the residual
     /// unit, decoder_0 and decoder_1's transposed conv and shortcut.
     fn narrow_early(&mut self, format: EarlyWeights, isa: Isa) {
-        for c in [
-            &mut self.il_first,
-            &mut self.il_b1,
-            &mut self.il_b2,
-            &mut self.ru_a,
-            &mut self.ru_b,
-        ] {
+        for c in self.input_convs() {
             c.narrow_to(format, isa);
         }
         for b in self.blocks.iter_mut().take(F16_BLOCKS) {

@@ -483,12 +483,7 @@ fn fp16_kernel_matches_the_scalar_half_reference() {
         }
         // Against the f32 product of the same (unrounded) values: half precision.
         let exact = run(&f32_packed, Epilogue::Store);
-        let (mut sig, mut err) = (0f64, 0f64);
-        for (a, b) in exact.iter().zip(&got) {
-            sig += (*a as f64).powi(2);
-            err += ((a - b) as f64).powi(2);
-        }
-        let snr = 10.0 * (sig / err.max(1e-300)).log10();
+        let snr = rill_testkit::snr_db(&exact, &got);
         eprintln!("fp16 arithmetic ({m},{cin},{taps},{n}): SNR {snr:.1} dB vs f32");
         // Measured under qemu `-cpu max`: 65.8–79.6 dB.
         assert!(snr > 62.0, "fp16 arithmetic SNR {snr:.1} dB");
