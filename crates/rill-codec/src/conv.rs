@@ -64,7 +64,7 @@ impl Conv2d {
 
     /// Computes in half precision where `isa` can (see [`Packed::use_half_arithmetic`]).
     pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
-        self.w.use_half_arithmetic(isa, 0);
+        self.w.use_half_arithmetic(isa);
     }
 
     /// Whether the kernels compute this convolution in half precision.
@@ -257,7 +257,7 @@ impl Conv2dTranspose {
     /// Computes in half precision where `isa` can (see [`Packed::use_half_arithmetic`]).
     pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
         for p in &mut self.phases {
-            p.w.use_half_arithmetic(isa, 0);
+            p.w.use_half_arithmetic(isa);
         }
     }
 

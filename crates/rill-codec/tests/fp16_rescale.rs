@@ -21,12 +21,12 @@ use safetensors::Dtype;
 const HALF_MAX: f32 = 65504.0;
 
 /// Bounds of the fp16 codec against f32 where it computes in half precision (NEON
-/// `fp16`: half FMAs, partial sums of 8 products added in f32): least STFT and
-/// audio cosine, least SNR vs upstream. Measured under qemu `-cpu max` on C2: STFT
-/// 1 − 8.06e-5, audio 1 − 1.26e-4 (below the 0.9999 bar), 36.0 dB vs f32
-/// and vs upstream. The random test checkpoints' activations are ≈ 5e4 times smaller
-/// than the real checkpoint's, so the rescale puts them low in half's range.
-const HALF_ARITHMETIC: (f64, f64, f64) = (1.0 - 9e-5, 1.0 - 1.4e-4, 35.0);
+/// `fp16`: half FMAs, partial sums of 16 products added in f32, each task's inputs
+/// scaled to the top of half's range): least STFT and audio cosine, least SNR vs
+/// upstream. Measured under qemu `-cpu max`, worst of D1, D2, D3, C2: STFT
+/// 1 − 2.44e-5 (D3), audio 1 − 3.24e-5 (C2; the bar is 0.9999), 41.9 dB
+/// vs f32 and vs upstream (C2; D1–D3 42.0–42.8).
+const HALF_ARITHMETIC: (f64, f64, f64) = (1.0 - 3e-5, 1.0 - 4e-5, 41.0);
 
 fn options(precision: CodecPrecision, rescale: Option<Rescale>) -> CodecOptions {
     CodecOptions {
@@ -285,10 +285,9 @@ fn plain_fp16_overflows_on_real_magnitudes_and_the_rescale_does_not() {
         HALF_MAX / stored
     );
     // Measured 1 − 2.5e-6 with f32 arithmetic; with half arithmetic (NEON fp16,
-    // qemu `-cpu max`; measured with partial sums of 16 and weights scaled into
-    // [0.5, 1), not re-run since) 1 − 5.2e-5 (the bar is 0.9999).
+    // qemu `-cpu max`) 1 − 5.22e-5 (the bar is 0.9999).
     let bound = if f16_codec.half_arithmetic() {
-        1.0 - 1e-4
+        1.0 - 6e-5
     } else {
         1.0 - 8e-6
     };
@@ -310,14 +309,26 @@ fn fp16_state_is_exported_at_native_scale() {
     run_steps(&f16_codec, &mut a, &frames[..4], &pool);
     run_steps(&f32_codec, &mut b, &frames[..4], &pool);
     let (ea, eb) = (a.export(), b.export());
+    let mut worst = (0f64, "");
     for ((name, _, x), (_, _, y)) in ea.iter().zip(&eb) {
         // Relative error, not cosine: a missing ×1024 would keep the cosine at 1.
         let err: f64 = x.iter().zip(y).map(|(p, q)| ((p - q) as f64).powi(2)).sum();
         let norm: f64 = y.iter().map(|q| (*q as f64).powi(2)).sum();
         let rel = (err / norm.max(f64::MIN_POSITIVE)).sqrt();
-        // (Also with half arithmetic, NEON fp16 under qemu `-cpu max`.)
+        if rel >= worst.0 {
+            worst = (rel, name.as_str());
+        }
+        // Measured at most 1.71e-3 with f32 arithmetic (Zen 4), 7.93e-3 with half
+        // arithmetic (NEON fp16 under qemu `-cpu max`; the audio's 41.9 dB), both in
+        // the iSTFT's overlap-add tail; a scale error would be ≥ 1.
         assert!(rel < 1e-2, "{name}: fp16 state {rel:.2e} away from f32's");
     }
+    eprintln!(
+        "fp16 state (half arithmetic: {}): largest relative error {:.2e} ({})",
+        f16_codec.half_arithmetic(),
+        worst.0,
+        worst.1
+    );
     let mut again = f16_codec.new_state();
     again.import(&ea).unwrap();
     assert!(again.export() == ea, "fp16 state does not round-trip");

@@ -5,14 +5,16 @@
 //!
 //! Per row and 16 columns, two half accumulators sum [`HALF_CHUNK`] products (one
 //! rounding to half per FMA); each partial sum is then widened (exact) and added to
-//! four f32 accumulators, times the matrix's `out_scale` (a power of two, exact). So
-//! the half sums stay short: far from half's largest value and with little
-//! accumulated rounding. The inputs are read as f32, multiplied by `in_scale` (a
-//! power of two) and rounded to half (`FCVTN`, round to nearest even), 8 channels per
-//! conversion. Per row and 8 input channels this is 16 half FMAs, 4 conversion
-//! operations and 8 widening adds (28 vector operations) where the f32 kernel needs 32
-//! FMAs: the gain is modest until the activations are stored as half (no conversion)
-//! and the partial sums can be longer (see `HALF_CHUNK`).
+//! four f32 accumulators, times a power of two that undoes the weights' and the
+//! inputs' scales (exact). The inputs are read as f32, multiplied by the tile's
+//! input scale — the power of two that puts its largest input at the top of half's
+//! range ([`super::half_input_log2`]), so no partial sum can overflow whatever the
+//! activations' magnitude and small activations are not lost in half's subnormals —
+//! and rounded to half (`FCVTN`, round to nearest even), 8 channels per conversion.
+//! Per row and 16 input channels this is 32 half FMAs, 8 scaling and conversion
+//! operations and 8 widening adds (48 vector operations) where the f32 kernel needs 64
+//! FMAs (estimated, unmeasured on hardware); storing activations as half would remove
+//! the conversions.
 //!
 //! Operands of the instructions: 8 half accumulators, 16 f32 accumulators, 2 weight
 //! vectors and 4 input vectors — 30 of the 32 vector registers, hence 4 rows (the f32
@@ -31,7 +33,7 @@ use std::arch::aarch64::*;
 use std::arch::asm;
 
 use super::arm_neon::epilogue;
-use super::{Tile, HALF_CHUNK, PANEL};
+use super::{half_input_log2, Tile, HALF_CHUNK, PANEL};
 
 /// Rows per micro-kernel call.
 const MR: usize = 4;
@@ -108,6 +110,12 @@ macro_rules! group {
 #[target_feature(enable = "neon,fp16")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
     let rows = t.a.len();
+    let s = half_input_log2(largest_input(t));
+    let scales = Scales {
+        input: 2f32.powi(s),
+        // Two factors: each is a normal f32 (`s` is bounded; `w_log2` is set at load).
+        partial: 2f32.powi(-s) * 2f32.powi(-t.w_log2),
+    };
     for p in 0..t.ncols.div_ceil(PANEL) {
         let nvalid = PANEL.min(t.ncols - p * PANEL);
         let mut r = 0;
@@ -115,14 +123,46 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
             let mr = MR.min(rows - r);
             let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
             match mr {
-                4 => micro::<4>(t, a, c, p, nvalid),
-                3 => micro::<3>(t, a, c, p, nvalid),
-                2 => micro::<2>(t, a, c, p, nvalid),
-                _ => micro::<1>(t, a, c, p, nvalid),
+                4 => micro::<4>(t, scales, a, c, p, nvalid),
+                3 => micro::<3>(t, scales, a, c, p, nvalid),
+                2 => micro::<2>(t, scales, a, c, p, nvalid),
+                _ => micro::<1>(t, scales, a, c, p, nvalid),
             }
             r += mr;
         }
     }
+}
+
+/// A tile's power-of-two scales: of its inputs before they are rounded to half, and
+/// of a partial sum added to the f32 accumulators (undoing both scales exactly).
+#[derive(Clone, Copy)]
+struct Scales {
+    input: f32,
+    partial: f32,
+}
+
+/// The largest |input| the tile reads (every row's run of `cin` channels at each
+/// tap), NaNs ignored (they propagate through the products as in f32).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn largest_input(t: &Tile<'_>) -> f32 {
+    let mut mx = vdupq_n_f32(0.0);
+    let mut tail = 0f32;
+    for &a in t.a {
+        for &off in t.taps {
+            let x = a.offset(off);
+            let mut i = 0;
+            while i + 4 <= t.cin {
+                // FMAXNM, like `f32::max`, ignores a NaN operand.
+                mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x.add(i))));
+                i += 4;
+            }
+            for j in i..t.cin {
+                tail = tail.max((*x.add(j)).abs());
+            }
+        }
+    }
+    vmaxnmvq_f32(mx).max(tail)
 }
 
 /// `M` rows × one 16-column panel `p` of the tile.
@@ -130,6 +170,7 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
 #[target_feature(enable = "neon,fp16")]
 unsafe fn micro<const M: usize>(
     t: &Tile<'_>,
+    scales: Scales,
     a: &[*const f32],
     c: &[*mut f32],
     p: usize,
@@ -137,8 +178,8 @@ unsafe fn micro<const M: usize>(
 ) {
     let zero = vdupq_n_f32(0.0);
     let mut acc = [[zero; 4]; M];
-    let s_in = vdupq_n_f32(t.in_scale);
-    let s_out = vdupq_n_f32(t.out_scale);
+    let s_in = vdupq_n_f32(scales.input);
+    let s_out = vdupq_n_f32(scales.partial);
     let mut bh = t.b16.add(p * t.b_stride);
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
@@ -176,7 +217,7 @@ unsafe fn micro<const M: usize>(
                 group!(h, av, bh, rest);
                 bh = bh.add(rest * PANEL);
             }
-            // Widen each partial sum (exact) and add it, times `out_scale`, in f32.
+            // Widen each partial sum (exact) and add it, rescaled (exact), in f32.
             for m in 0..M {
                 for q in 0..2 {
                     let (lo, hi): (float32x4_t, float32x4_t);

@@ -52,15 +52,36 @@ pub(crate) const BLOCK_N: usize = 64;
 pub(crate) const BLOCK_M: usize = 48;
 /// Products summed in half precision before the partial sum is added, in f32, to
 /// the accumulator (fp16 arithmetic). Each half FMA rounds to 11 bits of the partial
-/// sum, so the length sets the fidelity: on the C2 fixture under qemu `-cpu max`, 16
-/// gave an audio cosine of 1 − 1.37e-4 against the f32 codec, 8 gives 1 − 1.26e-4
-/// (both below the 0.9999 bar; see `tests/fp16_rescale.rs`).
+/// sum, so the length trades fidelity for operations: on the C2 fixture under qemu
+/// `-cpu max` (inputs scaled per task), 8 gave an audio cosine of 1 − 2.0e-5 against
+/// the f32 codec and 44.0 dB, 16 gives 1 − 3.2e-5 and 41.9 dB (the bar is
+/// 0.9999) with a third fewer vector operations (see `arm_fp16`).
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) const HALF_CHUNK: usize = 8;
+pub(crate) const HALF_CHUNK: usize = 16;
 /// Half arithmetic: the largest weight of a matrix is scaled into
-/// `[2^(E−1), 2^E)`, lifting the products of small activations out of half's
-/// subnormal range while partial sums stay far below its largest value.
+/// `[2^(E−1), 2^E)` (exact, once at load).
 const HALF_WEIGHT_MAX_LOG2: i32 = 3;
+/// Half arithmetic: each task's inputs are scaled by a power of two so the largest
+/// lies in `[2^(E−1), 2^E)` ([`half_input_log2`]), E chosen so a product stays
+/// below 2^(E+3) (weights below 2^3) and a partial sum of [`HALF_CHUNK`] products
+/// below 2^15, half of half's largest value (65504), whatever the checkpoint's
+/// activations; and every task's inputs use the top of half's range, far from its
+/// subnormals.
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+const HALF_INPUT_MAX_LOG2: i32 = 15 - HALF_WEIGHT_MAX_LOG2 - HALF_CHUNK.ilog2() as i32;
+
+/// The power of two `s` by which half arithmetic scales a task's inputs before
+/// rounding them to half, for the task's largest input magnitude `max_abs`:
+/// `max_abs · 2^s ∈ [2^(E−1), 2^E)` ([`HALF_INPUT_MAX_LOG2`]). 0 for zero or
+/// non-finite `max_abs` (NaN and ∞ propagate as in f32); `s` is bounded so `2^s`
+/// and `2^-s` stay normal f32 values.
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) fn half_input_log2(max_abs: f32) -> i32 {
+    if !(max_abs > 0.0 && max_abs.is_finite()) {
+        return 0;
+    }
+    (HALF_INPUT_MAX_LOG2 - 1 - max_abs.log2().floor() as i32).clamp(-120, 120)
+}
 
 /// What happens to `bias + Σ` before it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,14 +137,10 @@ enum Narrow {
     /// gives exactly the dequantised f32 weights.
     I16 { q: Vec<i16>, scale: AVec },
     /// IEEE half bits of `w · 2^w_log2`, multiplied in half precision by the inputs
-    /// times `in_scale` (rounded to half in the kernel); the f32 accumulator gets
-    /// each partial sum times `out_scale = 2^-w_log2 / in_scale` (see
-    /// [`Packed::use_half_arithmetic`]).
-    HalfMath {
-        h: Vec<u16>,
-        in_scale: f32,
-        out_scale: f32,
-    },
+    /// times `2^s` (`s` from [`half_input_log2`] per task, rounded to half in the
+    /// kernel); the f32 accumulator gets each partial sum times `2^-(w_log2 + s)`
+    /// (see [`Packed::use_half_arithmetic`]).
+    HalfMath { h: Vec<u16>, w_log2: i32 },
 }
 
 impl Packed {
@@ -224,13 +241,13 @@ impl Packed {
 
     /// Computes this matrix in half precision where the CPU has FP16 arithmetic
     /// (NEON with `fp16`; elsewhere nothing changes and the f32 kernels run). The
-    /// weights are scaled by a power of two so the largest has magnitude in
-    /// `[4, 8)` ([`HALF_WEIGHT_MAX_LOG2`]; exact) and rounded to half; the inputs are divided by `2^input_growth_log2` before they
-    /// are rounded to half, for inputs that a transform has made up to that much
-    /// larger than the stored activations (Winograd), so they stay as far from
-    /// half's largest value as the activations themselves. Every scale is a power of
-    /// two and is undone exactly when a partial sum is added to the f32 accumulator.
-    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa, input_growth_log2: u32) {
+    /// weights are scaled by a power of two so the largest has magnitude in `[4, 8)`
+    /// ([`HALF_WEIGHT_MAX_LOG2`]; exact) and rounded to half; each task scales its
+    /// inputs by the power of two its own largest input calls for
+    /// ([`half_input_log2`]), so no checkpoint's activations can overflow a partial
+    /// sum and small ones keep half's full precision. Both scales are undone exactly
+    /// when a partial sum is added to the f32 accumulator.
+    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
         if !isa.fp16() || self.layout != Layout::Panels || self.narrow.is_some() {
             return;
         }
@@ -242,13 +259,8 @@ impl Packed {
             0
         };
         let w_scale = 2f32.powi(w_log2);
-        let in_scale = 2f32.powi(-(input_growth_log2 as i32));
         let h = self.data.iter().map(|&v| f32_to_f16(v * w_scale)).collect();
-        self.narrow = Some(Narrow::HalfMath {
-            h,
-            in_scale,
-            out_scale: 1.0 / (w_scale * in_scale),
-        });
+        self.narrow = Some(Narrow::HalfMath { h, w_log2 });
         self.data = AVec::zeros(0);
     }
 
@@ -379,12 +391,9 @@ pub(crate) struct Tile<'a> {
         allow(dead_code)
     )]
     pub b16: *const u16,
-    /// Half arithmetic: the inputs' scale before rounding to half, and the scale of
-    /// a partial sum added to the f32 accumulator (1 otherwise).
+    /// Half arithmetic: the weights' power-of-two scale (0 otherwise).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    pub in_scale: f32,
-    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    pub out_scale: f32,
+    pub w_log2: i32,
     /// As `b` for int16 panels (then `b` is null), with `bscale` the per-column
     /// scales from the tile's first column.
     #[cfg_attr(
@@ -474,13 +483,9 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         Layout::Panels => w.k * PANEL,
         Layout::Rows => w.k,
     };
-    let (in_scale, out_scale) = match w.narrow {
-        Some(Narrow::HalfMath {
-            in_scale,
-            out_scale,
-            ..
-        }) => (in_scale, out_scale),
-        _ => (1.0, 1.0),
+    let w_log2 = match w.narrow {
+        Some(Narrow::HalfMath { w_log2, .. }) => w_log2,
+        _ => 0,
     };
     let tile = Tile {
         a: &a[..n],
@@ -492,8 +497,7 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
         bq,
         bscale,
         b_stride,
-        in_scale,
-        out_scale,
+        w_log2,
         ncols,
         bias: w.bias[c0..].as_ptr(),
         epi: job.epi,

@@ -4,7 +4,7 @@ use rill_kernels::{Isa, Pool};
 
 use super::tier::dispatch;
 use super::tiles::{InArgs, OutArgs};
-use super::transform::{bt_growth_log2, g_matrix};
+use super::transform::g_matrix;
 use super::{supported, SharedMut, WinoScratch, L};
 use crate::grid::{AVec, Grid, GridShape};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
@@ -111,12 +111,10 @@ impl WinoConv3x3 {
     }
 
     /// Computes the transformed products in half precision where `isa` can (see
-    /// [`Packed::use_half_arithmetic`]; the 2-D input transform's growth is the
-    /// product of its two axes').
+    /// [`Packed::use_half_arithmetic`]).
     pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
-        let growth = bt_growth_log2(self.mt) + bt_growth_log2(self.mf);
         for u in &mut self.u {
-            u.use_half_arithmetic(isa, growth);
+            u.use_half_arithmetic(isa);
         }
     }
 

@@ -5,7 +5,7 @@ use rill_kernels::{Isa, Pool};
 
 use super::tier::dispatch;
 use super::tiles::ColArgs;
-use super::transform::{bt_growth_log2, g_matrix};
+use super::transform::g_matrix;
 use super::{supported, SharedMut, WinoScratch, L};
 use crate::grid::{AVec, Grid};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
@@ -112,16 +112,15 @@ impl WinoConvT {
         self.phases.iter().map(|p| p.nj).max().unwrap_or(0)
     }
 
-    /// Scratch for `groups` groups of up to `max_t` input rows.
     /// Computes the transformed products in half precision where `isa` can (see
-    /// [`Packed::use_half_arithmetic`]; the input transform runs along time only).
+    /// [`Packed::use_half_arithmetic`]).
     pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
-        let growth = bt_growth_log2(self.mt);
         for u in self.phases.iter_mut().flat_map(|p| &mut p.u) {
-            u.use_half_arithmetic(isa, growth);
+            u.use_half_arithmetic(isa);
         }
     }
 
+    /// Scratch for `groups` groups of up to `max_t` input rows.
     pub(crate) fn scratch(&self, groups: usize, max_t: usize) -> WinoScratch {
         let a = self.mt + 2;
         let nti = max_t.div_ceil(self.mt);

@@ -29,18 +29,6 @@ pub(super) fn g_matrix(m: usize) -> &'static [[f64; 3]] {
     }
 }
 
-/// `⌈log2⌉` of the largest row sum of `|Bᵀ|` for `F(m, 3)`: an input transform along
-/// one axis makes no value more than `2^growth` times the largest input.
-pub(super) fn bt_growth_log2(m: usize) -> u32 {
-    match m {
-        // Rows of Bᵀ: at most two entries ±1.
-        2 => 1,
-        // Largest row sums 4 + 5 + 1 = 10 ≤ 16.
-        4 => 4,
-        _ => panic!("unsupported Winograd tile {m}"),
-    }
-}
-
 /// 16 lanes; element-wise ops the compiler vectorises for the enclosing target.
 #[derive(Clone, Copy)]
 pub(super) struct V([f32; L]);
