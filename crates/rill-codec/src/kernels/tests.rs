@@ -3,19 +3,24 @@
 use super::*;
 use crate::conv::tests::rand_vec;
 
+/// `m` rows, row `r` reading input from `r · in_stride` and writing output at `r · out_stride`.
+fn consecutive_rows(m: usize, in_stride: usize, out_stride: usize) -> RowMap {
+    RowMap {
+        dims: [1, m, 1],
+        in_strides: [0, in_stride, 0],
+        in_base: 0,
+        out_strides: [0, out_stride, 0],
+        out_base: 0,
+    }
+}
+
 /// A dense GEMM job `out[m, :] (stride ldo) = epi(x[m, :] · W + b)` plus its f64 reference.
 fn dense(m: usize, k: usize, n: usize, ldo: usize) -> (Packed, Vec<f32>, RowMap, Vec<f64>) {
     let w = rand_vec(k * n, 5);
     let b = rand_vec(n, 6);
     let x = rand_vec(m * k, 7);
     let p = Packed::new(&w, vec![0], k, n, &b);
-    let rows = RowMap {
-        dims: [1, m, 1],
-        in_strides: [0, k, 0],
-        in_base: 0,
-        out_strides: [0, ldo, 0],
-        out_base: 0,
-    };
+    let rows = consecutive_rows(m, k, ldo);
     let mut want = vec![0f64; m * n];
     for r in 0..m {
         for j in 0..n {
@@ -463,13 +468,7 @@ fn fp16_kernel_matches_the_scalar_half_reference() {
         let mut p = f32_packed.clone();
         p.use_half_arithmetic(isa);
         assert!(p.half_arithmetic());
-        let rows = RowMap {
-            dims: [1, m, 1],
-            in_strides: [0, cin, 0],
-            in_base: 0,
-            out_strides: [0, n, 0],
-            out_base: 0,
-        };
+        let rows = consecutive_rows(m, cin, n);
         let bases: Vec<usize> = (0..m).map(|r| r * cin).collect();
         let want = half_reference(&p, &x, &bases);
         let run = |w: &Packed, epi| {
