@@ -18,16 +18,37 @@ use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
 use crate::kernels::{
-    gemm, gemm_many, half_snake_rows, AVec, Epilogue, Job, Packed, SnakeParams, MAX_JOBS,
+    gemm, gemm_many, half_snake_rows, winograd_many, AVec, Epilogue, Job, Packed, SnakeParams,
+    WinogradConv, WinogradJob, WinogradScratch, MAX_CONVS, MAX_JOBS,
 };
 use crate::weights::{ConvTranspose1d, Weights};
 
 /// One residual block, packed.
 struct Block {
     input_act: SnakeParams,
-    input_conv: Packed,
+    input_conv: ResConv,
     skip_act: SnakeParams,
-    skip_conv: Packed,
+    skip_conv: ResConv,
+}
+
+/// A residual convolution: a direct implicit GEMM, or (undilated, on a stage with
+/// [`WINOGRAD_ROWS`] rows per frame or more) Winograd F(4,4).
+enum ResConv {
+    Direct(Packed),
+    Winograd(Box<WinogradConv>),
+}
+
+impl ResConv {
+    fn history_rows(&self) -> usize {
+        match self {
+            ResConv::Direct(p) => p.history_rows(),
+            ResConv::Winograd(w) => w.history_rows(),
+        }
+    }
+
+    fn is_half(&self) -> bool {
+        matches!(self, ResConv::Direct(p) if p.is_half())
+    }
 }
 
 /// A grouped transposed conv re-laid as `[phase p][out channel j][4]`:
@@ -123,6 +144,9 @@ pub(crate) struct Buffers {
     /// ends up holding their mean), pre-clamp audio.
     x: AVec,
     branch: Vec<AVec>,
+    /// Winograd scratch, and each branch's input-conv output before its HalfSnake.
+    wino: WinogradScratch,
+    wino_y: Vec<AVec>,
     pub(crate) audio: AVec,
 }
 
@@ -185,11 +209,19 @@ impl Decoder {
                 rows_per_frame *= s.up.stride;
                 let half = half_panels && rows_per_frame <= HALF_PANEL_ROWS;
                 let pack = |c: &crate::weights::Conv1d| {
+                    if c.dilation == 1
+                        && rows_per_frame >= WINOGRAD_ROWS
+                        && c.cout >= WINOGRAD_CHANNELS
+                    {
+                        return ResConv::Winograd(Box::new(WinogradConv::new(
+                            &c.weight, &c.bias, c.cout, c.cin, c.kernel,
+                        )));
+                    }
                     let mut p = pack(c);
                     if half {
                         p.store_as_half();
                     }
-                    p
+                    ResConv::Direct(p)
                 };
                 let res = s
                     .res
@@ -245,12 +277,21 @@ impl Decoder {
         let mut up_in = Vec::new();
         let (mut input_act, mut skip_act) = (Vec::new(), Vec::new());
         let mut scratch = 0;
+        let (mut wino_v, mut wino_m) = (0, 0);
         let mut in_rows = f;
         for s in &self.stages {
             up_in.push(Rows::new(1, in_rows, s.act.channels));
             let n = f * s.rows_per_frame;
             scratch = scratch.max(n * s.channels);
-            let mk = |pick: fn(&Block) -> &Packed| -> Vec<Vec<Rows>> {
+            for b in s.res.iter().flatten() {
+                for conv in [&b.input_conv, &b.skip_conv] {
+                    if let ResConv::Winograd(w) = conv {
+                        let (v, m) = w.scratch_len(n);
+                        (wino_v, wino_m) = (wino_v.max(v), wino_m.max(m));
+                    }
+                }
+            }
+            let mk = |pick: fn(&Block) -> &ResConv| -> Vec<Vec<Rows>> {
                 s.res
                     .iter()
                     .map(|chain| {
@@ -276,6 +317,10 @@ impl Decoder {
             x: AVec::zeros(scratch.max(f * self.cfg.base_channels)),
             branch: (0..self.cfg.resblock_kernels.len())
                 .map(|_| AVec::zeros(scratch))
+                .collect(),
+            wino: WinogradScratch::new((wino_v, wino_m)),
+            wino_y: (0..self.cfg.resblock_kernels.len())
+                .map(|_| AVec::zeros(if wino_v > 0 { scratch } else { 0 }))
                 .collect(),
             audio: AVec::zeros(f * SAMPLES_PER_FRAME),
         }
@@ -353,42 +398,100 @@ impl Decoder {
                         pool,
                     );
                 }
-                let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
-                    let (j, blk) = (j.min(nb - 1), &s.res[j.min(nb - 1)][m]);
-                    Job {
-                        w: &blk.input_conv,
-                        input: &b.input_act[i][j][m].data,
-                        in_base: 0,
-                        in_stride: c,
-                        rows: n,
-                        out_base: b.skip_act[i][j][m].current(0),
-                        out_stride: c,
-                        epi: Epilogue::Snake(&blk.skip_act),
+                match branch_convs(s, m, |b| &b.input_conv) {
+                    BranchConvs::Direct(w) => {
+                        let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
+                            let j = j.min(nb - 1);
+                            Job {
+                                w: w[j],
+                                input: &b.input_act[i][j][m].data,
+                                in_base: 0,
+                                in_stride: c,
+                                rows: n,
+                                out_base: b.skip_act[i][j][m].current(0),
+                                out_stride: c,
+                                epi: Epilogue::Snake(&s.res[j][m].skip_act),
+                            }
+                        });
+                        let mut it = b.skip_act[i].iter_mut();
+                        let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
+                            it.next()
+                                .map_or(&mut [][..], |chain| &mut chain[m].data[..])
+                        });
+                        gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
                     }
-                });
-                let mut it = b.skip_act[i].iter_mut();
-                let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
-                    it.next()
-                        .map_or(&mut [][..], |chain| &mut chain[m].data[..])
-                });
-                gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
-                let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
-                    let j = j.min(nb - 1);
-                    Job {
-                        w: &s.res[j][m].skip_conv,
-                        input: &b.skip_act[i][j][m].data,
-                        in_base: 0,
-                        in_stride: c,
-                        rows: n,
-                        out_base: 0,
-                        out_stride: c,
-                        epi: Epilogue::Accumulate,
+                    BranchConvs::Winograd(w) => {
+                        let jobs: [WinogradJob<'_>; MAX_CONVS] = std::array::from_fn(|j| {
+                            let j = j.min(nb - 1);
+                            WinogradJob {
+                                w: w[j],
+                                input: &b.input_act[i][j][m].data,
+                                rows: n,
+                                out_base: 0,
+                                out_stride: c,
+                                accumulate: false,
+                            }
+                        });
+                        let mut it = b.wino_y.iter_mut();
+                        let mut outs: [&mut [f32]; MAX_CONVS] =
+                            std::array::from_fn(|_| it.next().map_or(&mut [][..], |y| &mut y[..]));
+                        winograd_many(isa, &jobs[..nb], &mut outs[..nb], &mut b.wino, pool);
+                        for j in 0..nb {
+                            let sk = &mut b.skip_act[i][j][m];
+                            let so = sk.current(0);
+                            half_snake_rows(
+                                isa,
+                                &s.res[j][m].skip_act,
+                                &b.wino_y[j],
+                                c,
+                                &mut sk.data[so..],
+                                c,
+                                n,
+                                pool,
+                            );
+                        }
                     }
-                });
-                let mut it = b.branch.iter_mut();
-                let mut outs: [&mut [f32]; MAX_JOBS] =
-                    std::array::from_fn(|_| it.next().map_or(&mut [][..], |br| &mut br[..]));
-                gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
+                }
+                match branch_convs(s, m, |b| &b.skip_conv) {
+                    BranchConvs::Direct(w) => {
+                        let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
+                            let j = j.min(nb - 1);
+                            Job {
+                                w: w[j],
+                                input: &b.skip_act[i][j][m].data,
+                                in_base: 0,
+                                in_stride: c,
+                                rows: n,
+                                out_base: 0,
+                                out_stride: c,
+                                epi: Epilogue::Accumulate,
+                            }
+                        });
+                        let mut it = b.branch.iter_mut();
+                        let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
+                            it.next().map_or(&mut [][..], |br| &mut br[..])
+                        });
+                        gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
+                    }
+                    BranchConvs::Winograd(w) => {
+                        let jobs: [WinogradJob<'_>; MAX_CONVS] = std::array::from_fn(|j| {
+                            let j = j.min(nb - 1);
+                            WinogradJob {
+                                w: w[j],
+                                input: &b.skip_act[i][j][m].data,
+                                rows: n,
+                                out_base: 0,
+                                out_stride: c,
+                                accumulate: true,
+                            }
+                        });
+                        let mut it = b.branch.iter_mut();
+                        let mut outs: [&mut [f32]; MAX_CONVS] = std::array::from_fn(|_| {
+                            it.next().map_or(&mut [][..], |br| &mut br[..])
+                        });
+                        winograd_many(isa, &jobs[..nb], &mut outs[..nb], &mut b.wino, pool);
+                    }
+                }
                 if i == 4 && m <= 1 {
                     probe(
                         if m == 0 { "rb_in" } else { "rb_out" },
@@ -472,8 +575,39 @@ impl Decoder {
     }
 }
 
+/// The `m`-th convolutions of a stage's branches (all direct or all Winograd: the
+/// choice depends on the dilation, which the branches share).
+enum BranchConvs<'a> {
+    Direct([&'a Packed; MAX_CONVS]),
+    Winograd([&'a WinogradConv; MAX_CONVS]),
+}
+
+fn branch_convs(s: &Stage, m: usize, pick: fn(&Block) -> &ResConv) -> BranchConvs<'_> {
+    let at = |j: usize| pick(&s.res[j.min(s.res.len() - 1)][m]);
+    const MIXED: &str = "the branches' m-th convolutions share their dilation";
+    match at(0) {
+        ResConv::Direct(_) => BranchConvs::Direct(std::array::from_fn(|j| match at(j) {
+            ResConv::Direct(p) => p,
+            ResConv::Winograd(_) => unreachable!("{MIXED}"),
+        })),
+        ResConv::Winograd(_) => BranchConvs::Winograd(std::array::from_fn(|j| match at(j) {
+            ResConv::Winograd(w) => &**w,
+            ResConv::Direct(_) => unreachable!("{MIXED}"),
+        })),
+    }
+}
+
 const STAGE_UP: [&str; 5] = ["up0", "up1", "up2", "up3", "up4"];
 const STAGE_RES: [&str; 5] = ["res0", "res1", "res2", "res3", "res4"];
+
+/// Stages with at least this many rows per frame and channels run their
+/// undilated residual convs as Winograd F(4,4): stages 1–3 (216, 108, 54
+/// channels). Stage 0 (8 rows per frame) is bound by weight bandwidth, and F(4,4)
+/// reads 7/4 as many weights; at stage 4's 27 channels the point GEMMs
+/// (`k = G·27`) are too short and the transforms cost what they save (measured
+/// slower on AVX2).
+const WINOGRAD_ROWS: usize = 64;
+const WINOGRAD_CHANNELS: usize = 48;
 
 /// Stages with at most this many rows per frame (stage 0: 8) read each weight for
 /// only that many products, so they are bound by weight bandwidth.

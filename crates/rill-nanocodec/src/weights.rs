@@ -217,7 +217,7 @@ impl Weights {
 }
 
 /// Most residual branches (kernel sizes) the decoder runs side by side.
-pub const MAX_BRANCHES: usize = crate::kernels::MAX_JOBS;
+pub const MAX_BRANCHES: usize = crate::kernels::MAX_CONVS;
 
 fn bad(out: &mut Vec<Problem>, name: &str, reason: String) {
     out.push(Problem::BadValue {

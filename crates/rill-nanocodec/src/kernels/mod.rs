@@ -31,10 +31,13 @@ mod arm_neon;
 mod portable;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod simd;
+mod winograd;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx512;
+
+pub(crate) use winograd::{winograd_many, WinogradConv, WinogradJob, WinogradScratch, MAX_CONVS};
 
 pub(crate) use rill_kernels::AVec;
 
@@ -247,7 +250,21 @@ struct OutPtr<'a> {
 unsafe impl Send for OutPtr<'_> {}
 unsafe impl Sync for OutPtr<'_> {}
 
-impl OutPtr<'_> {
+impl<'a> OutPtr<'a> {
+    fn new(out: &'a mut [f32]) -> Self {
+        OutPtr {
+            ptr: out.as_mut_ptr(),
+            _life: PhantomData,
+        }
+    }
+
+    fn null() -> Self {
+        OutPtr {
+            ptr: std::ptr::null_mut(),
+            _life: PhantomData,
+        }
+    }
+
     /// The output element `offset` (a method, so closures capture the whole
     /// `Sync` wrapper rather than its raw-pointer field).
     ///
@@ -287,8 +304,8 @@ pub(crate) fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
     gemm_many(isa, std::slice::from_ref(job), &mut [out], pool);
 }
 
-/// Most jobs of one [`gemm_many`] call.
-pub(crate) const MAX_JOBS: usize = 4;
+/// Most jobs of one [`gemm_many`] call: the 7 Winograd points of 4 branch convolutions.
+pub(crate) const MAX_JOBS: usize = 28;
 
 /// Independent GEMMs, job `i` writing `outs[i]`, in one pool dispatch: fewer
 /// synchronisations per frame and more tasks to share between threads.

@@ -5,7 +5,7 @@ use super::*;
 use crate::weights::HalfSnake;
 
 /// Deterministic pseudo-random values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
     (0..n)
         .map(|i| {
             let z = rill_checkpoint::synth::splitmix64(
