@@ -10,16 +10,18 @@
 //! whose history rows carry the causal context from the previous chunk, so a
 //! stream of one-frame chunks and one many-frame chunk compute the same values.
 //! The skip activation is fused into the input conv's epilogue and the residual
-//! sum into the skip conv's.
+//! sum into the skip conv's; stages 1–3 run their residual convs as Winograd
+//! F(4,4) ([`crate::kernels`]'s `winograd`, [`branches`]).
 
 use rill_kernels::{Isa, Pool};
+
+mod branches;
 
 use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
 use crate::kernels::{
-    gemm, gemm_many, half_snake_rows, winograd_many, AVec, Epilogue, Job, Packed, SnakeParams,
-    WinogradConv, WinogradJob, WinogradScratch, MAX_CONVS, MAX_JOBS,
+    gemm, half_snake_rows, AVec, Epilogue, Job, Packed, SnakeParams, WinogradConv, WinogradScratch,
 };
 use crate::weights::{ConvTranspose1d, Weights};
 
@@ -31,8 +33,9 @@ struct Block {
     skip_conv: ResConv,
 }
 
-/// A residual convolution: a direct implicit GEMM, or (undilated, on a stage with
-/// [`WINOGRAD_ROWS`] rows per frame or more) Winograd F(4,4).
+/// A residual convolution: a direct implicit GEMM, or (on a stage with
+/// [`WINOGRAD_ROWS`] rows per frame and [`WINOGRAD_CHANNELS`] channels or more)
+/// Winograd F(4,4).
 enum ResConv {
     Direct(Packed),
     Winograd(Box<WinogradConv>),
@@ -209,12 +212,9 @@ impl Decoder {
                 rows_per_frame *= s.up.stride;
                 let half = half_panels && rows_per_frame <= HALF_PANEL_ROWS;
                 let pack = |c: &crate::weights::Conv1d| {
-                    if c.dilation == 1
-                        && rows_per_frame >= WINOGRAD_ROWS
-                        && c.cout >= WINOGRAD_CHANNELS
-                    {
+                    if rows_per_frame >= WINOGRAD_ROWS && c.cout >= WINOGRAD_CHANNELS {
                         return ResConv::Winograd(Box::new(WinogradConv::new(
-                            &c.weight, &c.bias, c.cout, c.cin, c.kernel,
+                            &c.weight, &c.bias, c.cout, c.cin, c.kernel, c.dilation,
                         )));
                     }
                     let mut p = pack(c);
@@ -286,7 +286,7 @@ impl Decoder {
             for b in s.res.iter().flatten() {
                 for conv in [&b.input_conv, &b.skip_conv] {
                     if let ResConv::Winograd(w) = conv {
-                        let (v, m) = w.scratch_len(n);
+                        let (v, m) = w.scratch_len(s.rows_per_frame);
                         (wino_v, wino_m) = (wino_v.max(v), wino_m.max(m));
                     }
                 }
@@ -398,100 +398,8 @@ impl Decoder {
                         pool,
                     );
                 }
-                match branch_convs(s, m, |b| &b.input_conv) {
-                    BranchConvs::Direct(w) => {
-                        let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
-                            let j = j.min(nb - 1);
-                            Job {
-                                w: w[j],
-                                input: &b.input_act[i][j][m].data,
-                                in_base: 0,
-                                in_stride: c,
-                                rows: n,
-                                out_base: b.skip_act[i][j][m].current(0),
-                                out_stride: c,
-                                epi: Epilogue::Snake(&s.res[j][m].skip_act),
-                            }
-                        });
-                        let mut it = b.skip_act[i].iter_mut();
-                        let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
-                            it.next()
-                                .map_or(&mut [][..], |chain| &mut chain[m].data[..])
-                        });
-                        gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
-                    }
-                    BranchConvs::Winograd(w) => {
-                        let jobs: [WinogradJob<'_>; MAX_CONVS] = std::array::from_fn(|j| {
-                            let j = j.min(nb - 1);
-                            WinogradJob {
-                                w: w[j],
-                                input: &b.input_act[i][j][m].data,
-                                rows: n,
-                                out_base: 0,
-                                out_stride: c,
-                                accumulate: false,
-                            }
-                        });
-                        let mut it = b.wino_y.iter_mut();
-                        let mut outs: [&mut [f32]; MAX_CONVS] =
-                            std::array::from_fn(|_| it.next().map_or(&mut [][..], |y| &mut y[..]));
-                        winograd_many(isa, &jobs[..nb], &mut outs[..nb], &mut b.wino, pool);
-                        for j in 0..nb {
-                            let sk = &mut b.skip_act[i][j][m];
-                            let so = sk.current(0);
-                            half_snake_rows(
-                                isa,
-                                &s.res[j][m].skip_act,
-                                &b.wino_y[j],
-                                c,
-                                &mut sk.data[so..],
-                                c,
-                                n,
-                                pool,
-                            );
-                        }
-                    }
-                }
-                match branch_convs(s, m, |b| &b.skip_conv) {
-                    BranchConvs::Direct(w) => {
-                        let jobs: [Job<'_>; MAX_JOBS] = std::array::from_fn(|j| {
-                            let j = j.min(nb - 1);
-                            Job {
-                                w: w[j],
-                                input: &b.skip_act[i][j][m].data,
-                                in_base: 0,
-                                in_stride: c,
-                                rows: n,
-                                out_base: 0,
-                                out_stride: c,
-                                epi: Epilogue::Accumulate,
-                            }
-                        });
-                        let mut it = b.branch.iter_mut();
-                        let mut outs: [&mut [f32]; MAX_JOBS] = std::array::from_fn(|_| {
-                            it.next().map_or(&mut [][..], |br| &mut br[..])
-                        });
-                        gemm_many(isa, &jobs[..nb], &mut outs[..nb], pool);
-                    }
-                    BranchConvs::Winograd(w) => {
-                        let jobs: [WinogradJob<'_>; MAX_CONVS] = std::array::from_fn(|j| {
-                            let j = j.min(nb - 1);
-                            WinogradJob {
-                                w: w[j],
-                                input: &b.skip_act[i][j][m].data,
-                                rows: n,
-                                out_base: 0,
-                                out_stride: c,
-                                accumulate: true,
-                            }
-                        });
-                        let mut it = b.branch.iter_mut();
-                        let mut outs: [&mut [f32]; MAX_CONVS] = std::array::from_fn(|_| {
-                            it.next().map_or(&mut [][..], |br| &mut br[..])
-                        });
-                        winograd_many(isa, &jobs[..nb], &mut outs[..nb], &mut b.wino, pool);
-                    }
-                }
+                self.input_convs(isa, i, m, t, b, pool);
+                self.skip_convs(isa, i, m, t, b, pool);
                 if i == 4 && m <= 1 {
                     probe(
                         if m == 0 { "rb_in" } else { "rb_out" },
@@ -575,37 +483,14 @@ impl Decoder {
     }
 }
 
-/// The `m`-th convolutions of a stage's branches (all direct or all Winograd: the
-/// choice depends on the dilation, which the branches share).
-enum BranchConvs<'a> {
-    Direct([&'a Packed; MAX_CONVS]),
-    Winograd([&'a WinogradConv; MAX_CONVS]),
-}
-
-fn branch_convs(s: &Stage, m: usize, pick: fn(&Block) -> &ResConv) -> BranchConvs<'_> {
-    let at = |j: usize| pick(&s.res[j.min(s.res.len() - 1)][m]);
-    const MIXED: &str = "the branches' m-th convolutions share their dilation";
-    match at(0) {
-        ResConv::Direct(_) => BranchConvs::Direct(std::array::from_fn(|j| match at(j) {
-            ResConv::Direct(p) => p,
-            ResConv::Winograd(_) => unreachable!("{MIXED}"),
-        })),
-        ResConv::Winograd(_) => BranchConvs::Winograd(std::array::from_fn(|j| match at(j) {
-            ResConv::Winograd(w) => &**w,
-            ResConv::Direct(_) => unreachable!("{MIXED}"),
-        })),
-    }
-}
-
 const STAGE_UP: [&str; 5] = ["up0", "up1", "up2", "up3", "up4"];
 const STAGE_RES: [&str; 5] = ["res0", "res1", "res2", "res3", "res4"];
 
-/// Stages with at least this many rows per frame and channels run their
-/// undilated residual convs as Winograd F(4,4): stages 1–3 (216, 108, 54
-/// channels). Stage 0 (8 rows per frame) is bound by weight bandwidth, and F(4,4)
-/// reads 7/4 as many weights; at stage 4's 27 channels the point GEMMs
-/// (`k = G·27`) are too short and the transforms cost what they save (measured
-/// slower on AVX2).
+/// Stages with at least this many rows per frame and channels run their residual
+/// convs as Winograd F(4,4): stages 1–3 (216, 108, 54 channels). Stage 0 (8 rows
+/// per frame) is bound by weight bandwidth, and F(4,4) reads ≈ 2× the weights; at
+/// stage 4's 27 channels the point GEMMs (`k = G·27`) are too short and the
+/// transforms cost what they save (measured slower on AVX2).
 const WINOGRAD_ROWS: usize = 64;
 const WINOGRAD_CHANNELS: usize = 48;
 

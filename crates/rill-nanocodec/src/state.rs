@@ -1,8 +1,8 @@
 //! Per-stream codec state, owned by the host (the [`crate::NanoCodec`] is immutable).
 //!
 //! The streaming state proper is the causal history of every convolution's input
-//! (187,248 floats, 0.75 MB): `(k−1)·d` rows of each residual conv's activated input (`k` for
-//! the Winograd convs, whose zero tap reads one row more), 6
+//! (196,320 floats, 0.79 MB): `(k−1)·d` rows of each residual conv's activated input (`k·d`
+//! for the Winograd convs of stages 1–3, whose zero tap reads `d` rows more), 6
 //! latent rows for `pre_conv`, 2 rows for `post_conv`, and one input row per
 //! transposed conv (it carries exactly the information of the reference's
 //! `k − stride` overlap-add tail: output phase `p` of row `s` reads input rows `s`

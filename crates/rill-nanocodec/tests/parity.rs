@@ -45,18 +45,18 @@ const STAGES: &[(&str, &str, f64, f64)] = &[
     ("L_up0", "up0", 1.7e-6, 8e-8),             // 1.13e-6 / 5.20e-8
     ("L_res0", "res0", 2.7e-6, 4.8e-7),         // 1.79e-6 / 3.19e-7
     ("L_up1", "up1", 3e-6, 2.2e-7),             // 2.03e-6 / 1.47e-7
-    ("L_res1", "res1", 4.9e-6, 5.7e-7),         // 3.22e-6 / 3.78e-7
-    ("L_up2", "up2", 5.2e-6, 3.9e-7),           // 3.40e-6 / 2.54e-7
-    ("L_res2", "res2", 7.2e-6, 7.3e-7),         // 4.77e-6 / 4.82e-7
-    ("L_up3", "up3", 1.1e-5, 6.9e-7),           // 7.03e-6 / 4.56e-7
-    ("L_res3", "res3", 1.6e-5, 1.4e-6),         // 1.05e-5 / 8.87e-7
-    ("L_up4", "up4", 2.3e-5, 1.3e-6),           // 1.51e-5 / 8.24e-7
-    ("rb_in", "rb_in", 2.3e-5, 1.9e-6),         // 1.48e-5 / 1.23e-6
-    ("rb_after_input_act", "rb_after_input_act", 3.8e-5, 1.9e-6), // 2.50e-5 / 1.24e-6
-    ("rb_after_skip_act", "rb_after_skip_act", 3.3e-5, 1.8e-6), // 2.16e-5 / 1.19e-6
-    ("rb_out", "rb_out", 3e-5, 2.6e-6),         // 1.96e-5 / 1.73e-6
-    ("L_res4", "res4", 2.4e-5, 2.4e-6),         // 1.57e-5 / 1.54e-6
-    ("L_post_conv", "post_conv", 7.3e-6, 8.7e-7), // 4.83e-6 / 5.78e-7
+    ("L_res1", "res1", 4.3e-6, 6.1e-7),         // 2.82e-6 / 4.03e-7
+    ("L_up2", "up2", 6.4e-6, 4.1e-7),           // 4.22e-6 / 2.71e-7
+    ("L_res2", "res2", 6.8e-6, 7.8e-7),         // 4.53e-6 / 5.19e-7
+    ("L_up3", "up3", 1.1e-5, 7.4e-7),           // 7.15e-6 / 4.90e-7
+    ("L_res3", "res3", 1.7e-5, 1.5e-6),         // 1.07e-5 / 9.60e-7
+    ("L_up4", "up4", 2.2e-5, 1.4e-6),           // 1.41e-5 / 8.92e-7
+    ("rb_in", "rb_in", 2.6e-5, 2.1e-6),         // 1.72e-5 / 1.34e-6
+    ("rb_after_input_act", "rb_after_input_act", 5.1e-5, 2.1e-6), // 3.39e-5 / 1.35e-6
+    ("rb_after_skip_act", "rb_after_skip_act", 3.1e-5, 2e-6), // 2.01e-5 / 1.31e-6
+    ("rb_out", "rb_out", 3.2e-5, 2.9e-6),       // 2.10e-5 / 1.89e-6
+    ("L_res4", "res4", 2.3e-5, 2.6e-6),         // 1.51e-5 / 1.67e-6
+    ("L_post_conv", "post_conv", 7.8e-6, 9.5e-7), // 5.19e-6 / 6.33e-7
 ];
 
 fn check_stages(isa: Isa) {
@@ -81,8 +81,8 @@ fn check_stages(isa: Isa) {
     let audio = codec.decode(&frames()[..t], &Pool::new(2)).unwrap();
     let (max, rms) = max_rms(&audio, &want);
     eprintln!("{isa}: L_audio ({t} frames) max |Δ| {max:.2e}  rms {rms:.2e}");
-    // Measured 4.83e-6 / 5.78e-7.
-    if max > 7.3e-6 || rms > 8.7e-7 {
+    // Measured 5.19e-6 / 6.33e-7.
+    if max > 7.8e-6 || rms > 9.5e-7 {
         failures.push(format!("L_audio: max {max:e}, rms {rms:e}"));
     }
     assert!(failures.is_empty(), "{isa}: {failures:#?}");
@@ -103,11 +103,11 @@ fn waveform_matches_the_reference() {
         let audio = codec.decode(&frames(), &Pool::new(2)).unwrap();
         let (max, rms) = max_rms(&audio, &want);
         eprintln!("{isa}: audio (32 frames) max |Δ| {max:.2e}  rms {rms:.2e}");
-        // Spec §9 gate: 2e-4 max / 2e-5 RMSE. Measured 1.52e-5 / 2.56e-6 (the largest
+        // Spec §9 gate: 2e-4 max / 2e-5 RMSE. Measured 1.49e-5 / 2.67e-6 (the largest
         // of the tiers; 1.19e-5 / 2.26e-6 before stages 1–3 ran Winograd F(4,4));
         // tightened to 1.5× that.
         assert!(
-            max <= 2.3e-5 && rms <= 3.9e-6,
+            max <= 2.3e-5 && rms <= 4.1e-6,
             "{isa}: max {max:e}, rms {rms:e}"
         );
     }

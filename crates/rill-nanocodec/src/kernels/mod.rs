@@ -304,8 +304,9 @@ pub(crate) fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
     gemm_many(isa, std::slice::from_ref(job), &mut [out], pool);
 }
 
-/// Most jobs of one [`gemm_many`] call: the 7 Winograd points of 4 branch convolutions.
-pub(crate) const MAX_JOBS: usize = 28;
+/// Most jobs of one [`gemm_many`] call: the 7 Winograd points and the direct rows
+/// of 4 branch convolutions.
+pub(crate) const MAX_JOBS: usize = 32;
 
 /// Independent GEMMs, job `i` writing `outs[i]`, in one pool dispatch: fewer
 /// synchronisations per frame and more tasks to share between threads.

@@ -1,32 +1,34 @@
-//! Winograd F(4,4) for the undilated residual convolutions of the wide stages.
+//! Winograd F(4,4) for the residual convolutions of the wide stages.
 //!
 //! A `k`-tap convolution is cut into `G = ⌈k/4⌉` groups of 4 taps, with one zero
 //! tap in front (`4G − k = 1` for k = 3, 7, 11), and each group is one F(4,4)
-//! product over 7 points: for the 4 output rows of tile `b`,
+//! product over 7 points. With dilation `d`, a tile is 4 outputs of one phase
+//! (`d` rows apart), and for tile `b` of a phase
 //!
 //! ```text
-//! y[4b..4b+4] = bias + Aᵀ · Σ_g U_g ⊙ V[b+g],   V[j] = Bᵀ · x[4j..4j+7],   U_g = G · w[4g..4g+4]
+//! y[b] = bias + Aᵀ · Σ_g U_g ⊙ V[b+g],   V[j] = Bᵀ · x[tile j's 7 rows],   U_g = G · w[4g..4g+4]
 //! ```
 //!
-//! where group `g` of tile `b` reads the transformed input of the tile `g` later,
-//! so every input tile is transformed once. For each point the sum over groups is
-//! an implicit GEMM with `G` taps one tile apart — the conv kernels' own
-//! [`Packed`] form, run by the same micro-kernels — so 7 products of
-//! `(T/4) × G·cin × cout` replace one of `T × k·cin × cout`: `7G/4k` of the
-//! multiplications (0.58, 0.50, 0.48 for k = 3, 7, 11).
+//! where group `g` reads the transformed input of the phase's tile `g` later, so
+//! every input tile is transformed once. For each point the sum over groups is an
+//! implicit GEMM with `G` taps — the conv kernels' own [`Packed`] form, run by the
+//! same micro-kernels — so 7 products of `(T/4) × G·cin × cout` replace one of
+//! `T × k·cin × cout`: `7G/4k` of the multiplications (0.58, 0.50, 0.48 for
+//! k = 3, 7, 11), for ≈ 2× the weight bytes.
 //!
-//! * The zero tap reads the row before the window, so the input keeps `4G − 1 = k`
-//!   history rows (one more than the direct conv): a real row in a stream and in a
+//! * The zero tap reads `d` rows before the window, so the input keeps `k·d`
+//!   history rows (`d` more than the direct conv): real rows in a stream and in a
 //!   batch alike, so both compute the same bits.
-//! * Tiles start at multiples of 4 rows of each call; every call has a multiple of
-//!   4 rows (the wide stages have 64 or more per frame), so a stream of one-frame
-//!   calls and one many-frame call tile the same rows.
+//! * Tiles never cross a frame: each frame's rows are tiled from its first row in
+//!   blocks of `4d` rows (one tile per phase), and the rows after the last whole
+//!   block run the direct conv. A stream of one-frame calls and one many-frame
+//!   call therefore compute the same bits.
 //! * The transforms are plain Rust over channel runs (auto-vectorised, each
 //!   element's operations in a fixed order, no FMA), so every tier computes the
 //!   same transforms; the GEMMs are the tiers' conv kernels.
 //! * Points 0, ±1, ±1/2, −2, ∞: in f32 on random data this F(4,4) is within
-//!   ≈ 1.5e-6 (relative to the output's peak) of the exact sum, against ≈ 1.2e-7
-//!   for the direct conv — ample for the codec's 2e-4 gate.
+//!   ≈ 3e-6 (relative to the output's peak) of the exact sum, against ≈ 2e-7 for
+//!   the direct conv — ample for the codec's 2e-4 gate.
 
 use rill_kernels::{Isa, Pool};
 
@@ -37,7 +39,7 @@ pub(crate) const TILE: usize = 4;
 /// Points of the F(4,4) transform (`2·TILE − 1`).
 pub(crate) const POINTS: usize = 2 * TILE - 1;
 /// Most convolutions of one [`winograd_many`] call (one per residual branch).
-pub(crate) const MAX_CONVS: usize = MAX_JOBS / POINTS;
+pub(crate) const MAX_CONVS: usize = MAX_JOBS / (POINTS + 1);
 
 /// The interpolation points (`None` = ∞).
 const INTERPOLATION: [Option<f64>; POINTS] = [
@@ -126,25 +128,42 @@ fn invert(mut a: [[f64; POINTS]; POINTS]) -> [[f64; POINTS]; POINTS] {
     inv
 }
 
-/// An undilated `k`-tap convolution in F(4,4) form: one packed GEMM per point.
+/// A `k`-tap convolution with dilation `d` in F(4,4) form: one packed GEMM per
+/// point, and the direct conv for the rows no whole tile covers.
+///
+/// A tile is 4 outputs of one phase, `d` rows apart; a block of `4d` rows holds
+/// one tile of each phase. Tiles never cross a frame (each frame's rows are tiled
+/// from its first row: `B = ⌊T/4d⌋` blocks, the last `T − 4dB` rows direct), so a
+/// stream of one-frame calls and a many-frame call compute the same bits.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WinogradConv {
     pub cin: usize,
     pub n: usize,
     /// Tap groups `⌈k/4⌉`.
     pub groups: usize,
-    /// `U` of each point as a `groups`-tap GEMM (taps one input tile apart).
+    pub dilation: usize,
+    /// `U` of each point as a `groups`-tap GEMM (taps one block of tiles apart).
     points: Vec<Packed>,
+    /// The direct conv, for the rows after the last whole block of a frame.
+    direct: Packed,
     bias: Vec<f32>,
     bt: [[f32; POINTS]; POINTS],
     at: [[f32; POINTS]; TILE],
 }
 
 impl WinogradConv {
-    /// From a torch-layout weight `[n][cin][kernel]` (dilation 1).
-    pub(crate) fn new(w: &[f32], bias: &[f32], n: usize, cin: usize, kernel: usize) -> Self {
+    /// From a torch-layout weight `[n][cin][kernel]`.
+    pub(crate) fn new(
+        w: &[f32],
+        bias: &[f32],
+        n: usize,
+        cin: usize,
+        kernel: usize,
+        dilation: usize,
+    ) -> Self {
         assert_eq!(w.len(), n * cin * kernel, "conv weight size");
         assert_eq!(bias.len(), n, "bias size");
+        assert!(dilation >= 1, "dilation");
         let t = Transform::f44();
         let groups = kernel.div_ceil(TILE);
         let pad = groups * TILE - kernel;
@@ -167,36 +186,49 @@ impl WinogradConv {
                         }
                     }
                 }
-                // Tap g reads the transformed tile g later: `g` rows of `cin`.
-                Packed::conv(&u, &zero_bias, n, cin, groups, 1)
+                // Group g reads the tile of its phase g blocks later: `g·d` tiles on.
+                Packed::conv(&u, &zero_bias, n, cin, groups, dilation)
             })
             .collect();
         WinogradConv {
             cin,
             n,
             groups,
+            dilation,
             points,
+            direct: Packed::conv(w, bias, n, cin, kernel, dilation),
             bias: bias.to_vec(),
             bt: t.bt,
             at: t.at,
         }
     }
 
-    /// History rows the input keeps (`4G − 1`: one more than the direct conv).
+    /// History rows the input keeps (`(4G − 1)·d`: `d` more than the direct conv,
+    /// for the zero tap).
     pub(crate) fn history_rows(&self) -> usize {
-        self.groups * TILE - 1
+        (self.groups * TILE - 1) * self.dilation
     }
 
-    /// Transformed input tiles of a call with `rows` output rows.
-    fn input_tiles(&self, rows: usize) -> usize {
-        rows / TILE + self.groups - 1
+    /// Whole blocks of `4d` rows in a frame of `frame_rows`.
+    fn blocks(&self, frame_rows: usize) -> usize {
+        frame_rows / (TILE * self.dilation)
     }
 
-    /// Scratch floats one convolution of `rows` output rows needs.
-    pub(crate) fn scratch_len(&self, rows: usize) -> (usize, usize) {
+    /// Transformed input tiles of one frame: the blocks' and `G − 1` more blocks'.
+    fn input_tiles(&self, frame_rows: usize) -> usize {
+        let b = self.blocks(frame_rows);
+        if b == 0 {
+            0
+        } else {
+            (b + self.groups - 1) * self.dilation
+        }
+    }
+
+    /// Scratch floats (transformed input, products) one frame of `frame_rows` needs.
+    pub(crate) fn scratch_len(&self, frame_rows: usize) -> (usize, usize) {
         (
-            POINTS * self.input_tiles(rows) * self.cin,
-            POINTS * (rows / TILE) * self.n,
+            POINTS * self.input_tiles(frame_rows) * self.cin,
+            POINTS * self.blocks(frame_rows) * self.dilation * self.n,
         )
     }
 }
@@ -211,6 +243,9 @@ pub(crate) struct WinogradScratch {
 impl WinogradScratch {
     /// For [`MAX_CONVS`] convolutions of at most these [`WinogradConv::scratch_len`]s.
     pub(crate) fn new((v, m): (usize, usize)) -> WinogradScratch {
+        // At least a float per point: a frame without a whole block still splits
+        // its (empty) products into 7 runs.
+        let m = m.max(POINTS);
         WinogradScratch {
             v: (0..MAX_CONVS).map(|_| AVec::zeros(v)).collect(),
             m: (0..MAX_CONVS).map(|_| AVec::zeros(m)).collect(),
@@ -219,12 +254,13 @@ impl WinogradScratch {
 }
 
 /// One convolution: `out[out_base + r·out_stride ..][..n] (=|+=) conv(input)[r]`
-/// for `rows` rows, `input` holding `history_rows()` history rows then the
-/// current ones, `cin` floats apart.
+/// for `frames · frame_rows` rows, `input` holding `history_rows()` history rows
+/// then the current ones, `cin` floats apart.
 pub(crate) struct WinogradJob<'a> {
     pub w: &'a WinogradConv,
     pub input: &'a [f32],
-    pub rows: usize,
+    pub frames: usize,
+    pub frame_rows: usize,
     pub out_base: usize,
     pub out_stride: usize,
     pub accumulate: bool,
@@ -233,8 +269,9 @@ pub(crate) struct WinogradJob<'a> {
 /// Input tiles per transform task.
 const TILES_PER_TASK: usize = 8;
 
-/// Up to [`MAX_CONVS`] independent convolutions: input transforms, the 7 point
-/// GEMMs of each, output transforms — three pool dispatches.
+/// Up to [`MAX_CONVS`] independent convolutions of the same frame count, frame by
+/// frame: input transforms; the 7 point GEMMs of each and the direct rows; output
+/// transforms — three pool dispatches per frame.
 pub(crate) fn winograd_many(
     isa: Isa,
     jobs: &[WinogradJob<'_>],
@@ -246,100 +283,146 @@ pub(crate) fn winograd_many(
         jobs.len() == outs.len() && jobs.len() <= MAX_CONVS,
         "winograd_many job count"
     );
-    if jobs.iter().all(|j| j.rows == 0) {
+    let Some(frames) = jobs.first().map(|j| j.frames) else {
         return;
-    }
+    };
     for (i, (job, out)) in jobs.iter().zip(outs.iter()).enumerate() {
-        let w = job.w;
-        assert!(job.rows % TILE == 0, "Winograd rows must be whole tiles");
+        let (w, rows) = (job.w, job.frames * job.frame_rows);
+        assert_eq!(
+            job.frames, frames,
+            "Winograd jobs of one call share the frames"
+        );
         assert!(
-            (w.history_rows() + job.rows) * w.cin <= job.input.len(),
+            (w.history_rows() + rows) * w.cin <= job.input.len(),
             "Winograd job reads outside its input"
         );
+        assert!(rows <= 1 || job.out_stride >= w.n, "Winograd rows overlap");
         assert!(
-            job.rows <= 1 || job.out_stride >= w.n,
-            "Winograd rows overlap"
-        );
-        assert!(
-            job.rows == 0 || job.out_base + (job.rows - 1) * job.out_stride + w.n <= out.len(),
+            rows == 0 || job.out_base + (rows - 1) * job.out_stride + w.n <= out.len(),
             "Winograd job writes outside its output"
         );
-        let (v, m) = w.scratch_len(job.rows);
+        let (v, m) = w.scratch_len(job.frame_rows);
         assert!(
             v <= scratch.v[i].len() && m <= scratch.m[i].len(),
             "Winograd scratch too small"
         );
     }
+    for f in 0..frames {
+        frame(isa, jobs, f, outs, scratch, pool);
+    }
+}
 
-    // 1. V = Bᵀ x for every input tile.
+/// Frame `f` of every job (see [`winograd_many`]).
+fn frame(
+    isa: Isa,
+    jobs: &[WinogradJob<'_>],
+    f: usize,
+    outs: &mut [&mut [f32]],
+    scratch: &mut WinogradScratch,
+    pool: &Pool,
+) {
+    // 1. V = Bᵀ x for every input tile of the frame: tile `j = b·d + p` (block b,
+    // phase p) reads rows `4d·b + p + i·d` (i < 7) of the frame's window.
     let mut tasks = [0usize; MAX_CONVS];
     let mut vptr = [OutPtr::null(); MAX_CONVS];
     for (i, (job, v)) in jobs.iter().zip(scratch.v.iter_mut()).enumerate() {
         vptr[i] = OutPtr::new(v);
-        tasks[i] = job.w.input_tiles(job.rows).div_ceil(TILES_PER_TASK);
+        tasks[i] = job.w.input_tiles(job.frame_rows).div_ceil(TILES_PER_TASK);
     }
     run_split(pool, &tasks, &|i, task| {
         let (job, w) = (&jobs[i], jobs[i].w);
-        let (c, nt) = (w.cin, w.input_tiles(job.rows));
+        let (c, d, nt) = (w.cin, w.dilation, w.input_tiles(job.frame_rows));
+        let x = &job.input[f * job.frame_rows * c..];
         let t0 = task * TILES_PER_TASK;
         for j in t0..(t0 + TILES_PER_TASK).min(nt) {
-            let x = &job.input[j * TILE * c..(j * TILE + POINTS) * c];
+            let first = TILE * d * (j / d) + j % d;
             for (k, coef) in w.bt.iter().enumerate() {
                 // SAFETY: tasks own disjoint tiles `j`; point `k`'s run of tile `j`
                 // (`(k·nt + j)·c ..` + c) lies inside the scratch (asserted above).
                 let dst =
                     unsafe { std::slice::from_raw_parts_mut(vptr[i].at((k * nt + j) * c), c) };
-                combine(coef, x, c, dst);
+                combine(coef, x, first, d, c, dst);
             }
         }
     });
 
-    // 2. M_k = V_k · U_k: one GEMM per point and convolution.
-    let nj = jobs.len() * POINTS;
+    // 2. M_k = V_k · U_k: one GEMM per point and convolution, and the direct rows.
+    let nj = jobs.len() * (POINTS + 1);
     let v = &scratch.v;
     let gemms: [Job<'_>; MAX_JOBS] = std::array::from_fn(|q| {
-        let (i, k) = ((q / POINTS).min(jobs.len() - 1), q % POINTS);
+        let (i, k) = ((q / (POINTS + 1)).min(jobs.len() - 1), q % (POINTS + 1));
         let (job, w) = (&jobs[i], jobs[i].w);
-        let run = w.input_tiles(job.rows) * w.cin;
+        let (c, d) = (w.cin, w.dilation);
+        let covered = w.blocks(job.frame_rows) * TILE * d;
+        if k == POINTS {
+            // The rows after the last block, directly (its window starts `d` rows
+            // into ours: the direct conv has no zero tap).
+            let r0 = f * job.frame_rows + covered;
+            return Job {
+                w: &w.direct,
+                input: job.input,
+                in_base: (r0 + d) * c,
+                in_stride: c,
+                rows: job.frame_rows - covered,
+                out_base: job.out_base + r0 * job.out_stride,
+                out_stride: job.out_stride,
+                epi: if job.accumulate {
+                    Epilogue::Accumulate
+                } else {
+                    Epilogue::Store
+                },
+            };
+        }
+        let run = w.input_tiles(job.frame_rows) * c;
         Job {
             w: &w.points[k],
             input: &v[i][k * run..(k + 1) * run],
             in_base: 0,
-            in_stride: w.cin,
-            rows: job.rows / TILE,
+            in_stride: c,
+            rows: covered / TILE,
             out_base: 0,
             out_stride: w.n,
             epi: Epilogue::Store,
         }
     });
-    let mut runs = scratch.m.iter_mut().zip(jobs).flat_map(|(m, job)| {
-        let len = (job.rows / TILE * job.w.n).max(1);
-        m[..POINTS * len].chunks_mut(len)
-    });
-    let mut mouts: [&mut [f32]; MAX_JOBS] =
+    let mut runs = scratch
+        .m
+        .iter_mut()
+        .zip(jobs.iter().zip(outs.iter_mut()))
+        .flat_map(|(m, (job, out))| {
+            let w = job.w;
+            let len = (w.blocks(job.frame_rows) * w.dilation * w.n).max(1);
+            m[..POINTS * len]
+                .chunks_mut(len)
+                .chain(std::iter::once(&mut **out))
+        });
+    let mut gouts: [&mut [f32]; MAX_JOBS] =
         std::array::from_fn(|_| runs.next().unwrap_or(&mut [][..]));
-    gemm_many(isa, &gemms[..nj], &mut mouts[..nj], pool);
+    gemm_many(isa, &gemms[..nj], &mut gouts[..nj], pool);
 
-    // 3. y = bias + Aᵀ M, stored or added.
+    // 3. y = bias + Aᵀ M for the tiles, stored or added: tile `j`'s output `q` is
+    // row `4d·b + p + q·d`.
     let mut optr = [OutPtr::null(); MAX_CONVS];
     for (i, (job, out)) in jobs.iter().zip(outs.iter_mut()).enumerate() {
         optr[i] = OutPtr::new(out);
-        tasks[i] = (job.rows / TILE).div_ceil(TILES_PER_TASK);
+        tasks[i] = (job.w.blocks(job.frame_rows) * job.w.dilation).div_ceil(TILES_PER_TASK);
     }
     let m = &scratch.m;
     run_split(pool, &tasks, &|i, task| {
         let (job, w) = (&jobs[i], jobs[i].w);
-        let (n, nb) = (w.n, job.rows / TILE);
-        let b0 = task * TILES_PER_TASK;
-        for b in b0..(b0 + TILES_PER_TASK).min(nb) {
+        let (n, d) = (w.n, w.dilation);
+        let nt = w.blocks(job.frame_rows) * d;
+        let j0 = task * TILES_PER_TASK;
+        for j in j0..(j0 + TILES_PER_TASK).min(nt) {
+            let first = f * job.frame_rows + TILE * d * (j / d) + j % d;
             for (q, coef) in w.at.iter().enumerate() {
-                let r = b * TILE + q;
+                let r = first + q * d;
                 // SAFETY: tasks own disjoint tiles, so disjoint output rows `r`
                 // (`out_stride ≥ n`), inside the output (asserted above).
                 let dst = unsafe {
                     std::slice::from_raw_parts_mut(optr[i].at(job.out_base + r * job.out_stride), n)
                 };
-                output_row(coef, &m[i], b * n, nb * n, &w.bias, job.accumulate, dst);
+                output_row(coef, &m[i], j * n, nt * n, &w.bias, job.accumulate, dst);
             }
         }
     });
@@ -358,12 +441,14 @@ fn run_split(pool: &Pool, tasks: &[usize; MAX_CONVS], f: &(dyn Fn(usize, usize) 
     });
 }
 
-/// `dst = Σ_i coef[i]·x[i·c ..][..c]` over the nonzero coefficients, in order.
-fn combine(coef: &[f32; POINTS], x: &[f32], c: usize, dst: &mut [f32]) {
+/// `dst = Σ_i coef[i]·x[(first + i·d)·c ..][..c]` over the nonzero coefficients,
+/// in order.
+fn combine(coef: &[f32; POINTS], x: &[f32], first: usize, d: usize, c: usize, dst: &mut [f32]) {
     dst.fill(0.0);
     for (i, &a) in coef.iter().enumerate() {
         if a != 0.0 {
-            for (d, s) in dst.iter_mut().zip(&x[i * c..(i + 1) * c]) {
+            let row = (first + i * d) * c;
+            for (d, s) in dst.iter_mut().zip(&x[row..row + c]) {
                 *d += a * *s;
             }
         }
