@@ -86,7 +86,10 @@ impl Transform {
         };
         for (k, &p) in INTERPOLATION.iter().enumerate() {
             for i in 0..POINTS {
-                t.bt[k][i] = l[i][k] as f32;
+                // Exact zeros come out of the inverse as ±1e-17 or so: keep them
+                // zero, so the transform skips them.
+                let v = l[i][k];
+                t.bt[k][i] = if v.abs() < 1e-9 { 0.0 } else { v as f32 };
             }
             for j in 0..TILE {
                 t.g[k][j] = eval(p, j, TILE);
