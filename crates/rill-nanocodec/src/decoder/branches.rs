@@ -1,6 +1,7 @@
 //! The `m`-th convolutions of a stage's residual branches, side by side: the
-//! direct ones in one pool dispatch, the Winograd ones in another (a branch's
-//! form depends on its kernel size and the stage, see [`super::ResConv`]).
+//! direct ones in one pool dispatch, the Winograd ones in another. Today a
+//! stage's branches share their form ([`super::ResConv`] is chosen per stage),
+//! but any mix runs, so the choice can be made per convolution.
 
 use rill_kernels::{Isa, Pool};
 
