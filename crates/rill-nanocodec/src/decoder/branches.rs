@@ -46,13 +46,27 @@ fn split(s: &Stage, m: usize, which: Conv) -> Split<'_> {
     }
 }
 
-/// Jobs made by `f` from the `Some` prefix of `items` (at least one), and their
-/// count; the array's tail repeats the last job and is not run.
-fn jobs<T: Copy, J>(items: &[Option<T>; MAX_CONVS], f: impl Fn(T) -> J) -> ([J; MAX_CONVS], usize) {
-    let count = items.iter().flatten().count();
-    let last = items.iter().flatten().last().copied();
-    let arr = std::array::from_fn(|q| f(items[q].or(last).expect("at least one job")));
-    (arr, count)
+/// The listed convs in one `dispatch` (`gemm_many` or `winograd_many`): branch
+/// `j`'s job from `job`, writing the next of `outs` (the listed branches'
+/// buffers, in order).
+fn run_listed<'o, T: Copy, J>(
+    list: &[Option<(usize, T)>; MAX_CONVS],
+    job: impl Fn(usize, T) -> J,
+    mut outs: impl Iterator<Item = &'o mut [f32]>,
+    dispatch: impl FnOnce(&[J], &mut [&mut [f32]]),
+) {
+    let Some(&last) = list.iter().flatten().last() else {
+        return;
+    };
+    let count = list.iter().flatten().count();
+    // The array's tail repeats the last job and is not run.
+    let jobs: [J; MAX_CONVS] = std::array::from_fn(|q| {
+        let (j, w) = list[q].unwrap_or(last);
+        job(j, w)
+    });
+    let mut outs: [&mut [f32]; MAX_CONVS] =
+        std::array::from_fn(|_| outs.next().unwrap_or(&mut [][..]));
+    dispatch(&jobs[..count], &mut outs[..count]);
 }
 
 /// Whether branch `j` is in `list`.
@@ -75,48 +89,46 @@ impl Decoder {
         let s = &self.stages[i];
         let (c, n) = (s.channels, frames * s.rows_per_frame);
         let sp = split(s, m, Conv::Input);
-        if sp.direct[0].is_some() {
-            // The HalfSnake is the GEMM's epilogue.
-            let (jobs, nd) = jobs(&sp.direct, |(j, w)| Job {
-                w,
-                input: &b.input_act[i][j][m].data,
-                in_base: 0,
-                in_stride: c,
-                rows: n,
-                out_base: b.skip_act[i][j][m].current(0),
-                out_stride: c,
-                epi: Epilogue::Snake(&s.res[j][m].skip_act),
-            });
-            let mut it = b.skip_act[i]
-                .iter_mut()
-                .enumerate()
-                .filter(|(j, _)| has(&sp.direct, *j))
-                .map(|(_, chain)| &mut chain[m].data[..]);
-            let mut outs: [&mut [f32]; MAX_CONVS] =
-                std::array::from_fn(|_| it.next().unwrap_or(&mut [][..]));
-            gemm_many(isa, &jobs[..nd], &mut outs[..nd], pool);
-        }
-        if sp.winograd[0].is_some() {
-            // Into the branch's scratch rows, then the HalfSnake into its buffer.
-            let (jobs, nw) = jobs(&sp.winograd, |(j, w)| WinogradJob {
-                w,
-                input: &b.input_act[i][j][m].data,
-                frames,
-                frame_rows: s.rows_per_frame,
-                out_base: 0,
-                out_stride: c,
-                accumulate: false,
-            });
-            let mut it = b.wino_y.iter_mut().map(|y| &mut y[..]);
-            let mut outs: [&mut [f32]; MAX_CONVS] =
-                std::array::from_fn(|_| it.next().unwrap_or(&mut [][..]));
-            winograd_many(isa, &jobs[..nw], &mut outs[..nw], &mut b.wino, pool);
-            for (q, &(j, _)) in sp.winograd.iter().flatten().enumerate() {
-                let sk = &mut b.skip_act[i][j][m];
-                let so = sk.current(0);
-                let act = &s.res[j][m].skip_act;
-                half_snake_rows(isa, act, &b.wino_y[q], c, &mut sk.data[so..], c, n, pool);
-            }
+        // Direct: the HalfSnake is the GEMM's epilogue.
+        let direct_job = |j: usize, w| Job {
+            w,
+            input: &b.input_act[i][j][m].data,
+            in_base: 0,
+            in_stride: c,
+            rows: n,
+            // The skip conv's input: its history rows, then the current ones.
+            out_base: s.res[j][m].skip_conv.history_rows() * c,
+            out_stride: c,
+            epi: Epilogue::Snake(&s.res[j][m].skip_act),
+        };
+        let outs = b.skip_act[i]
+            .iter_mut()
+            .enumerate()
+            .filter(|(j, _)| has(&sp.direct, *j))
+            .map(|(_, chain)| &mut chain[m].data[..]);
+        run_listed(&sp.direct, direct_job, outs, |j, o| {
+            gemm_many(isa, j, o, pool)
+        });
+        // Winograd: into scratch rows, then the HalfSnake into the branch's buffer.
+        let winograd_job = |j: usize, w| WinogradJob {
+            w,
+            input: &b.input_act[i][j][m].data,
+            frames,
+            frame_rows: s.rows_per_frame,
+            out_base: 0,
+            out_stride: c,
+            accumulate: false,
+        };
+        let outs = b.wino_y.iter_mut().map(|y| &mut y[..]);
+        let wino = &mut b.wino;
+        run_listed(&sp.winograd, winograd_job, outs, |j, o| {
+            winograd_many(isa, j, o, wino, pool)
+        });
+        for (q, &(j, _)) in sp.winograd.iter().flatten().enumerate() {
+            let sk = &mut b.skip_act[i][j][m];
+            let so = sk.current(0);
+            let act = &s.res[j][m].skip_act;
+            half_snake_rows(isa, act, &b.wino_y[q], c, &mut sk.data[so..], c, n, pool);
         }
     }
 
@@ -133,46 +145,39 @@ impl Decoder {
         let s = &self.stages[i];
         let (c, n) = (s.channels, frames * s.rows_per_frame);
         let sp = split(s, m, Conv::Skip);
-        if sp.direct[0].is_some() {
-            let (jobs, nd) = jobs(&sp.direct, |(j, w)| Job {
-                w,
-                input: &b.skip_act[i][j][m].data,
-                in_base: 0,
-                in_stride: c,
-                rows: n,
-                out_base: 0,
-                out_stride: c,
-                epi: Epilogue::Accumulate,
-            });
-            let mut it = b
-                .branch
-                .iter_mut()
-                .enumerate()
-                .filter(|(j, _)| has(&sp.direct, *j))
-                .map(|(_, br)| &mut br[..]);
-            let mut outs: [&mut [f32]; MAX_CONVS] =
-                std::array::from_fn(|_| it.next().unwrap_or(&mut [][..]));
-            gemm_many(isa, &jobs[..nd], &mut outs[..nd], pool);
-        }
-        if sp.winograd[0].is_some() {
-            let (jobs, nw) = jobs(&sp.winograd, |(j, w)| WinogradJob {
-                w,
-                input: &b.skip_act[i][j][m].data,
-                frames,
-                frame_rows: s.rows_per_frame,
-                out_base: 0,
-                out_stride: c,
-                accumulate: true,
-            });
-            let mut it = b
-                .branch
-                .iter_mut()
-                .enumerate()
-                .filter(|(j, _)| has(&sp.winograd, *j))
-                .map(|(_, br)| &mut br[..]);
-            let mut outs: [&mut [f32]; MAX_CONVS] =
-                std::array::from_fn(|_| it.next().unwrap_or(&mut [][..]));
-            winograd_many(isa, &jobs[..nw], &mut outs[..nw], &mut b.wino, pool);
-        }
+        let direct_job = |j: usize, w| Job {
+            w,
+            input: &b.skip_act[i][j][m].data,
+            in_base: 0,
+            in_stride: c,
+            rows: n,
+            out_base: 0,
+            out_stride: c,
+            epi: Epilogue::Accumulate,
+        };
+        let outs = b.branch.iter_mut().enumerate();
+        let outs = outs
+            .filter(|(j, _)| has(&sp.direct, *j))
+            .map(|(_, br)| &mut br[..]);
+        run_listed(&sp.direct, direct_job, outs, |j, o| {
+            gemm_many(isa, j, o, pool)
+        });
+        let winograd_job = |j: usize, w| WinogradJob {
+            w,
+            input: &b.skip_act[i][j][m].data,
+            frames,
+            frame_rows: s.rows_per_frame,
+            out_base: 0,
+            out_stride: c,
+            accumulate: true,
+        };
+        let outs = b.branch.iter_mut().enumerate();
+        let outs = outs
+            .filter(|(j, _)| has(&sp.winograd, *j))
+            .map(|(_, br)| &mut br[..]);
+        let wino = &mut b.wino;
+        run_listed(&sp.winograd, winograd_job, outs, |j, o| {
+            winograd_many(isa, j, o, wino, pool)
+        });
     }
 }

@@ -164,8 +164,8 @@ impl WinogradConv {
         kernel: usize,
         dilation: usize,
     ) -> Self {
-        assert_eq!(w.len(), n * cin * kernel, "conv weight size");
-        assert_eq!(bias.len(), n, "bias size");
+        // The direct conv first: it checks the weight and bias sizes.
+        let direct = Packed::conv(w, bias, n, cin, kernel, dilation);
         assert!(dilation >= 1, "dilation");
         let t = Transform::f44();
         let groups = kernel.div_ceil(TILE);
@@ -199,7 +199,7 @@ impl WinogradConv {
             groups,
             dilation,
             points,
-            direct: Packed::conv(w, bias, n, cin, kernel, dilation),
+            direct,
             bias: bias.to_vec(),
             bt: t.bt,
             at: t.at,
