@@ -101,7 +101,11 @@ impl Pool {
     pub fn new(threads: usize) -> Pool {
         let helpers = threads.max(1) - 1;
         let shared = Arc::new(Shared {
-            counter: AtomicU64::new(0),
+            // Generation 0 starts closed: an assistant that reads it before the
+            // first job is published must find nothing to claim (an open
+            // generation 0 let it claim against the first job's task count, and
+            // the task it ran was counted twice, so the dispatcher waited forever).
+            counter: AtomicU64::new(CLOSED),
             tasks: AtomicUsize::new(0),
             remaining: AtomicUsize::new(0),
             job: UnsafeCell::new(None),
@@ -179,6 +183,7 @@ impl Pool {
             (0..n).for_each(f);
             return;
         }
+        assert!((n as u64) < CLOSED, "too many tasks for one dispatch");
         let s = &*self.shared;
         // SAFETY: no job is outstanding (remaining == 0, all indices of the last
         // generation are taken), so no helper reads `job` now; the pointer stays
@@ -210,8 +215,7 @@ impl Pool {
         }
         // Close the generation: a helper that saw it late must not claim an index
         // against the next job's task count.
-        s.counter
-            .store((gen << 32) | 0xffff_ffff, Ordering::Release);
+        s.counter.store((gen << 32) | CLOSED, Ordering::Release);
         let payload = if s.panicked.load(Ordering::Acquire) {
             s.panicked.store(false, Ordering::Relaxed);
             s.panic
@@ -245,6 +249,9 @@ fn claim(s: &Shared, gen: u64, n: usize) -> Option<usize> {
         }
     }
 }
+
+/// Task index of a closed generation: no task of it can be claimed.
+const CLOSED: u64 = 0xffff_ffff;
 
 fn worker(s: &Shared, w: usize) {
     let mut seen_gen = 0u64;
@@ -321,7 +328,7 @@ fn close_job(s: &Shared, gen: u64, n: usize) {
         let claimed = ((cur & 0xffff_ffff) as usize).min(n);
         match s.counter.compare_exchange_weak(
             cur,
-            (gen << 32) | 0xffff_ffff,
+            (gen << 32) | CLOSED,
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {

@@ -69,6 +69,47 @@ fn an_assistant_takes_tasks_and_every_task_runs_once() {
     }
 }
 
+/// Before any job, nothing can be claimed, whatever task count (below the
+/// closed index, as `dispatch` requires) an assistant
+/// reads beside the generation (it may read the first job's count before that
+/// job's generation is published).
+#[test]
+fn a_fresh_pool_has_no_claimable_task() {
+    for threads in 1..3 {
+        let pool = Pool::open(threads);
+        let s = &*pool.shared;
+        let gen = s.counter.load(Ordering::Acquire) >> 32;
+        assert_eq!(claim(s, gen, CLOSED as usize), None);
+        assert!(!run_claimed(s, gen, 64));
+        still_works(&pool);
+    }
+}
+
+/// An assistant already waiting when a fresh pool gets its first job (a
+/// pipeline's first frame): every task runs once and the dispatch returns.
+#[test]
+fn an_assistant_waiting_on_a_fresh_pool_takes_its_first_job_once() {
+    for _ in 0..300 {
+        let pool = Pool::open(1);
+        let (started, done) = (AtomicBool::new(false), AtomicBool::new(false));
+        let hits: Vec<AtomicUsize> = (0..16).map(|_| AtomicUsize::new(0)).collect();
+        thread::scope(|sc| {
+            sc.spawn(|| {
+                while !started.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                pool.run(16, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                });
+                done.store(true, Ordering::Release);
+            });
+            started.store(true, Ordering::Release);
+            pool.assist(&done);
+        });
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+}
+
 /// The panic message of a caught `run`/`join`.
 fn message(p: Box<dyn Any + Send>) -> String {
     p.downcast_ref::<&str>()
