@@ -51,6 +51,77 @@ fn steps_equal_the_batch_decode_on_every_tier() {
     }
 }
 
+/// Calls of 2, 1, 2, … frames (a live pipeline's pairs and odd tails) give the
+/// per-frame steps' bits, on every tier; a state exported between calls is the
+/// same whatever the call size, and a wrong count is refused without a change.
+#[test]
+fn multi_frame_steps_equal_single_steps_on_every_tier() {
+    let all = frames();
+    for isa in rill_kernels::isa::tiers_under_test("nanocodec multi-frame steps") {
+        let n = if isa.tier() == rill_kernels::Tier::Portable {
+            5
+        } else {
+            11
+        };
+        let frames = &all[..n];
+        let codec = NanoCodec::with_isa(weights(), isa).unwrap();
+        let pool = Pool::new(2);
+        let mut one = codec.new_state();
+        let single = steps(&codec, &mut one, frames, &pool);
+        let mut st = codec.new_stream_state(2);
+        let mut out = Vec::new();
+        let mut audio = [0f32; 2 * SAMPLES_PER_FRAME];
+        let mut f = 0;
+        for size in [2, 1].into_iter().cycle() {
+            if f == n {
+                break;
+            }
+            let size = size.min(n - f);
+            let a = &mut audio[..size * SAMPLES_PER_FRAME];
+            codec
+                .step_frames(&mut st, &frames[f..f + size], a, &pool)
+                .unwrap();
+            out.extend_from_slice(a);
+            f += size;
+        }
+        assert!(
+            out == single,
+            "{isa}: multi-frame steps differ from single steps"
+        );
+        assert!(one.export() == st.export(), "{isa}: the states differ");
+    }
+    let codec = NanoCodec::new(weights()).unwrap();
+    let pool = Pool::new(1);
+    let mut st = codec.new_stream_state(2);
+    let before = st.clone();
+    let mut audio = vec![0f32; 3 * SAMPLES_PER_FRAME];
+    let e = codec
+        .step_frames(&mut st, &all[..3], &mut audio, &pool)
+        .unwrap_err();
+    assert!(
+        matches!(e, CodecError::ChunkSize { given: 3, max: 2 }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("new_stream_state(3)"), "{e}");
+    let e = codec
+        .step_frames(&mut st, &[], &mut audio[..0], &pool)
+        .unwrap_err();
+    assert!(matches!(e, CodecError::ChunkSize { given: 0, .. }), "{e}");
+    let e = codec
+        .step_frames(&mut st, &all[..2], &mut audio[..SAMPLES_PER_FRAME], &pool)
+        .unwrap_err();
+    assert!(
+        matches!(e, CodecError::AudioLength { frames: 2, .. }),
+        "{e}"
+    );
+    let bad = [all[0], [2016; 8]];
+    let e = codec
+        .step_frames(&mut st, &bad, &mut audio[..2 * SAMPLES_PER_FRAME], &pool)
+        .unwrap_err();
+    assert!(matches!(e, CodecError::BadCode { .. }), "{e}");
+    assert_eq!(st, before, "a refused call must not change the state");
+}
+
 #[test]
 fn thread_count_does_not_change_the_output() {
     let frames = &frames()[..3];
