@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::{Isa, Pool};
@@ -32,7 +32,8 @@ pub struct BenchArgs {
     #[arg(long = "model", value_enum, default_value = "mrt2")]
     pub which: BenchModel,
 
-    /// Frames to time (after the warm-up; at most a day's worth).
+    /// Frames to time (after the warm-up; at most a day's worth). With --model magpie,
+    /// whole cycles of --codec-frames frames: up to that many − 1 more.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_FRAMES).map(|n| n as usize))]
     pub frames: usize,
 
@@ -54,6 +55,11 @@ pub struct BenchArgs {
     /// avx512-novnni). Default: the active tier.
     #[arg(long, value_name = "TIERS")]
     pub isa: Option<String>,
+
+    /// With --model magpie: frames per NanoCodec call after the first (1 to 4;
+    /// default 2, as `rill speak`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=rill_stream::tts::MAX_CODEC_FRAMES as u64).map(|v| v as usize))]
+    pub codec_frames: Option<usize>,
 
     /// Frames for --quality.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
@@ -109,6 +115,9 @@ fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.which == BenchModel::Magpie {
         return crate::bench_magpie::run(&args);
+    }
+    if args.codec_frames.is_some() {
+        bail!("--codec-frames is for --model magpie (MRT2's codec decodes one frame per call)");
     }
     if args.quality {
         return quality(&args);

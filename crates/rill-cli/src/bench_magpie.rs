@@ -1,16 +1,20 @@
 //! `rill bench --model magpie`: per-frame time of the Magpie decoder step (with the
 //! local transformer and the EOS stream) and of the NanoCodec step, time to first
 //! audio, on random weights of the real shapes (the same work as the real model
-//! except the 98-row text table), CFG on, f32 codec.
+//! except the 98-row text table), CFG on, f32 codec; through `rill speak`'s own
+//! pipeline (`Voice::speak`), timed per cycle.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use rill_kernels::WeightFormat;
-use rill_magpie::{InferenceParams, Model, Session};
+use rill_magpie::{InferenceParams, Model, CODEBOOKS};
 use rill_mrt2::Precision;
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
+use rill_stream::tts::{
+    CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, DEFAULT_CODEC_FRAMES,
+};
 use rill_text::{EnglishFrontEnd, TextVocabulary};
 
 use crate::args::{CodecArg, PrecisionArg};
@@ -54,94 +58,83 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     };
     let codec = NanoCodec::new(&codec_weights)?;
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
-    let ids = EnglishFrontEnd::new(vocab).encode(TEXT)?;
-    let ids = &ids[..ids.len() - 1];
+    let front = EnglishFrontEnd::new(vocab);
+    let tokens = front.encode(TEXT)?.len();
+    // No EOS within the run: the frame cap is the run length, with room for the
+    // first frame (decoded alone) and the group that fills the pipeline.
+    let groups = args.codec_frames.unwrap_or(DEFAULT_CODEC_FRAMES);
+    let run = args.warmup + args.frames + 1 + groups;
+    let params = InferenceParams {
+        max_decoder_steps: run,
+        min_generated_frames: run,
+        ..InferenceParams::default()
+    };
+    let voice = Voice {
+        model: model.clone(),
+        codec: Arc::new(codec),
+        front,
+        params,
+    };
+    let plan = voice.plan(
+        TEXT,
+        &SpeakOptions {
+            codec_frames: args.codec_frames,
+            ..SpeakOptions::default()
+        },
+    )?;
     eprintln!(
         "Magpie (random weights, seed {seed}) + NanoCodec ready in {:.1} s; {} linears, CFG on, \
-         {codec_kind} ({} convs streamed as half), {}, {} tier",
+         {codec_kind} ({} convs streamed as half), {} frames per codec call, {}, {} tier",
         t0.elapsed().as_secs_f64(),
         format.name(),
-        codec.half_weight_convs(),
+        voice.codec.half_weight_convs(),
+        plan.codec_frames,
         pools.describe(),
         rill_kernels::isa::active()
     );
-    // No EOS within the run: the frame cap is the run length.
-    let params = InferenceParams {
-        max_decoder_steps: args.warmup + args.frames,
-        min_generated_frames: args.warmup + args.frames,
-        ..InferenceParams::default()
-    };
     // The CFG row's prefill is a constant of the model, made once per process (at
     // start-up in `rill serve`); timed on its own, outside the sentence's setup.
     let t = Instant::now();
     model.unconditional_prefill(&setup_pool);
     let cfg_prefill = t.elapsed();
-    let mut state = codec.new_state();
-    let mut audio = [0f32; SAMPLES_PER_FRAME];
-    let start = Instant::now();
-    let mut session = Session::new(model, ids, 0, params, 0, &setup_pool)?;
-    let setup = start.elapsed();
-    let n = args.frames;
-    let (mut dec, mut cod, mut step) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let mut first_audio = None;
-    // The frame the codec decodes during the next step (two stages).
-    let mut pending: Option<[u32; 8]> = None;
-    for i in 0..args.warmup + args.frames {
-        let t = Instant::now();
-        let prev = pending.take();
-        let ((frame, dt), (decoded, ct)) = pools.overlap(
-            |lm| {
-                let t = Instant::now();
-                (session.step(lm), t.elapsed())
-            },
-            |cp| {
-                let t = Instant::now();
-                let r = match prev {
-                    Some(c) => codec.step(&mut state, &c, &mut audio, cp),
-                    None => Ok(()),
-                };
-                (r, t.elapsed())
-            },
-        );
-        decoded?;
-        let Some(f) = frame? else { break };
-        pending = Some(f.map(u32::from));
-        if first_audio.is_none() {
-            // Setup, the first decoder step, then that frame's codec step with the
-            // decoder stage assisting (as `rill_stream::tts` does for a request's
-            // first frame).
-            if let Some(c) = pending.take() {
-                let ((), decoded) =
-                    pools.overlap(|_| (), |cp| codec.step(&mut state, &c, &mut audio, cp));
-                decoded?;
-            }
-            first_audio = Some(start.elapsed());
-        }
-        if i >= args.warmup {
-            dec.push(dt);
-            cod.push(ct);
-            step.push(t.elapsed());
-        }
-    }
+    // The frames and pipeline of `rill speak` and `rill serve`, timed per cycle.
+    let mut sink = Timings {
+        warmup: args.warmup,
+        frames: args.frames,
+        made: 0,
+        timed: 0,
+        dec: Vec::with_capacity(args.frames),
+        cod: Vec::with_capacity(args.frames),
+        step: Vec::with_capacity(args.frames),
+    };
+    let stats = voice.speak(&plan, &pools, &setup_pool, &mut sink)?;
+    let Timings {
+        dec,
+        cod,
+        step,
+        timed,
+        ..
+    } = sink;
+    let setup = Duration::from_secs_f64(stats.setup_seconds);
+    let first_audio = stats.first_audio.map(Duration::from_secs_f64);
+    let codec = &voice.codec;
+    let ids_len = tokens - 1;
     let frame_ms = 1e3 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
     let (d, c, s) = (summarize(&dec), summarize(&cod), summarize(&step));
     if args.json {
         println!(
             "{{\"model\":\"magpie\",\"linears\":\"{}\",\"codec_weights\":\"{codec_short}\",\
-             \"half_convs\":{},\"threads\":{threads},\"stages\":\"{}\",\
+             \"half_convs\":{},\"codec_frames\":{},\"threads\":{threads},\"stages\":\"{}\",\
              \"isa\":\"{}\",\"frames\":{},\"decoder_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\
              \"codec_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\"step_ms\":{{\"median\":{:.2},\
              \"p99\":{:.2}}},\"setup_ms\":{:.1},\"first_audio_ms\":{:.1},\"cfg_prefill_ms\":{:.1},\
              \"rtf\":{:.3}}}",
             format.name(),
             codec.half_weight_convs(),
+            plan.codec_frames,
             pools.stages().name(),
             rill_kernels::isa::active(),
-            step.len(),
+            timed,
             d.median,
             d.p99,
             c.median,
@@ -155,9 +148,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         );
     } else {
         println!(
-            "{} frames of {frame_ms:.1} ms: decoder step (CFG, LT, EOS stream) {:.1} ms median \
-             ({:.1} p99), NanoCodec {:.1} ({:.1}), frame {:.1} ({:.1}); real-time factor {:.2}",
+            "{timed} frames of {frame_ms:.1} ms in {} cycles of {} decoder steps beside a codec \
+             call, per frame: decoder step (CFG, LT, EOS stream) {:.1} ms median ({:.1} p99), \
+             NanoCodec {:.1} ({:.1}), frame {:.1} ({:.1}); real-time factor {:.2}",
             step.len(),
+            plan.codec_frames,
             d.median,
             d.p99,
             c.median,
@@ -169,11 +164,49 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         println!(
             "setup (text encoder + 111-row prefill, {} tokens) {:.0} ms; first audio after {:.0} ms \
              (the CFG row's prefill, once per process: {:.0} ms)",
-            ids.len() + 1,
+            ids_len + 1,
             setup.as_secs_f64() * 1e3,
             first_audio.unwrap_or(Duration::ZERO).as_secs_f64() * 1e3,
             cfg_prefill.as_secs_f64() * 1e3
         );
     }
     Ok(())
+}
+
+/// Per-frame times of the steady cycles (a group of decoder steps beside a codec
+/// call of as many frames), after the warm-up frames.
+struct Timings {
+    /// Frames before timing starts, and frames to time (whole cycles: up to a
+    /// group − 1 more).
+    warmup: usize,
+    frames: usize,
+    /// Frames made so far, and those in the timed cycles.
+    made: usize,
+    timed: usize,
+    dec: Vec<Duration>,
+    cod: Vec<Duration>,
+    step: Vec<Duration>,
+}
+
+impl SpeakSink for Timings {
+    fn cycle(&mut self, t: &CycleTimes) {
+        let steady =
+            self.made >= self.warmup && self.timed < self.frames && t.made > 0 && t.decoded > 0;
+        self.made += t.made;
+        if steady {
+            self.timed += t.made;
+            self.dec.push(t.decoder / t.made as u32);
+            self.cod.push(t.codec / t.decoded as u32);
+            self.step.push(t.wall / t.made as u32);
+        }
+    }
+
+    fn frame(
+        &mut self,
+        _: &[u32; CODEBOOKS],
+        _: &[f32; SAMPLES_PER_FRAME],
+        _: &[i16; SAMPLES_PER_FRAME],
+    ) -> Result<(), TtsError> {
+        Ok(())
+    }
 }

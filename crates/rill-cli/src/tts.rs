@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::WeightFormat;
 use rill_magpie::{InferenceParams, Model};
@@ -109,12 +110,20 @@ pub struct TtsArgs {
     #[arg(long)]
     pub threads: Option<usize>,
 
-    /// `two` decodes frame n in the codec while the decoder makes frame n+1, each on
-    /// its own threads (the stage done first helps the other); `one` runs them one
-    /// after the other on all threads. Same audio either way; two stages add one
-    /// frame (46 ms) of latency. Default: two with 2 or more threads.
+    /// `two` decodes one group of frames in the codec while the decoder makes the
+    /// next, each on its own threads (the stage done first helps the other); `one`
+    /// runs them one after the other on all threads. Same audio either way; two
+    /// stages add one group of latency. Default: two with 2 or more threads.
     #[arg(long, value_enum)]
     pub stages: Option<StagesArg>,
+
+    /// Frames per NanoCodec call after the first (1 to 4): 2 makes the codec about
+    /// 10 % cheaper per frame than 1 (stage 0 reads its weights once per call) for
+    /// one frame (46 ms) more latency; the first frame is always decoded at once.
+    /// Same audio for every value.
+    #[arg(long, default_value_t = rill_stream::tts::DEFAULT_CODEC_FRAMES,
+          value_parser = clap::value_parser!(u64).range(1..=rill_stream::tts::MAX_CODEC_FRAMES as u64).map(|v| v as usize))]
+    pub codec_frames: usize,
 
     /// Also write the utterance's intermediates to this .npz, in the Magpie oracle
     /// recordings' key names and shapes (text_tokens, text_encoder_out, dec_hidden,
@@ -200,6 +209,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         no_prior: args.no_prior,
         max_frames: args.max_frames,
         forced,
+        codec_frames: Some(args.codec_frames),
     };
     let plan = voice.plan(&text, &options)?;
     if plan.utterances.len() > 1 && args.dump.is_some() {

@@ -121,6 +121,7 @@ impl TtsRequest {
             no_prior: self.no_prior,
             max_frames: self.max_frames,
             forced: None,
+            codec_frames: None,
         };
         Ok((self.text, options))
     }

@@ -3,17 +3,20 @@
 //! straight into the streaming NanoCodec decoder → 16-bit PCM, handed to a
 //! [`SpeakSink`] as soon as it exists. Used by `rill speak` and `rill serve`.
 //!
-//! With [`Stages::TwoStage`] the codec decodes frame n while the decoder makes frame
-//! n+1 (one frame, 46 ms, of added latency); sequentially each frame is decoded
-//! right after it is made. Same audio either way. Sentences follow each other
-//! through one codec stream, as NeMo decodes the concatenated codes.
+//! Frames reach the codec in groups (default [`DEFAULT_CODEC_FRAMES`] = 2; the
+//! request's first frame alone, at once). With [`Stages::TwoStage`] the codec
+//! decodes one group while the decoder makes the next; sequentially each group is
+//! decoded right after it is made. Same audio in every arrangement. Added latency
+//! after the first audio: `group − 1` frames, plus one group with two stages (3
+//! frames, 139 ms, by default). Sentences follow each other through one codec
+//! stream, as NeMo decodes the concatenated codes.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rill_kernels::Pool;
 use rill_magpie::{InferenceParams, MagpieError, Model, Session, StepTrace, CODEBOOKS};
-use rill_nanocodec::{CodecError, NanoCodec, SAMPLES_PER_FRAME};
+use rill_nanocodec::{CodecError, CodecState, NanoCodec, SAMPLES_PER_FRAME};
 use rill_text::{EnglishFrontEnd, TextError};
 
 use crate::pipeline::{StagePools, Stages};
@@ -44,7 +47,17 @@ pub struct SpeakOptions {
     /// Teacher forcing: frame `i` is decoded from `forced[i]` (one sentence only;
     /// exactly `forced.len()` frames are made).
     pub forced: Option<Vec<[u16; CODEBOOKS]>>,
+    /// Frames per NanoCodec call after the first, 1..=[`MAX_CODEC_FRAMES`]
+    /// (default [`DEFAULT_CODEC_FRAMES`]); see [`Voice::speak`].
+    pub codec_frames: Option<usize>,
 }
+
+/// Frames per NanoCodec call by default: 2 makes the codec ≈ 10 % cheaper per
+/// frame than 1 (stage 0 streams its 94 MB of weights once per call) for one
+/// frame (46 ms) more latency after the first audio.
+pub const DEFAULT_CODEC_FRAMES: usize = 2;
+/// Most frames per NanoCodec call (its scratch grows ≈ 9 MB per frame).
+pub const MAX_CODEC_FRAMES: usize = 4;
 
 /// A validated request: the sentences' token ids and the parameters to run them with.
 #[derive(Debug, Clone)]
@@ -54,6 +67,8 @@ pub struct SpeakPlan {
     pub params: InferenceParams,
     pub speaker: usize,
     pub seed: u64,
+    /// Frames per NanoCodec call after the first.
+    pub codec_frames: usize,
     forced: Option<Vec<[u16; CODEBOOKS]>>,
 }
 
@@ -92,6 +107,9 @@ pub trait SpeakSink {
     }
     /// One decoder step's intermediates (the EOS step included).
     fn step(&mut self, _trace: &StepTrace) {}
+    /// Timing of one group of decoder steps and the codec call beside it (after it
+    /// when sequential); for benchmarks.
+    fn cycle(&mut self, _times: &CycleTimes) {}
     /// One decoded frame: its codes, float audio and 16-bit PCM (1024 samples each).
     fn frame(
         &mut self,
@@ -99,6 +117,19 @@ pub trait SpeakSink {
         audio: &[f32; SAMPLES_PER_FRAME],
         pcm: &[i16; SAMPLES_PER_FRAME],
     ) -> Result<(), TtsError>;
+}
+
+/// One cycle of [`Voice::speak`]: decoder steps and a codec call (either may be
+/// empty), overlapped with two stages.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleTimes {
+    /// Frames the decoder made and the codec decoded in this cycle.
+    pub made: usize,
+    pub decoded: usize,
+    /// Time of the decoder stage and of the codec stage, and of the whole cycle.
+    pub decoder: Duration,
+    pub codec: Duration,
+    pub wall: Duration,
 }
 
 /// Timing of one [`Voice::speak`].
@@ -109,6 +140,8 @@ pub struct SpeakStats {
     pub first_audio: Option<f64>,
     /// Seconds spent in decoder + codec steps (excludes the per-sentence setup).
     pub step_seconds: f64,
+    /// Seconds of the sentences' setup: text encoder and prefill.
+    pub setup_seconds: f64,
     pub wall_seconds: f64,
 }
 
@@ -144,6 +177,12 @@ impl Voice {
                 c.speakers - 1
             )));
         }
+        let codec_frames = o.codec_frames.unwrap_or(DEFAULT_CODEC_FRAMES);
+        if !(1..=MAX_CODEC_FRAMES).contains(&codec_frames) {
+            return Err(TtsError::Invalid(format!(
+                "frames per codec call must be 1 to {MAX_CODEC_FRAMES}, not {codec_frames}"
+            )));
+        }
         if let Some(f) = &o.forced {
             for (i, frame) in f.iter().enumerate() {
                 rill_nanocodec::fsq::check_codes(&frame.map(u32::from))
@@ -165,12 +204,19 @@ impl Voice {
             params,
             speaker: o.speaker,
             seed: o.seed,
+            codec_frames,
             forced: o.forced.clone(),
         })
     }
 
     /// Speaks a plan: the text encoder and prefill of each sentence on `setup`
     /// (all threads), its frames on `pools`. Stops early if the sink returns an error.
+    ///
+    /// Frames go to the codec `plan.codec_frames` at a time (one call per group:
+    /// stage 0 streams its weights once per call), except a request's first frame,
+    /// decoded at once for the earliest first audio. With two stages the decoder
+    /// makes the next group while the codec decodes the last one. The audio is the
+    /// same bits in every arrangement.
     pub fn speak(
         &self,
         plan: &SpeakPlan,
@@ -180,28 +226,38 @@ impl Voice {
     ) -> Result<SpeakStats, TtsError> {
         let start = Instant::now();
         let mut stats = SpeakStats::default();
-        let mut state = self.codec.new_state();
-        let mut audio = [0f32; SAMPLES_PER_FRAME];
+        let k = plan.codec_frames;
+        let codec = &*self.codec;
+        let mut state = codec.new_stream_state(k);
+        let mut audio = vec![0f32; k * SAMPLES_PER_FRAME];
         let mut pcm = [0i16; SAMPLES_PER_FRAME];
-        let mut trace = StepTrace::default();
+        let mut traces: Vec<StepTrace> = (0..k).map(|_| StepTrace::default()).collect();
         let traced = sink.wants_trace();
         let two = pools.stages() == Stages::TwoStage;
-        let codec = &*self.codec;
-        let mut emit = |codes: &[u32; CODEBOOKS],
-                        audio: &[f32; SAMPLES_PER_FRAME],
+        // Frames made and not yet decoded, those being decoded (two stages), and
+        // those the last group of steps made.
+        let mut pending: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
+        let mut decoding: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
+        let mut made: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
+        let mut emit = |codes: &[[u32; CODEBOOKS]],
+                        audio: &[f32],
                         stats: &mut SpeakStats,
                         sink: &mut dyn SpeakSink|
          -> Result<(), TtsError> {
-            rill_nanocodec::frame_to_int16(audio, &mut pcm);
-            sink.frame(codes, audio, &pcm)?;
-            stats
-                .first_audio
-                .get_or_insert(start.elapsed().as_secs_f64());
-            stats.frames += 1;
+            for (c, a) in codes.iter().zip(audio.chunks_exact(SAMPLES_PER_FRAME)) {
+                let a: &[f32; SAMPLES_PER_FRAME] = a.try_into().expect("whole frames");
+                rill_nanocodec::frame_to_int16(a, &mut pcm);
+                sink.frame(c, a, &pcm)?;
+                stats
+                    .first_audio
+                    .get_or_insert(start.elapsed().as_secs_f64());
+                stats.frames += 1;
+            }
             Ok(())
         };
         for ids in &plan.utterances {
             sink.utterance(ids)?;
+            let t = Instant::now();
             // The front end appends EOS; the session appends its own.
             let mut session = Session::new(
                 self.model.clone(),
@@ -211,67 +267,144 @@ impl Voice {
                 plan.seed,
                 setup,
             )?;
-            // With two stages: the frame made by the previous step, decoded in this one.
-            let mut pending: Option<[u32; CODEBOOKS]> = None;
-            loop {
+            stats.setup_seconds += t.elapsed().as_secs_f64();
+            let mut finished = false;
+            while !finished {
                 let t = Instant::now();
-                let force = plan.forced.as_ref().and_then(|f| f.get(session.frames()));
-                trace.hidden.clear();
-                let tr = traced.then_some(&mut trace);
-                let (next, decoded) = if two {
-                    let prev = pending.take();
-                    pools.overlap(
-                        |lm| session.step_with(lm, force, tr),
-                        |cp| match prev {
-                            Some(c) => codec.step(&mut state, &c, &mut audio, cp).map(|_| prev),
-                            None => Ok(None),
-                        },
-                    )
+                // One frame until the request's first audio, then groups of k.
+                let group = if stats.first_audio.is_none() { 1 } else { k };
+                made.clear();
+                for tr in &mut traces {
+                    tr.hidden.clear();
+                }
+                let mut make = |lm: &Pool| {
+                    let t = Instant::now();
+                    let r = make_frames(
+                        &mut session,
+                        lm,
+                        plan.forced.as_deref(),
+                        &mut traces[..group],
+                        traced,
+                        &mut made,
+                    );
+                    (r, t.elapsed())
+                };
+                let ((made_result, dt), (decoded, ct)) = if two {
+                    std::mem::swap(&mut pending, &mut decoding);
+                    pending.clear();
+                    let now = &decoding;
+                    pools.overlap(make, |cp| {
+                        let t = Instant::now();
+                        let r = decode(codec, &mut state, now, &mut audio, cp);
+                        (r, t.elapsed())
+                    })
                 } else {
-                    let next = session.step_with(pools.lm(), force, tr);
-                    let decoded = match &next {
-                        Ok(Some(f)) => {
-                            let c = f.map(u32::from);
-                            codec
-                                .step(&mut state, &c, &mut audio, pools.codec())
-                                .map(|_| Some(c))
-                        }
-                        _ => Ok(None),
-                    };
-                    (next, decoded)
+                    let m = make(pools.lm());
+                    let t = Instant::now();
+                    let r = decode(codec, &mut state, &made, &mut audio, pools.codec());
+                    (m, (r, t.elapsed()))
                 };
                 stats.step_seconds += t.elapsed().as_secs_f64();
-                if traced && !trace.hidden.is_empty() {
-                    sink.step(&trace);
+                decoded?;
+                let decoded: &[[u32; CODEBOOKS]] = if two { &decoding } else { &made };
+                sink.cycle(&CycleTimes {
+                    made: made.len(),
+                    decoded: decoded.len(),
+                    decoder: dt,
+                    codec: ct,
+                    wall: t.elapsed(),
+                });
+                for tr in traces.iter().filter(|tr| traced && !tr.hidden.is_empty()) {
+                    sink.step(tr);
                 }
-                if let Some(c) = decoded? {
-                    emit(&c, &audio, &mut stats, sink)?;
-                }
-                match next? {
-                    Some(f) if two && stats.first_audio.is_none() => {
-                        // The request's first frame is decoded at once, the decoder
-                        // stage assisting the codec, instead of during the next step:
-                        // first audio comes a decoder step sooner, the same bits.
-                        let c = f.map(u32::from);
-                        let t = Instant::now();
-                        let ((), decoded) =
-                            pools.overlap(|_| (), |cp| codec.step(&mut state, &c, &mut audio, cp));
-                        stats.step_seconds += t.elapsed().as_secs_f64();
-                        decoded?;
-                        emit(&c, &audio, &mut stats, sink)?;
-                    }
-                    Some(f) if two => pending = Some(f.map(u32::from)),
-                    Some(_) => {}
-                    None => break,
+                emit(decoded, &audio, &mut stats, sink)?;
+                finished = made_result?;
+                if two && stats.first_audio.is_none() && !made.is_empty() {
+                    // The request's first frame is decoded at once, the decoder
+                    // stage assisting the codec, instead of during the next step:
+                    // first audio comes a decoder step sooner, the same bits.
+                    let t = Instant::now();
+                    let ((), decoded) = pools.overlap(
+                        |_| (),
+                        |cp| {
+                            let t = Instant::now();
+                            (
+                                decode(codec, &mut state, &made, &mut audio, cp),
+                                t.elapsed(),
+                            )
+                        },
+                    );
+                    stats.step_seconds += t.elapsed().as_secs_f64();
+                    decoded.0?;
+                    sink.cycle(&CycleTimes {
+                        made: 0,
+                        decoded: made.len(),
+                        decoder: Duration::ZERO,
+                        codec: decoded.1,
+                        wall: t.elapsed(),
+                    });
+                    emit(&made, &audio, &mut stats, sink)?;
+                } else if two {
+                    pending.extend_from_slice(&made);
                 }
             }
-            // The last frame of a two-stage sentence is still to decode.
-            if let Some(c) = pending.take() {
-                codec.step(&mut state, &c, &mut audio, pools.codec())?;
-                emit(&c, &audio, &mut stats, sink)?;
+            // The last group of a two-stage sentence is still to decode.
+            if !pending.is_empty() {
+                let t = Instant::now();
+                decode(codec, &mut state, &pending, &mut audio, pools.codec())?;
+                stats.step_seconds += t.elapsed().as_secs_f64();
+                sink.cycle(&CycleTimes {
+                    made: 0,
+                    decoded: pending.len(),
+                    decoder: Duration::ZERO,
+                    codec: t.elapsed(),
+                    wall: t.elapsed(),
+                });
+                emit(&pending, &audio, &mut stats, sink)?;
+                pending.clear();
             }
         }
         stats.wall_seconds = start.elapsed().as_secs_f64();
         Ok(stats)
     }
+}
+
+/// Runs decoder steps until `traces.len()` frames are in `made` or the session
+/// ends (EOS or its frame cap): whether it ended.
+fn make_frames(
+    session: &mut Session,
+    pool: &Pool,
+    forced: Option<&[[u16; CODEBOOKS]]>,
+    traces: &mut [StepTrace],
+    traced: bool,
+    made: &mut Vec<[u32; CODEBOOKS]>,
+) -> Result<bool, MagpieError> {
+    for tr in traces.iter_mut() {
+        tr.hidden.clear();
+        let force = forced.and_then(|f| f.get(session.frames()));
+        match session.step_with(pool, force, traced.then_some(tr))? {
+            Some(f) => made.push(f.map(u32::from)),
+            None => return Ok(true),
+        }
+    }
+    Ok(false)
+}
+
+/// Decodes `frames` (none: nothing to do) into the front of `audio`.
+fn decode(
+    codec: &NanoCodec,
+    state: &mut CodecState,
+    frames: &[[u32; CODEBOOKS]],
+    audio: &mut [f32],
+    pool: &Pool,
+) -> Result<(), CodecError> {
+    if frames.is_empty() {
+        return Ok(());
+    }
+    codec.step_frames(
+        state,
+        frames,
+        &mut audio[..frames.len() * SAMPLES_PER_FRAME],
+        pool,
+    )
 }
