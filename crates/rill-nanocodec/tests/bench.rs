@@ -67,6 +67,34 @@ fn step_ms_per_frame() {
     }
 }
 
+/// Wall time per frame of streaming calls of 1, 2 and 4 frames, one thread,
+/// alternated (stage 0 reads its weights once per call):
+/// `cargo test --release -p rill-nanocodec --test bench frames_per_call -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn frames_per_call() {
+    let frames = frames();
+    let codec = NanoCodec::new(weights()).unwrap();
+    let pool = Pool::new(1);
+    let n = frames.len().min(16);
+    for round in 0..4 {
+        for chunk in [1usize, 2, 4] {
+            let mut st = codec.new_stream_state(chunk);
+            let mut audio = vec![0f32; chunk * SAMPLES_PER_FRAME];
+            let t = std::time::Instant::now();
+            for part in frames[..n].chunks(chunk) {
+                let a = &mut audio[..part.len() * SAMPLES_PER_FRAME];
+                codec.step_frames(&mut st, part, a, &pool).unwrap();
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+            eprintln!(
+                "{:?}, round {round}: {chunk} frame(s) per call {ms:.2} ms/frame",
+                codec.isa()
+            );
+        }
+    }
+}
+
 /// CPU time of each stage of a one-frame step on one thread (median over frames):
 /// `cargo test --release -p rill-nanocodec --test bench layer_profile -- --ignored --nocapture`.
 #[test]
