@@ -5,12 +5,12 @@
 //! buffer first measured no faster than streaming them twice).
 //!
 //! Three or more rows run as a small GEMM in the usual register-blocked form: each
-//! task widens a panel of [`PANEL`] weight rows and packs it transposed
-//! (`[col][PANEL]`), then a micro-kernel keeps a block of [`INPUTS`] input rows ×
-//! the panel in registers, broadcasting one input value against the panel's column
-//! per FMA (2 loads and 6 broadcasts feed 12 FMAs). Columns go in blocks of [`KC`]
-//! (the panel's slice stays in L1); the block's partial sums are stored and
-//! reloaded between them.
+//! task widens a panel of [`PANEL`] weight rows, then per block of [`KC`] columns
+//! packs the block transposed (`[col][PANEL]`, in register transposes; it stays in
+//! L1) and runs a micro-kernel over every block of [`INPUTS`] input rows, which
+//! keeps the inputs × the panel in registers, broadcasting one input value against
+//! the panel's column per FMA (2 loads and 6 broadcasts feed 12 FMAs). The partial
+//! sums of every input row are stored and reloaded between column blocks.
 //!
 //! Every output is one fused multiply-add chain over the columns in order, so its
 //! bits do not depend on the input block, the column block, the number of rows or
@@ -28,7 +28,7 @@ use rill_kernels::{isa, GemvScratch, Isa, Matrix, Pool, Tier};
 const PANEL: usize = 32;
 /// Input rows per micro-kernel call.
 const INPUTS: usize = 6;
-/// Columns per block: a 32 KB slice of the packed panel.
+/// Columns per block: a 32 KB block of the packed panel.
 const KC: usize = 256;
 /// Inputs of at most this many rows use one GEMV per row.
 const SINGLE_ROWS_UP_TO: usize = 2;
@@ -67,11 +67,13 @@ impl Clone for MatmulScratch {
     }
 }
 
-/// One task's panel: its weight rows widened and the packed panel.
+/// One task's panel: its weight rows widened, one column block of them packed, and
+/// the partial sums of every input row.
 #[derive(Debug, Default)]
 struct Panel {
     rows: Vec<f32>,
     panel: Vec<f32>,
+    acc: Vec<f32>,
 }
 
 /// A free panel of `panels`, claimed until the guard drops.
@@ -158,66 +160,98 @@ pub fn matmul_isa(
 }
 
 /// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul`]:
-/// packs the panel into `s`, then runs the micro-kernel over the input blocks.
-/// Only this call writes those rows of `y` (through `out`).
+/// widens the weight rows into `s`, then per column block packs the block (it stays
+/// in L1) and runs the micro-kernel over every input block, keeping the partial sums
+/// of all inputs. Only this call writes those rows of `y` (through `out`).
 fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: SendPtr) {
     let (rows, cols) = (m.rows(), m.cols());
     let n = x.len() / cols;
     let valid = PANEL.min(rows - r0);
     s.rows.resize(cols * PANEL, 0.0);
-    s.panel.resize(cols * PANEL, 0.0);
-    pack_panel(m, r0, valid, &mut s.rows, &mut s.panel);
-    let mut acc = [0f32; INPUTS * PANEL];
-    for i0 in (0..n).step_by(INPUTS) {
-        let ni = INPUTS.min(n - i0);
-        acc.fill(0.0);
-        for k0 in (0..cols).step_by(KC) {
-            let kc = KC.min(cols - k0);
-            let x0 = &x[i0 * cols + k0..];
+    s.panel.resize(KC * PANEL, 0.0);
+    s.acc.clear();
+    s.acc.resize(n.div_ceil(INPUTS) * INPUTS * PANEL, 0.0);
+    widen_rows(m, r0, valid, &mut s.rows);
+    for k0 in (0..cols).step_by(KC) {
+        let kc = KC.min(cols - k0);
+        let panel = &mut s.panel[..kc * PANEL];
+        pack_block(isa, &s.rows, cols, k0, panel);
+        for (b, acc) in s.acc.chunks_exact_mut(INPUTS * PANEL).enumerate() {
+            let i0 = b * INPUTS;
+            let acc: &mut [f32; INPUTS * PANEL] = acc.try_into().expect("whole blocks");
             micro(
                 isa,
-                &s.panel[k0 * PANEL..(k0 + kc) * PANEL],
-                x0,
+                panel,
+                &x[i0 * cols + k0..],
                 cols,
-                ni,
-                &mut acc,
+                INPUTS.min(n - i0),
+                acc,
             );
         }
-        for i in 0..ni {
-            let src = &acc[i * PANEL..i * PANEL + valid];
-            // SAFETY: rows r0..r0 + valid belong to this call only and i0 + i < n,
-            // so the run is inside `y` (n × rows, alive until `Pool::run` returns)
-            // and written by no other task.
-            unsafe {
-                let dst = out.get().add((i0 + i) * rows + r0);
-                std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
-            }
+    }
+    for i in 0..n {
+        let src = &s.acc[i * PANEL..i * PANEL + valid];
+        // SAFETY: rows r0..r0 + valid belong to this call only and i < n, so the
+        // run is inside `y` (n × rows, alive until `Pool::run` returns) and written
+        // by no other task.
+        unsafe {
+            let dst = out.get().add(i * rows + r0);
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
         }
     }
 }
 
-/// `panel[c·PANEL + j] = W[r0 + j][c]`, zero for `j ≥ valid`: the rows widened
-/// into `rows` (`PANEL × cols`), then transposed a 16-column strip at a time so
-/// that reads and writes stay within a few cache lines.
-fn pack_panel(m: &Matrix, r0: usize, valid: usize, rows: &mut [f32], panel: &mut [f32]) {
+/// `rows[j·cols + c] = W[r0 + j][c]`, zero for `j ≥ valid`.
+fn widen_rows(m: &Matrix, r0: usize, valid: usize, rows: &mut [f32]) {
     let cols = m.cols();
-    for j in 0..PANEL {
-        let row = &mut rows[j * cols..(j + 1) * cols];
+    for (j, row) in rows.chunks_exact_mut(cols).enumerate() {
         if j < valid {
             m.row_into(r0 + j, row);
         } else {
             row.fill(0.0);
         }
     }
+}
+
+/// `panel[(c − k0)·PANEL + j] = rows[j·cols + c]` for the `panel.len() / PANEL`
+/// columns from `k0`: 8 × 8 register transposes (x86), then strips for the rest.
+/// A scalar transpose of whole rows took a quarter of a 111-row product.
+fn pack_block(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32]) {
+    let kc = panel.len() / PANEL;
+    assert!(rows.len() >= PANEL * cols && k0 + kc <= cols);
+    let done = transpose_simd(isa, rows, cols, k0, panel);
     const STRIP: usize = 16;
-    for c0 in (0..cols).step_by(STRIP) {
-        let c1 = (c0 + STRIP).min(cols);
+    for c0 in (done..kc).step_by(STRIP) {
+        let c1 = (c0 + STRIP).min(kc);
         for j in 0..PANEL {
-            let src = &rows[j * cols + c0..j * cols + c1];
+            let src = &rows[j * cols + k0 + c0..j * cols + k0 + c1];
             for (c, &v) in (c0..c1).zip(src) {
                 panel[c * PANEL + j] = v;
             }
         }
+    }
+}
+
+/// The register-block part of [`pack_block`]: the columns it did.
+fn transpose_simd(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32]) -> usize {
+    match isa.tier() {
+        #[cfg(target_arch = "x86_64")]
+        Tier::Avx2 | Tier::Avx512 => {
+            let done = panel.len() / PANEL / 8 * 8;
+            // SAFETY: both tiers exist only if the CPU has AVX2 (AVX-512 is detected
+            // only beside AVX2 and FMA); the shapes were checked by the caller.
+            unsafe { x86::transpose_avx2(rows, cols, k0, done, panel) };
+            done
+        }
+        #[cfg(target_arch = "aarch64")]
+        Tier::Neon => {
+            let done = panel.len() / PANEL / 4 * 4;
+            // SAFETY: the tier exists only if the CPU has NEON; the shapes were
+            // checked by the caller.
+            unsafe { arm::transpose_neon(rows, cols, k0, done, panel) };
+            done
+        }
+        _ => 0,
     }
 }
 
@@ -275,116 +309,9 @@ fn micro(
 }
 
 #[cfg(target_arch = "aarch64")]
-mod arm {
-    use super::{INPUTS, PANEL};
-    use std::arch::aarch64::*;
-
-    /// # Safety
-    /// The CPU must support NEON; `x` holds `NI` rows of `stride` with at least
-    /// `panel.len() / PANEL` columns each.
-    #[target_feature(enable = "neon")]
-    pub unsafe fn micro_neon<const NI: usize>(
-        panel: &[f32],
-        x: &[f32],
-        stride: usize,
-        acc: &mut [f32; INPUTS * PANEL],
-    ) {
-        // Half the panel at a time: 4 × NI accumulators + 4 weights in 32 q-registers.
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        for half in 0..2 {
-            let h = half * 16;
-            let mut a: [[float32x4_t; 4]; NI] = std::array::from_fn(|i| {
-                std::array::from_fn(|v| vld1q_f32(ap.add(i * PANEL + h + v * 4)))
-            });
-            for c in 0..panel.len() / PANEL {
-                let w: [float32x4_t; 4] =
-                    std::array::from_fn(|v| vld1q_f32(wp.add(c * PANEL + h + v * 4)));
-                for i in 0..NI {
-                    let xv = *xp.add(i * stride + c);
-                    for v in 0..4 {
-                        a[i][v] = vfmaq_n_f32(a[i][v], w[v], xv);
-                    }
-                }
-            }
-            for i in 0..NI {
-                for v in 0..4 {
-                    vst1q_f32(ap.add(i * PANEL + h + v * 4), a[i][v]);
-                }
-            }
-        }
-    }
-}
-
+mod arm;
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::{INPUTS, PANEL};
-    use std::arch::x86_64::*;
-
-    /// # Safety
-    /// The CPU must support AVX-512F; `x` holds `NI` rows of `stride` with at least
-    /// `panel.len() / PANEL` columns each.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn micro_avx512<const NI: usize>(
-        panel: &[f32],
-        x: &[f32],
-        stride: usize,
-        acc: &mut [f32; INPUTS * PANEL],
-    ) {
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        let mut a: [[__m512; 2]; NI] = std::array::from_fn(|i| {
-            let p = ap.add(i * PANEL);
-            [_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16))]
-        });
-        for c in 0..panel.len() / PANEL {
-            let w0 = _mm512_loadu_ps(wp.add(c * PANEL));
-            let w1 = _mm512_loadu_ps(wp.add(c * PANEL + 16));
-            for i in 0..NI {
-                let xv = _mm512_set1_ps(*xp.add(i * stride + c));
-                a[i][0] = _mm512_fmadd_ps(xv, w0, a[i][0]);
-                a[i][1] = _mm512_fmadd_ps(xv, w1, a[i][1]);
-            }
-        }
-        for i in 0..NI {
-            let p = ap.add(i * PANEL);
-            _mm512_storeu_ps(p, a[i][0]);
-            _mm512_storeu_ps(p.add(16), a[i][1]);
-        }
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2 and FMA; shapes as [`micro_avx512`].
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn micro_avx2<const NI: usize>(
-        panel: &[f32],
-        x: &[f32],
-        stride: usize,
-        acc: &mut [f32; INPUTS * PANEL],
-    ) {
-        // Half the panel at a time keeps 2 × NI accumulators + 2 weights in 16 ymm.
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        for half in 0..2 {
-            let h = half * 16;
-            let mut a: [[__m256; 2]; NI] = std::array::from_fn(|i| {
-                let p = ap.add(i * PANEL + h);
-                [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))]
-            });
-            for c in 0..panel.len() / PANEL {
-                let w0 = _mm256_loadu_ps(wp.add(c * PANEL + h));
-                let w1 = _mm256_loadu_ps(wp.add(c * PANEL + h + 8));
-                for i in 0..NI {
-                    let xv = _mm256_set1_ps(*xp.add(i * stride + c));
-                    a[i][0] = _mm256_fmadd_ps(xv, w0, a[i][0]);
-                    a[i][1] = _mm256_fmadd_ps(xv, w1, a[i][1]);
-                }
-            }
-            for i in 0..NI {
-                let p = ap.add(i * PANEL + h);
-                _mm256_storeu_ps(p, a[i][0]);
-                _mm256_storeu_ps(p.add(8), a[i][1]);
-            }
-        }
-    }
-}
+mod x86;
 
 #[cfg(test)]
 mod tests {
