@@ -344,7 +344,7 @@ fn frame(
                 // (`(k·nt + j)·c ..` + c) lies inside the scratch (asserted above).
                 let dst =
                     unsafe { std::slice::from_raw_parts_mut(vptr[i].at((k * nt + j) * c), c) };
-                combine(coef, x, first, d, c, dst);
+                transforms::combine(isa, coef, x, first, d, c, dst);
             }
         }
     });
@@ -425,7 +425,12 @@ fn frame(
                 let dst = unsafe {
                     std::slice::from_raw_parts_mut(optr[i].at(job.out_base + r * job.out_stride), n)
                 };
-                output_row(coef, &m[i], j * n, nt * n, &w.bias, job.accumulate, dst);
+                let rows = transforms::PointRows {
+                    m: &m[i],
+                    at: j * n,
+                    point_stride: nt * n,
+                };
+                transforms::output_row(isa, coef, rows, &w.bias, job.accumulate, dst);
             }
         }
     });
@@ -444,56 +449,7 @@ fn run_split(pool: &Pool, tasks: &[usize; MAX_CONVS], f: &(dyn Fn(usize, usize) 
     });
 }
 
-/// `dst = Σ_i coef[i]·x[(first + i·d)·c ..][..c]` over the nonzero coefficients,
-/// in order.
-fn combine(coef: &[f32; POINTS], x: &[f32], first: usize, d: usize, c: usize, dst: &mut [f32]) {
-    dst.fill(0.0);
-    for (i, &a) in coef.iter().enumerate() {
-        if a != 0.0 {
-            let row = (first + i * d) * c;
-            for (d, s) in dst.iter_mut().zip(&x[row..row + c]) {
-                *d += a * *s;
-            }
-        }
-    }
-}
-
-/// One output row: `Σ_k coef[k]·M_k[at ..][..n] + bias`, stored or added.
-fn output_row(
-    coef: &[f32; POINTS],
-    m: &[f32],
-    at: usize,
-    point_stride: usize,
-    bias: &[f32],
-    accumulate: bool,
-    dst: &mut [f32],
-) {
-    let n = dst.len();
-    let mut acc = [0f32; 64];
-    for c0 in (0..n).step_by(acc.len()) {
-        let w = acc.len().min(n - c0);
-        let acc = &mut acc[..w];
-        acc.fill(0.0);
-        for (k, &a) in coef.iter().enumerate() {
-            if a != 0.0 {
-                let row = &m[k * point_stride + at + c0..][..w];
-                for (d, s) in acc.iter_mut().zip(row) {
-                    *d += a * *s;
-                }
-            }
-        }
-        let (d, b) = (&mut dst[c0..c0 + w], &bias[c0..c0 + w]);
-        if accumulate {
-            for ((d, y), b) in d.iter_mut().zip(acc.iter()).zip(b) {
-                *d += *y + *b;
-            }
-        } else {
-            for ((d, y), b) in d.iter_mut().zip(acc.iter()).zip(b) {
-                *d = *y + *b;
-            }
-        }
-    }
-}
+mod transforms;
 
 #[cfg(test)]
 mod tests;
