@@ -37,7 +37,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_FRAMES).map(|n| n as usize))]
     pub frames: usize,
 
-    /// Frames run before timing starts.
+    /// Frames run before timing starts (with --model magpie at least the
+    /// request's 4 single-frame codec calls).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=10_000).map(|n| n as usize))]
     pub warmup: usize,
 

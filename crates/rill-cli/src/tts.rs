@@ -119,7 +119,8 @@ pub struct TtsArgs {
 
     /// Frames per NanoCodec call after the first (1 to 4): 2 makes the codec about
     /// 10 % cheaper per frame than 1 (stage 0 reads its weights once per call) for
-    /// one frame (46 ms) more latency; the first frame is always decoded at once.
+    /// one frame (46 ms) more latency; a request's first 4 frames go one per call
+    /// (the first decoded at once), so a listener needs little buffer.
     /// Same audio for every value.
     #[arg(long, default_value_t = rill_stream::tts::DEFAULT_CODEC_FRAMES,
           value_parser = clap::value_parser!(u64).range(1..=rill_stream::tts::MAX_CODEC_FRAMES as u64).map(|v| v as usize))]

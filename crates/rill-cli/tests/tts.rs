@@ -180,6 +180,7 @@ fn bench_magpie_reports_json() {
             assert!(v[k]["median"].as_f64().unwrap() > 0.0, "{k}");
         }
         assert!(v["first_audio_ms"].as_f64().unwrap() > 0.0);
+        assert!(v["buffer_ms"].as_f64().unwrap() >= 0.0);
     }
 }
 

@@ -4,7 +4,8 @@
 //! [`SpeakSink`] as soon as it exists. Used by `rill speak` and `rill serve`.
 //!
 //! Frames reach the codec in groups (default [`DEFAULT_CODEC_FRAMES`] = 2; the
-//! request's first frame alone, at once). With [`Stages::TwoStage`] the codec
+//! request's first [`SINGLE_FRAMES`] one per call, the first at once). With
+//! [`Stages::TwoStage`] the codec
 //! decodes one group while the decoder makes the next; sequentially each group is
 //! decoded right after it is made. Same audio in every arrangement. Added latency
 //! after the first audio: `group − 1` frames, plus one group with two stages (3
@@ -58,6 +59,11 @@ pub struct SpeakOptions {
 pub const DEFAULT_CODEC_FRAMES: usize = 2;
 /// Most frames per NanoCodec call (its scratch grows ≈ 9 MB per frame).
 pub const MAX_CODEC_FRAMES: usize = 4;
+/// A request's first frames go to the codec one per call (the first at once),
+/// groups only after them: a cycle of one frame is shorter than the frame, so a
+/// listener's buffer fills first, and the first group does not leave a gap after
+/// the first audio.
+pub const SINGLE_FRAMES: usize = 4;
 
 /// A validated request: the sentences' token ids and the parameters to run them with.
 #[derive(Debug, Clone)]
@@ -213,8 +219,10 @@ impl Voice {
     /// (all threads), its frames on `pools`. Stops early if the sink returns an error.
     ///
     /// Frames go to the codec `plan.codec_frames` at a time (one call per group:
-    /// stage 0 streams its weights once per call), except a request's first frame,
-    /// decoded at once for the earliest first audio. With two stages the decoder
+    /// stage 0 streams its weights once per call), except a request's first
+    /// [`SINGLE_FRAMES`], one per call (the first decoded at once for the earliest
+    /// first audio; the others let a listener's buffer fill before the groups
+    /// start). With two stages the decoder
     /// makes the next group while the codec decodes the last one. The audio is the
     /// same bits in every arrangement.
     pub fn speak(
@@ -255,6 +263,7 @@ impl Voice {
             }
             Ok(())
         };
+        let mut made_total = 0;
         for ids in &plan.utterances {
             sink.utterance(ids)?;
             let t = Instant::now();
@@ -271,8 +280,8 @@ impl Voice {
             let mut finished = false;
             while !finished {
                 let t = Instant::now();
-                // One frame until the request's first audio, then groups of k.
-                let group = if stats.first_audio.is_none() { 1 } else { k };
+                // One frame per call for the request's first frames, then groups.
+                let group = if made_total < SINGLE_FRAMES { 1 } else { k };
                 made.clear();
                 for tr in &mut traces {
                     tr.hidden.clear();
@@ -319,6 +328,7 @@ impl Voice {
                 }
                 emit(decoded, &audio, &mut stats, sink)?;
                 finished = made_result?;
+                made_total += made.len();
                 if two && stats.first_audio.is_none() && !made.is_empty() {
                     // The request's first frame is decoded at once, the decoder
                     // stage assisting the codec, instead of during the next step:

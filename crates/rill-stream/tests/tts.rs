@@ -1,13 +1,14 @@
 //! `Voice::speak` in every arrangement (sequential or two stages, 1–3 frames per
 //! codec call) hands the sink the same codes and the same PCM, frame by frame,
-//! across sentences; the per-step traces come once per decoder step; a bad group
-//! size is refused before anything runs.
+//! across sentences; the first frames go one per call, then groups; the per-step
+//! traces come once per decoder step; a bad group size is refused before anything
+//! runs.
 
 use std::sync::Arc;
 
 use rill_magpie::{StepTrace, CODEBOOKS};
 use rill_nanocodec::SAMPLES_PER_FRAME;
-use rill_stream::tts::{CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice};
+use rill_stream::tts::{CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, SINGLE_FRAMES};
 use rill_stream::{StagePools, Stages};
 
 fn voice() -> Voice {
@@ -31,6 +32,8 @@ struct Record {
     steps: usize,
     made: usize,
     decoded: usize,
+    /// Frames per codec call, in order.
+    calls: Vec<usize>,
     traced: bool,
 }
 
@@ -49,6 +52,9 @@ impl SpeakSink for Record {
     fn cycle(&mut self, t: &CycleTimes) {
         self.made += t.made;
         self.decoded += t.decoded;
+        if t.decoded > 0 {
+            self.calls.push(t.decoded);
+        }
     }
     fn frame(
         &mut self,
@@ -96,6 +102,24 @@ fn every_arrangement_speaks_the_same_frames() {
         assert_eq!(rec.decoded, rec.codes.len(), "{stages:?} × {codec_frames}");
         if traced {
             assert!(rec.steps >= rec.codes.len() && rec.steps <= rec.codes.len() + 2);
+        }
+        // The request's first frames one per call, then groups of at most k.
+        let mut before = 0;
+        for &n in &rec.calls {
+            let most = if before < SINGLE_FRAMES {
+                1
+            } else {
+                codec_frames
+            };
+            assert!(n <= most, "{stages:?} × {codec_frames}: {:?}", rec.calls);
+            before += n;
+        }
+        if codec_frames > 1 {
+            assert!(
+                rec.calls.contains(&codec_frames),
+                "{stages:?} × {codec_frames}: no group in {:?}",
+                rec.calls
+            );
         }
         rec
     };
