@@ -31,9 +31,9 @@ pub(super) fn combine(
     #[cfg(target_arch = "x86_64")]
     match isa.tier() {
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F.
-        Tier::Avx512 => return unsafe { x86::combine_avx512(coef, x, first, d, c, dst) },
+        Tier::Avx512 => return unsafe { avx512::combine(coef, x, first, d, c, dst) },
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2.
-        Tier::Avx2 => return unsafe { x86::combine_avx2(coef, x, first, d, c, dst) },
+        Tier::Avx2 => return unsafe { avx2::combine(coef, x, first, d, c, dst) },
         _ => {}
     }
     // Elsewhere the baseline (NEON on aarch64) is the tier's width already.
@@ -54,11 +54,9 @@ pub(super) fn output_row(
     #[cfg(target_arch = "x86_64")]
     match isa.tier() {
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F.
-        Tier::Avx512 => {
-            return unsafe { x86::output_row_avx512(coef, rows, bias, accumulate, dst) }
-        }
+        Tier::Avx512 => return unsafe { avx512::output_row(coef, rows, bias, accumulate, dst) },
         // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2.
-        Tier::Avx2 => return unsafe { x86::output_row_avx2(coef, rows, bias, accumulate, dst) },
+        Tier::Avx2 => return unsafe { avx2::output_row(coef, rows, bias, accumulate, dst) },
         _ => {}
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -69,64 +67,47 @@ pub(super) fn output_row(
 #[cfg(target_arch = "x86_64")]
 use rill_kernels::Tier;
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::{combine_lanes, output_row_lanes, PointRows, POINTS};
+/// A module `$tier` of `#[target_feature(enable = $feature)]` entry points to the
+/// row kernels; the AVX2 and AVX-512 modules differ only in the feature string (as
+/// `rill-codec`'s Winograd tiles).
+macro_rules! tier_entry_points {
+    ($tier:ident, $feature:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        mod $tier {
+            use super::{combine_lanes, output_row_lanes, PointRows, POINTS};
 
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn combine_avx2(
-        coef: &[f32; POINTS],
-        x: &[f32],
-        first: usize,
-        d: usize,
-        c: usize,
-        dst: &mut [f32],
-    ) {
-        combine_lanes(coef, x, first, d, c, dst)
-    }
+            /// # Safety
+            #[doc = concat!("The CPU supports `", $feature, "`.")]
+            #[target_feature(enable = $feature)]
+            pub unsafe fn combine(
+                coef: &[f32; POINTS],
+                x: &[f32],
+                first: usize,
+                d: usize,
+                c: usize,
+                dst: &mut [f32],
+            ) {
+                combine_lanes(coef, x, first, d, c, dst)
+            }
 
-    /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn combine_avx512(
-        coef: &[f32; POINTS],
-        x: &[f32],
-        first: usize,
-        d: usize,
-        c: usize,
-        dst: &mut [f32],
-    ) {
-        combine_lanes(coef, x, first, d, c, dst)
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn output_row_avx2(
-        coef: &[f32; POINTS],
-        rows: PointRows<'_>,
-        bias: &[f32],
-        accumulate: bool,
-        dst: &mut [f32],
-    ) {
-        output_row_lanes(coef, rows, bias, accumulate, dst)
-    }
-
-    /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn output_row_avx512(
-        coef: &[f32; POINTS],
-        rows: PointRows<'_>,
-        bias: &[f32],
-        accumulate: bool,
-        dst: &mut [f32],
-    ) {
-        output_row_lanes(coef, rows, bias, accumulate, dst)
-    }
+            /// # Safety
+            #[doc = concat!("The CPU supports `", $feature, "`.")]
+            #[target_feature(enable = $feature)]
+            pub unsafe fn output_row(
+                coef: &[f32; POINTS],
+                rows: PointRows<'_>,
+                bias: &[f32],
+                accumulate: bool,
+                dst: &mut [f32],
+            ) {
+                output_row_lanes(coef, rows, bias, accumulate, dst)
+            }
+        }
+    };
 }
+
+tier_entry_points!(avx512, "avx512f");
+tier_entry_points!(avx2, "avx2");
 
 /// `dst = Σ_i coef[i]·x[(first + i·d)·c ..][..c]` over the nonzero coefficients,
 /// in order.
