@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use rill_mrt2::Precision;
 use rill_stream::{Control, Engine, EngineConfig};
@@ -58,7 +58,8 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
             max_sessions,
             calibration_frames: 8,
         },
-    );
+    )
+    .context("starting the streaming engine")?;
     // Loading (f32 → int8 conversion, packing) and the calibration stream leave
     // tens of MB of freed temporaries resident; hand them back before serving.
     rill_stream::process::release_free_memory();

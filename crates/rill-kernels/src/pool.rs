@@ -97,8 +97,20 @@ impl Pool {
         Pool::new(1)
     }
 
-    /// A pool of `threads` threads in total (the caller counts as one).
+    /// A pool of `threads` threads in total (the caller counts as one), or fewer
+    /// if the OS refuses to start some: [`Pool::threads`] says how many it has.
     pub fn new(threads: usize) -> Pool {
+        Pool::with_spawner(threads, |name, body| {
+            thread::Builder::new().name(name).spawn(body)
+        })
+    }
+
+    /// [`Pool::new`] with the helper threads started by `spawn(name, body)`
+    /// (tests stand in an OS that refuses threads).
+    fn with_spawner(
+        threads: usize,
+        mut spawn: impl FnMut(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>,
+    ) -> Pool {
         let helpers = threads.max(1) - 1;
         let shared = Arc::new(Shared {
             // Generation 0 starts closed: an assistant that reads it before the
@@ -114,15 +126,15 @@ impl Pool {
             panicked: AtomicBool::new(false),
             panic: Mutex::new(None),
         });
+        // A helper the OS refuses (thread or memory limits) is left out: the
+        // pool runs with the helpers it got, and results do not depend on how
+        // many that is (every kernel splits work by problem size).
         let threads = (0..helpers)
-            .map(|w| {
+            .map_while(|w| {
                 let s = Arc::clone(&shared);
-                let h = thread::Builder::new()
-                    .name(format!("rill-worker-{w}"))
-                    .spawn(move || worker(&s, w))
-                    .expect("spawning a worker thread");
+                let h = spawn(format!("rill-worker-{w}"), Box::new(move || worker(&s, w))).ok()?;
                 let t = h.thread().clone();
-                (h, t)
+                Some((h, t))
             })
             .collect();
         Pool {

@@ -88,7 +88,8 @@ fn start_server() -> SocketAddr {
             max_sessions: Some(2),
             calibration_frames: 0,
         },
-    );
+    )
+    .expect("starting the engine");
     // Default limits: the page must pass the same-origin check as served.
     let state = Arc::new(AppState::new(
         engine,

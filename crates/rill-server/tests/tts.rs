@@ -35,7 +35,8 @@ async fn tts_server(with_voice: bool) -> String {
             max_sessions: Some(1),
             calibration_frames: 0,
         },
-    );
+    )
+    .expect("starting the engine");
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
     if with_voice {
         state = state.with_tts(TtsService::new(voice(), 2));

@@ -183,7 +183,12 @@ pub struct Engine {
 
 impl Engine {
     /// Starts the scheduler thread; measures the real-time capacity unless disabled.
-    pub fn start(lm: Arc<Mrt2>, codec: Arc<Codec>, config: EngineConfig) -> Engine {
+    /// An error only if the OS refuses the scheduler thread.
+    pub fn start(
+        lm: Arc<Mrt2>,
+        codec: Arc<Codec>,
+        config: EngineConfig,
+    ) -> std::io::Result<Engine> {
         let pool = StagePools::new(config.stages, config.threads, config.lm_threads);
         let rtf = if config.calibration_frames > 0 {
             measure_rtf(&lm, &codec, &pool, config.calibration_frames)
@@ -215,12 +220,11 @@ impl Engine {
         let s = Arc::clone(&shared);
         let scheduler = thread::Builder::new()
             .name("rill-scheduler".into())
-            .spawn(move || schedule(&s, &pool, &rx))
-            .expect("spawning the scheduler thread");
-        Engine {
+            .spawn(move || schedule(&s, &pool, &rx))?;
+        Ok(Engine {
             shared,
             scheduler: Some(scheduler),
-        }
+        })
     }
 
     /// Streams this engine admits at once.

@@ -180,10 +180,15 @@ impl StagePools {
     pub fn describe(&self) -> String {
         match self {
             StagePools::Sequential(p) => format!("sequential, {} threads", p.threads()),
-            StagePools::TwoStage { lm, codec, .. } => format!(
-                "two-stage, LM {} + codec {} threads",
+            StagePools::TwoStage { join, lm, codec } => format!(
+                "two-stage, LM {} + codec {} threads{}",
                 lm.threads(),
-                codec.threads()
+                codec.threads(),
+                if join.threads() < 2 {
+                    " (the OS refused a thread: the stages take turns)"
+                } else {
+                    ""
+                }
             ),
         }
     }

@@ -40,6 +40,7 @@ fn engine(max: usize) -> Engine {
             calibration_frames: 0,
         },
     )
+    .expect("starting the engine")
 }
 
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];

@@ -252,3 +252,25 @@ fn survives_idle_periods() {
     }
     assert_eq!(total.load(Ordering::Relaxed), 80);
 }
+
+#[test]
+fn a_pool_runs_with_the_helpers_the_os_gave_it() {
+    // The OS starts the first helper and refuses the rest.
+    for (asked, granted) in [(4, 1), (2, 0)] {
+        let mut started = 0;
+        let pool = Pool::with_spawner(asked, |name, body| {
+            if started == granted {
+                return Err(std::io::Error::other("no more threads"));
+            }
+            started += 1;
+            thread::Builder::new().name(name).spawn(body)
+        });
+        assert_eq!(pool.threads(), granted + 1);
+        let hits: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
+        pool.run(100, &|i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+        assert_eq!(pool.join(|| 1, || 2), (1, 2));
+    }
+}

@@ -52,7 +52,8 @@ pub async fn server_state(max: usize, options: ServerOptions) -> (String, Arc<Ap
             max_sessions: Some(max),
             calibration_frames: 0,
         },
-    );
+    )
+    .expect("starting the engine");
     let state = Arc::new(AppState::new(
         engine,
         serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
