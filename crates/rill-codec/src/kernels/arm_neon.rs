@@ -87,10 +87,7 @@ unsafe fn micro<const M: usize, const W: u8>(
             let mut b = [vdupq_n_f32(0.0); 4];
             for h in 0..4 {
                 b[h] = match W {
-                    W_I16 => vmulq_f32(
-                        vcvtq_f32_s32(vmovl_s16(vld1_s16(bq.add(4 * h)))),
-                        vld1q_f32(sc.add(4 * h)),
-                    ),
+                    W_I16 => vcvtq_f32_s32(vmovl_s16(vld1_s16(bq.add(4 * h)))),
                     _ => vld1q_f32(bp.add(4 * h)),
                 };
             }
@@ -107,6 +104,12 @@ unsafe fn micro<const M: usize, const W: u8>(
     let mut res = [[vdupq_n_f32(0.0); 4]; M];
     for m in 0..M {
         res[m] = acc[m];
+        if W == W_I16 {
+            // The int16 chain summed `a·q`; the column scale applies once.
+            for h in 0..4 {
+                res[m][h] = vmulq_f32(res[m][h], vld1q_f32(sc.add(4 * h)));
+            }
+        }
     }
     epilogue(t, &res, c, p, nvalid);
 }

@@ -8,8 +8,9 @@ pub(super) const W_F32: u8 = 0;
 /// (exact; x86 only, NEON is given f32 panels).
 #[cfg(target_arch = "x86_64")]
 pub(super) const W_F16: u8 = 1;
-/// Weight format of `tile_w::<W>`: int16 panels times per-column scales (the
-/// dequantised f32 weights exactly).
+/// Weight format of `tile_w::<W>`: int16 panels, widened exactly to f32 in the
+/// FMA chain, each column's sum multiplied once by its scale (one multiply per
+/// output instead of one per weight).
 pub(super) const W_I16: u8 = 2;
 
 /// Rows per micro-kernel call on every SIMD tier (the arms of [`by_row_groups`]).

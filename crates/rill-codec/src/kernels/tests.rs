@@ -251,9 +251,10 @@ fn f16_panels_match_rounded_f32() {
     }
 }
 
-/// int16 panels (widened and scaled in the AVX2 / AVX-512 kernels) compute exactly
-/// what f32 panels holding the dequantised weights compute, and the quantisation
-/// error is that of 16-bit per-column steps.
+/// int16 panels (widened in the AVX2 / AVX-512 / NEON kernels, each column's sum
+/// scaled once) give the same bits on every SIMD tier, stay within f32 rounding of
+/// f32 panels holding the dequantised weights (measured ≤ 2.7e-7 × peak), and the
+/// quantisation error is that of 16-bit per-column steps.
 #[test]
 fn i16_panels_match_dequantised_f32() {
     let tiers =
@@ -285,11 +286,31 @@ fn i16_panels_match_dequantised_f32() {
             q.quantize_i16(isa);
             let wide = p.layout == Layout::Panels && has_narrow_kernel(isa, EarlyWeights::I16);
             assert_eq!(q.narrow.is_some(), wide, "{isa:?}");
-            // The same products as the dequantised weights on the same tier.
+            // The dequantised weights' products up to f32 rounding: int16 panels
+            // sum `a·q` and scale the sum once, f32 panels round every `a·(q·s)`.
             let mut deq = p.clone();
             deq.quantize_i16(Isa::PORTABLE);
             let out = run(&q, isa);
-            assert_eq!(out, run(&deq, isa), "{isa:?}: int16 vs dequantised f32");
+            let reference = run(&deq, isa);
+            if !wide {
+                assert_eq!(
+                    out, reference,
+                    "{isa:?}: f32 panels of the dequantised weights"
+                );
+            }
+            let peak = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let worst = out
+                .iter()
+                .zip(&reference)
+                .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            eprintln!(
+                "int16 ({m},{k},{n}) {isa}: max |int16 − dequantised| {:.2e} × peak",
+                worst / peak
+            );
+            assert!(
+                worst <= 1e-6 * peak,
+                "{isa:?} ({m},{k},{n}): int16 panels {worst:e} from the dequantised product (peak {peak})"
+            );
             // (Narrow outputs have their own per-tier dot-product kernels.)
             if isa != Isa::PORTABLE && p.layout == Layout::Panels {
                 match &want {

@@ -101,10 +101,7 @@ unsafe fn micro<const M: usize, const W: u8>(
                     let q = _mm256_loadu_si256(bq as *const __m256i);
                     let lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q));
                     let hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(q));
-                    (
-                        _mm256_mul_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(sc)),
-                        _mm256_mul_ps(_mm256_cvtepi32_ps(hi), _mm256_loadu_ps(sc.add(8))),
-                    )
+                    (_mm256_cvtepi32_ps(lo), _mm256_cvtepi32_ps(hi))
                 }
                 _ => (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8))),
             };
@@ -122,6 +119,12 @@ unsafe fn micro<const M: usize, const W: u8>(
     let mut res = [[_mm256_setzero_ps(); 2]; M];
     for m in 0..M {
         res[m] = acc[m];
+        if W == W_I16 {
+            // The int16 chain summed `a·q`; the column scale applies once.
+            for h in 0..2 {
+                res[m][h] = _mm256_mul_ps(res[m][h], _mm256_loadu_ps(sc.add(8 * h)));
+            }
+        }
     }
     epilogue(t, &res, c, p, nvalid);
 }
@@ -158,8 +161,8 @@ unsafe fn epilogue<const M: usize>(
     }
 }
 
-/// The panel kernel for weights in format `W` (widened to f32 in registers, so
-/// every format computes the products of its f32 values).
+/// The panel kernel for weights in format `W`, widened to f32 in registers (int16:
+/// the column scale multiplies each sum once, as on AVX-512 and NEON).
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available and the tile's pointers valid (see `Tile`).

@@ -105,12 +105,9 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
                     W_F16 => _mm512_cvtph_ps(_mm256_loadu_si256(
                         bh.add(v * t.b_stride) as *const __m256i
                     )),
-                    W_I16 => _mm512_mul_ps(
-                        _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
-                            bq.add(v * t.b_stride) as *const __m256i,
-                        ))),
-                        _mm512_loadu_ps(t.bscale.add(col + v * PANEL)),
-                    ),
+                    W_I16 => _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
+                        bq.add(v * t.b_stride) as *const __m256i,
+                    ))),
                     _ => _mm512_loadu_ps(bp.add(v * t.b_stride)),
                 };
             }
@@ -131,6 +128,11 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
     for m in 0..M {
         for v in 0..NV {
             res[m][v] = acc[m][v];
+            if W == W_I16 {
+                // The int16 chain summed `a·q`; the column scale applies once.
+                res[m][v] =
+                    _mm512_mul_ps(res[m][v], _mm512_loadu_ps(t.bscale.add(col + v * PANEL)));
+            }
         }
     }
     epilogue(t, &res, c, col, nvalid);
@@ -162,9 +164,9 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 }
 
 /// The panel kernel for weights in format `W` ([`W_F32`](super::simd::W_F32);
-/// [`W_F16`]: halves widened with `vcvtph2ps`, exact; [`W_I16`]: int16 times
-/// per-column scales, the dequantised f32 weights exactly), all before the same f32
-/// FMA chain.
+/// [`W_F16`]: halves widened with `vcvtph2ps`, exact; [`W_I16`]: the int16 values
+/// widened exactly, the per-column scale applied once to the sum), all in the same
+/// f32 FMA chain.
 ///
 /// # Safety
 /// AVX-512F must be available and the tile's pointers valid (see `Tile`).
