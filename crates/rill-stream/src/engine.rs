@@ -4,7 +4,8 @@
 //!
 //! * Each stream has a lock-free audio queue (`rtrb`) of at most `buffer_frames`
 //!   frames and a bounded control queue; controls are applied at the next frame
-//!   boundary.
+//!   boundary: a control sent before the read that makes room for a frame
+//!   reaches that frame's step.
 //! * The scheduler always serves the stream with the least audio buffered that has
 //!   room (earliest deadline first) and, when every queue is full, waits for room
 //!   yielding its core (up to [`BUSY_WAIT`] after the last frame, then in 2 ms sleeps).
@@ -173,6 +174,10 @@ struct Shared {
     /// Test hook: the next frame served, of any stream, panics inside a pool task.
     #[cfg(feature = "fault-injection")]
     panic_in_pool: AtomicBool,
+    /// Test hook: the scheduler pauses after draining controls, as a preempted
+    /// thread would, before it picks the stream to serve.
+    #[cfg(feature = "fault-injection")]
+    preempt_after_drain: AtomicBool,
 }
 
 /// The streaming engine (see the module docs).
@@ -216,6 +221,8 @@ impl Engine {
             rtf,
             #[cfg(feature = "fault-injection")]
             panic_in_pool: AtomicBool::new(false),
+            #[cfg(feature = "fault-injection")]
+            preempt_after_drain: AtomicBool::new(false),
         });
         let s = Arc::clone(&shared);
         let scheduler = thread::Builder::new()
@@ -248,6 +255,16 @@ impl Engine {
     #[doc(hidden)]
     pub fn inject_panic_in_pool(&self) {
         self.shared.panic_in_pool.store(true, Ordering::Release);
+    }
+
+    /// Test hook: from now on the scheduler pauses 3 ms between draining the
+    /// control queues and picking the next stream, as if preempted there.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_preemption_after_drain(&self) {
+        self.shared
+            .preempt_after_drain
+            .store(true, Ordering::Relaxed);
     }
 
     /// Opens a stream, or refuses with [`StreamError::Busy`] beyond capacity.
@@ -483,6 +500,10 @@ fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
         // Controls take effect at the next frame boundary; applying them as soon as
         // they arrive is the same thing, and answers snapshot requests promptly.
         slots.retain_mut(|s| guarded(s, drain_messages).is_some());
+        #[cfg(feature = "fault-injection")]
+        if shared.preempt_after_drain.load(Ordering::Relaxed) {
+            thread::sleep(Duration::from_millis(3));
+        }
         // Earliest deadline first: the stream with the least audio buffered.
         let next = slots
             .iter()
@@ -500,6 +521,10 @@ fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
         };
         let t = Instant::now();
         let served = guarded(&mut slots[i], |s| {
+            // Again right before the step: a control sent before the consumer
+            // made the room this step fills must reach this frame (the drain
+            // above may have run just before it arrived).
+            drain_messages(s);
             #[cfg(feature = "fault-injection")]
             inject_faults(shared, pool, s);
             serve_frame(s, pool, &mut pcm)

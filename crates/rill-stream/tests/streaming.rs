@@ -95,7 +95,22 @@ fn reference(before: usize, control: Option<Control>, after: usize) -> Vec<Vec<i
 
 #[test]
 fn control_applies_at_the_next_frame_boundary() {
+    control_reaches_the_frame_it_made_room_for(false);
+}
+
+/// The scheduler preempted between draining the controls and picking the next
+/// step (a loaded machine): the control, sent before the read that made room,
+/// must still reach that step. It once came a frame late (seen in CI).
+#[test]
+fn control_applies_at_the_next_frame_boundary_when_the_scheduler_is_preempted() {
+    control_reaches_the_frame_it_made_room_for(true);
+}
+
+fn control_reaches_the_frame_it_made_room_for(preempted: bool) {
     let e = engine(1);
+    if preempted {
+        e.inject_preemption_after_drain();
+    }
     let mut h = e
         .open(StreamConfig {
             initial: vec![Control::Style(Some(STYLE))],
@@ -123,7 +138,21 @@ fn control_applies_at_the_next_frame_boundary() {
 
 #[test]
 fn snapshot_restore_continues_bit_identically() {
+    restore_continues_bit_identically(false);
+}
+
+/// As above with the scheduler preempted after its control drain: the restore,
+/// sent before the reads that make room, still lands before the next step.
+#[test]
+fn snapshot_restore_continues_bit_identically_when_the_scheduler_is_preempted() {
+    restore_continues_bit_identically(true);
+}
+
+fn restore_continues_bit_identically(preempted: bool) {
     let e = engine(1);
+    if preempted {
+        e.inject_preemption_after_drain();
+    }
     let mut h = e
         .open(StreamConfig {
             initial: vec![Control::Style(Some(STYLE)), Control::Drums(Some(true))],
