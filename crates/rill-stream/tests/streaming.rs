@@ -45,17 +45,20 @@ fn engine(max: usize) -> Engine {
 
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
 
-/// Waits until the stream's buffer is full (generation has stopped).
-fn wait_full(h: &StreamHandle) {
+/// Waits until the stream's buffer is full (generation has stopped) and the
+/// frame counter, bumped just after each push, has caught up with it.
+fn wait_full(h: &StreamHandle, read_so_far: u64) {
     let start = Instant::now();
-    while h.buffered_ms() < h.capacity_ms() {
+    let full = (h.capacity_ms() / 40.0) as u64;
+    while h.buffered_ms() < h.capacity_ms()
+        || h.stats.frames.load(std::sync::atomic::Ordering::Relaxed) < read_so_far + full
+    {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "buffer never filled"
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    std::thread::sleep(Duration::from_millis(20));
 }
 
 fn read(h: &mut StreamHandle, frames: usize) -> Vec<Vec<i16>> {
@@ -117,7 +120,7 @@ fn control_reaches_the_frame_it_made_room_for(preempted: bool) {
             ..Default::default()
         })
         .unwrap();
-    wait_full(&h);
+    wait_full(&h, 0);
     let before = h.stats.frames.load(std::sync::atomic::Ordering::Relaxed) as usize;
     assert_eq!(before, 5, "a full 200 ms buffer holds 5 frames");
     let change = Control::Style(Some([
@@ -160,14 +163,14 @@ fn restore_continues_bit_identically(preempted: bool) {
         })
         .unwrap();
     read(&mut h, 3);
-    wait_full(&h); // 8 frames generated, 3 read
+    wait_full(&h, 3); // 8 frames generated, 3 read
     let snap = h.snapshot(Duration::from_secs(30)).unwrap();
     // Two stages: the LM has run one frame past the decoded audio, whose tokens
     // are pending in the snapshot.
     assert_eq!(snap.lm.frame, 9);
     assert!(snap.pending.is_some());
     let after_snapshot = read(&mut h, 5 + 7); // 5 buffered, then 7 new
-    wait_full(&h);
+    wait_full(&h, 3 + 5 + 7);
     h.send(Control::Restore(Box::new(snap))).unwrap();
     let replay = read(&mut h, 5 + 7); // 5 buffered before the restore, then the replay
     assert_eq!(replay[5..], after_snapshot[5..]);
