@@ -76,6 +76,27 @@ fn read(h: &mut StreamHandle, frames: usize) -> Vec<Vec<i16>> {
     out
 }
 
+/// Frame-by-frame equality that names the first differing frame (a whole
+/// `assert_eq!` of PCM prints too much to read in a CI log).
+#[track_caller]
+fn assert_same_frames(got: &[Vec<i16>], want: &[Vec<i16>], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: frame counts");
+    if let Some(i) = got.iter().zip(want).position(|(g, w)| g != w) {
+        let differ = got[i].iter().zip(&want[i]).filter(|(a, b)| a != b).count();
+        let later = got[i..]
+            .iter()
+            .zip(&want[i..])
+            .filter(|(g, w)| g != w)
+            .count();
+        panic!(
+            "{what}: frame {i} of {} differs first ({differ} of {} samples); \
+             {later} frames from there differ",
+            got.len(),
+            got[i].len()
+        );
+    }
+}
+
 /// Frames of a generator run directly: `before` frames, then `control`, then `after`.
 fn reference(before: usize, control: Option<Control>, after: usize) -> Vec<Vec<i16>> {
     let (lm, codec) = weights();
@@ -132,10 +153,14 @@ fn control_reaches_the_frame_it_made_room_for(preempted: bool) {
     let boundary = before + Stages::TwoStage.latency_frames();
     let got = read(&mut h, before + 6);
     let want = reference(boundary, Some(change), before + 6 - boundary);
-    assert_eq!(got, want);
+    assert_same_frames(&got, &want, "streamed vs reference");
     // Frames before the boundary are untouched; from the boundary on the music changes.
     let unchanged = reference(before + 6, None, 0);
-    assert_eq!(got[..boundary], unchanged[..boundary]);
+    assert_same_frames(
+        &got[..boundary],
+        &unchanged[..boundary],
+        "before the boundary",
+    );
     assert_ne!(got[boundary], unchanged[boundary]);
 }
 
@@ -173,7 +198,7 @@ fn restore_continues_bit_identically(preempted: bool) {
     wait_full(&h, 3 + 5 + 7);
     h.send(Control::Restore(Box::new(snap))).unwrap();
     let replay = read(&mut h, 5 + 7); // 5 buffered before the restore, then the replay
-    assert_eq!(replay[5..], after_snapshot[5..]);
+    assert_same_frames(&replay[5..], &after_snapshot[5..], "replay vs first run");
 }
 
 #[test]
