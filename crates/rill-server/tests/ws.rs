@@ -515,6 +515,7 @@ async fn an_upgrade_flood_gets_429_with_retry_after() {
     };
     let addr = server_with(1, options).await;
     let (mut open, mut refused) = (Vec::new(), Vec::new());
+    let start = std::time::Instant::now();
     for _ in 0..12 {
         match tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await {
             Ok((ws, _)) => open.push(ws),
@@ -525,11 +526,14 @@ async fn an_upgrade_flood_gets_429_with_retry_after() {
             Err(e) => panic!("handshake failed without an HTTP status: {e}"),
         }
     }
-    // A burst of 5 (plus at most what refilled while the loop ran) is admitted.
+    // A burst of 5 plus at most what refilled while the loop ran (5/s; a loaded
+    // machine may take a while over 12 handshakes) is admitted.
+    let refilled = (start.elapsed().as_secs_f64() * 5.0).ceil() as usize;
     assert!(
-        (5..=7).contains(&open.len()),
-        "{} of 12 upgrades admitted at 5/s",
-        open.len()
+        (5..=5 + refilled.max(2)).contains(&open.len()),
+        "{} of 12 upgrades admitted at 5/s in {:?}",
+        open.len(),
+        start.elapsed()
     );
     for (status, retry) in &refused {
         assert_eq!(*status, 429);
