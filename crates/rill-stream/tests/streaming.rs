@@ -49,7 +49,8 @@ const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401,
 /// frame counter, bumped just after each push, has caught up with it.
 fn wait_full(h: &StreamHandle, read_so_far: u64) {
     let start = Instant::now();
-    let full = (h.capacity_ms() / 40.0) as u64;
+    // Every stream here is opened with the default buffer.
+    let full = StreamConfig::default().buffer_frames as u64;
     while h.buffered_ms() < h.capacity_ms()
         || h.stats.frames.load(std::sync::atomic::Ordering::Relaxed) < read_so_far + full
     {
