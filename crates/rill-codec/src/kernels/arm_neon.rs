@@ -114,6 +114,23 @@ unsafe fn micro<const M: usize, const W: u8>(
     epilogue(t, &res, c, p, nvalid);
 }
 
+/// `epi(acc + bias)` for 4 columns; `cur` holds the 4 values Accumulate adds to.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn finish(
+    epi: Epilogue,
+    acc: float32x4_t,
+    bias: float32x4_t,
+    cur: *const f32,
+) -> float32x4_t {
+    let y = vaddq_f32(acc, bias);
+    match epi {
+        Epilogue::Store => y,
+        Epilogue::Elu => elu(y),
+        Epilogue::Accumulate => vaddq_f32(vld1q_f32(cur), y),
+    }
+}
+
 #[inline(never)]
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn epilogue<const M: usize>(
@@ -124,25 +141,34 @@ pub(super) unsafe fn epilogue<const M: usize>(
     nvalid: usize,
 ) {
     let j = p * PANEL;
-    let mut bias = [0f32; PANEL];
-    bias[..nvalid].copy_from_slice(std::slice::from_raw_parts(t.bias.add(j), nvalid));
+    let b = t.bias.add(j);
+    let bias = [
+        vld1q_f32(b),
+        vld1q_f32(b.add(4)),
+        vld1q_f32(b.add(8)),
+        vld1q_f32(b.add(12)),
+    ];
     for (m, acc) in res.iter().enumerate() {
         let dst = c[m].add(j);
+        if nvalid == PANEL {
+            // A whole panel (every column count of the decoder is a multiple of 16):
+            // straight to the output, no per-row copy calls.
+            for h in 0..4 {
+                let o = finish(t.epi, acc[h], bias[h], dst.add(4 * h));
+                vst1q_f32(dst.add(4 * h), o);
+            }
+            continue;
+        }
         let mut cur = [0f32; PANEL];
         if t.epi == Epilogue::Accumulate {
             cur[..nvalid].copy_from_slice(std::slice::from_raw_parts(dst, nvalid));
         }
-        let mut out = [0f32; PANEL];
+        let mut tmp = [0f32; PANEL];
         for h in 0..4 {
-            let y = vaddq_f32(acc[h], vld1q_f32(bias.as_ptr().add(4 * h)));
-            let o = match t.epi {
-                Epilogue::Store => y,
-                Epilogue::Elu => elu(y),
-                Epilogue::Accumulate => vaddq_f32(vld1q_f32(cur.as_ptr().add(4 * h)), y),
-            };
-            vst1q_f32(out.as_mut_ptr().add(4 * h), o);
+            let o = finish(t.epi, acc[h], bias[h], cur.as_ptr().add(4 * h));
+            vst1q_f32(tmp.as_mut_ptr().add(4 * h), o);
         }
-        std::ptr::copy_nonoverlapping(out.as_ptr(), dst, nvalid);
+        std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, nvalid);
     }
 }
 

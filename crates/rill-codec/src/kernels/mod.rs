@@ -411,7 +411,8 @@ pub(crate) struct Tile<'a> {
     pub b_stride: usize,
     /// Valid columns in this tile.
     pub ncols: usize,
-    /// Bias at the tile's first column.
+    /// Bias at the tile's first column, zero-padded to whole panels (so a panel's
+    /// 16 values can always be loaded).
     pub bias: *const f32,
     pub epi: Epilogue,
 }

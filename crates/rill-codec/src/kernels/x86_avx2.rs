@@ -129,6 +129,18 @@ unsafe fn micro<const M: usize, const W: u8>(
     epilogue(t, &res, c, p, nvalid);
 }
 
+/// `epi(acc + bias)` for 8 columns; `cur` holds the 8 values Accumulate adds to.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn finish(epi: Epilogue, acc: __m256, bias: __m256, cur: *const f32) -> __m256 {
+    let y = _mm256_add_ps(acc, bias);
+    match epi {
+        Epilogue::Store => y,
+        Epilogue::Elu => elu(y),
+        Epilogue::Accumulate => _mm256_add_ps(_mm256_loadu_ps(cur), y),
+    }
+}
+
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn epilogue<const M: usize>(
@@ -139,25 +151,31 @@ unsafe fn epilogue<const M: usize>(
     nvalid: usize,
 ) {
     let j = p * PANEL;
-    let mut bias = [0f32; PANEL];
-    bias[..nvalid].copy_from_slice(std::slice::from_raw_parts(t.bias.add(j), nvalid));
+    let bias = [
+        _mm256_loadu_ps(t.bias.add(j)),
+        _mm256_loadu_ps(t.bias.add(j + 8)),
+    ];
     for (m, acc) in res.iter().enumerate() {
         let dst = c[m].add(j);
+        if nvalid == PANEL {
+            // A whole panel (every column count of the decoder is a multiple of 16):
+            // straight to the output, no per-row copy calls.
+            for h in 0..2 {
+                let o = finish(t.epi, acc[h], bias[h], dst.add(8 * h));
+                _mm256_storeu_ps(dst.add(8 * h), o);
+            }
+            continue;
+        }
         let mut cur = [0f32; PANEL];
         if t.epi == Epilogue::Accumulate {
             cur[..nvalid].copy_from_slice(std::slice::from_raw_parts(dst, nvalid));
         }
-        let mut out = [0f32; PANEL];
+        let mut tmp = [0f32; PANEL];
         for h in 0..2 {
-            let y = _mm256_add_ps(acc[h], _mm256_loadu_ps(bias.as_ptr().add(8 * h)));
-            let o = match t.epi {
-                Epilogue::Store => y,
-                Epilogue::Elu => elu(y),
-                Epilogue::Accumulate => _mm256_add_ps(_mm256_loadu_ps(cur.as_ptr().add(8 * h)), y),
-            };
-            _mm256_storeu_ps(out.as_mut_ptr().add(8 * h), o);
+            let o = finish(t.epi, acc[h], bias[h], cur.as_ptr().add(8 * h));
+            _mm256_storeu_ps(tmp.as_mut_ptr().add(8 * h), o);
         }
-        std::ptr::copy_nonoverlapping(out.as_ptr(), dst, nvalid);
+        std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, nvalid);
     }
 }
 
