@@ -124,10 +124,9 @@ impl Attention {
                 scores[n] = ops::dot(qh, &s.key_over_scale[r.clone()]);
                 n += 1;
             }
-            for s in 0..past.slots {
-                scores[n] = ops::dot(qh, &past.k[s * hd + h * dh..s * hd + (h + 1) * dh]);
-                n += 1;
-            }
+            // Every cached key at once: per key the bits of `ops::dot`, in wider registers.
+            ops::dots(qh, past.k, hd, h * dh, &mut scores[n..n + past.slots]);
+            n += past.slots;
             scores[n] = ops::dot(qh, &k_cur[r.clone()]);
             n += 1;
             if self.bf16 {
@@ -143,14 +142,9 @@ impl Attention {
                 ops::axpy(scores[j], &s.value[r.clone()], out);
                 j += 1;
             }
-            for s in 0..past.slots {
-                ops::axpy(
-                    scores[j],
-                    &past.v[s * hd + h * dh..s * hd + (h + 1) * dh],
-                    out,
-                );
-                j += 1;
-            }
+            // One `ops::axpy` per cached value, in slot order (the same bits).
+            ops::axpys(&scores[j..j + past.slots], past.v, hd, h * dh, out);
+            j += past.slots;
             ops::axpy(scores[j], &v_cur[r.clone()], out);
             if self.bf16 {
                 ops_bf16::round(out);
