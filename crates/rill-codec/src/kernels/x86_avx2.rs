@@ -193,85 +193,133 @@ pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
 }
 
 /// Narrow outputs (`ncols < 16`): per (row, column) a 16-lane dot product over all
-/// taps, as two 8-lane halves; 4 rows share each weight load. Lane for lane the
-/// same FMAs and the same final reduction as the AVX-512 `narrow`, so the two
-/// tiers agree bit for bit.
+/// taps, as two 8-lane halves. Lane for lane the same FMAs and the same final
+/// reduction as the AVX-512 `narrow`, so the two tiers agree bit for bit.
+///
+/// Columns go in pairs over two rows at a time, so each input load feeds two FMAs
+/// (8 loads per 8 FMAs: the load ports keep up with the FMA ports; one column over
+/// four rows took 10); an odd last column goes over four rows.
 ///
 /// # Safety
 /// AVX2 and FMA must be available and the tile's pointers valid; `t.b` points at
 /// `ncols` weight rows of `taps·cin` floats.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn narrow(t: &Tile<'_>) {
-    const R: usize = 4;
     let rows = t.a.len();
-    let full = t.cin / PANEL * PANEL;
-    let rest = t.cin - full;
+    let rest = t.cin % PANEL;
     // Lanes of the tail chunk that exist (the others load as zero, like a mask).
     let lane = |l: usize| if l < rest { -1i32 } else { 0 };
-    let m0 = _mm256_setr_epi32(
-        lane(0),
-        lane(1),
-        lane(2),
-        lane(3),
-        lane(4),
-        lane(5),
-        lane(6),
-        lane(7),
-    );
-    let m1 = _mm256_setr_epi32(
-        lane(8),
-        lane(9),
-        lane(10),
-        lane(11),
-        lane(12),
-        lane(13),
-        lane(14),
-        lane(15),
-    );
-    let mut r0 = 0;
-    while r0 < rows {
-        let mr = R.min(rows - r0);
-        for j in 0..t.ncols {
-            let w = t.b.add(j * t.b_stride);
-            let mut lo = [_mm256_setzero_ps(); R];
-            let mut hi = [_mm256_setzero_ps(); R];
-            for (ti, &off) in t.taps.iter().enumerate() {
-                let wt = w.add(ti * t.cin);
-                let mut ci = 0;
-                while ci < full {
-                    let (w0, w1) = (_mm256_loadu_ps(wt.add(ci)), _mm256_loadu_ps(wt.add(ci + 8)));
-                    for m in 0..mr {
-                        let x = t.a[r0 + m].offset(off).add(ci);
-                        lo[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0, lo[m]);
-                        hi[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x.add(8)), w1, hi[m]);
-                    }
-                    ci += PANEL;
-                }
-                if rest > 0 {
-                    let (w0, w1) = (
-                        _mm256_maskload_ps(wt.add(full), m0),
-                        _mm256_maskload_ps(wt.add(full + 8), m1),
-                    );
-                    for m in 0..mr {
-                        let x = t.a[r0 + m].offset(off).add(full);
-                        lo[m] = _mm256_fmadd_ps(_mm256_maskload_ps(x, m0), w0, lo[m]);
-                        hi[m] = _mm256_fmadd_ps(_mm256_maskload_ps(x.add(8), m1), w1, hi[m]);
-                    }
+    let mask = [
+        _mm256_setr_epi32(
+            lane(0),
+            lane(1),
+            lane(2),
+            lane(3),
+            lane(4),
+            lane(5),
+            lane(6),
+            lane(7),
+        ),
+        _mm256_setr_epi32(
+            lane(8),
+            lane(9),
+            lane(10),
+            lane(11),
+            lane(12),
+            lane(13),
+            lane(14),
+            lane(15),
+        ),
+    ];
+    let mut j = 0;
+    while j + 2 <= t.ncols {
+        let mut r0 = 0;
+        while r0 + 2 <= rows {
+            narrow_block::<2, 2>(t, r0, j, mask);
+            r0 += 2;
+        }
+        if r0 < rows {
+            narrow_block::<1, 2>(t, r0, j, mask);
+        }
+        j += 2;
+    }
+    if j < t.ncols {
+        let mut r0 = 0;
+        while r0 + 4 <= rows {
+            narrow_block::<4, 1>(t, r0, j, mask);
+            r0 += 4;
+        }
+        while r0 < rows {
+            narrow_block::<1, 1>(t, r0, j, mask);
+            r0 += 1;
+        }
+    }
+}
+
+/// Rows `r0..r0 + R` × columns `j0..j0 + C` of [`narrow`]: every weight load feeds
+/// `R` FMAs and every input load `C`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn narrow_block<const R: usize, const C: usize>(
+    t: &Tile<'_>,
+    r0: usize,
+    j0: usize,
+    mask: [__m256i; 2],
+) {
+    let full = t.cin / PANEL * PANEL;
+    let mut lo = [[_mm256_setzero_ps(); R]; C];
+    let mut hi = [[_mm256_setzero_ps(); R]; C];
+    for (ti, &off) in t.taps.iter().enumerate() {
+        let w = |c: usize, ci: usize| t.b.add((j0 + c) * t.b_stride + ti * t.cin + ci);
+        let mut ci = 0;
+        while ci < full {
+            let mut w0 = [_mm256_setzero_ps(); C];
+            let mut w1 = [_mm256_setzero_ps(); C];
+            for c in 0..C {
+                w0[c] = _mm256_loadu_ps(w(c, ci));
+                w1[c] = _mm256_loadu_ps(w(c, ci + 8));
+            }
+            for m in 0..R {
+                let x = t.a[r0 + m].offset(off).add(ci);
+                let (x0, x1) = (_mm256_loadu_ps(x), _mm256_loadu_ps(x.add(8)));
+                for c in 0..C {
+                    lo[c][m] = _mm256_fmadd_ps(x0, w0[c], lo[c][m]);
+                    hi[c][m] = _mm256_fmadd_ps(x1, w1[c], hi[c][m]);
                 }
             }
-            for m in 0..mr {
-                let mut l = [0f32; PANEL];
-                _mm256_storeu_ps(l.as_mut_ptr(), lo[m]);
-                _mm256_storeu_ps(l.as_mut_ptr().add(8), hi[m]);
-                let y = super::portable::reduce16(&l) + *t.bias.add(j);
-                let dst = t.c[r0 + m].add(j);
-                *dst = match t.epi {
-                    Epilogue::Store => y,
-                    Epilogue::Elu => super::portable::elu(y),
-                    Epilogue::Accumulate => *dst + y,
-                };
+            ci += PANEL;
+        }
+        if full < t.cin {
+            let mut w0 = [_mm256_setzero_ps(); C];
+            let mut w1 = [_mm256_setzero_ps(); C];
+            for c in 0..C {
+                w0[c] = _mm256_maskload_ps(w(c, full), mask[0]);
+                w1[c] = _mm256_maskload_ps(w(c, full + 8), mask[1]);
+            }
+            for m in 0..R {
+                let x = t.a[r0 + m].offset(off).add(full);
+                let x0 = _mm256_maskload_ps(x, mask[0]);
+                let x1 = _mm256_maskload_ps(x.add(8), mask[1]);
+                for c in 0..C {
+                    lo[c][m] = _mm256_fmadd_ps(x0, w0[c], lo[c][m]);
+                    hi[c][m] = _mm256_fmadd_ps(x1, w1[c], hi[c][m]);
+                }
             }
         }
-        r0 += mr;
+    }
+    for c in 0..C {
+        let j = j0 + c;
+        for m in 0..R {
+            let mut l = [0f32; PANEL];
+            _mm256_storeu_ps(l.as_mut_ptr(), lo[c][m]);
+            _mm256_storeu_ps(l.as_mut_ptr().add(8), hi[c][m]);
+            let y = super::portable::reduce16(&l) + *t.bias.add(j);
+            let dst = t.c[r0 + m].add(j);
+            *dst = match t.epi {
+                Epilogue::Store => y,
+                Epilogue::Elu => super::portable::elu(y),
+                Epilogue::Accumulate => *dst + y,
+            };
+        }
     }
 }
