@@ -226,13 +226,24 @@ impl Q8 {
 /// to `y[r - range.start]`.
 pub(crate) fn scatter(blocks: &[usize], range: &std::ops::Range<usize>, out: &[f32], y: *mut f32) {
     for (k, &b) in blocks.iter().enumerate() {
-        for i in 0..BLOCK {
-            let r = b * BLOCK + i;
-            if range.contains(&r) {
-                // SAFETY: callers hand each task a disjoint set of blocks and `y`
-                // holds `range.len()` outputs.
-                unsafe { *y.add(r - range.start) = out[k * BLOCK + i] };
-            }
+        // The block's rows inside `range` (all 16 but at the range's two ends).
+        let r0 = (b * BLOCK).max(range.start);
+        let r1 = ((b + 1) * BLOCK).min(range.end);
+        let src = &out.as_chunks::<BLOCK>().0[k];
+        let n = r1.saturating_sub(r0);
+        if n == BLOCK {
+            // A whole block: a fixed-size copy (vector moves, no `memcpy` call).
+            // SAFETY: callers hand each task a disjoint set of blocks and `y`
+            // holds `range.len()` outputs, of which `r0..r1` is a part.
+            unsafe {
+                y.add(r0 - range.start)
+                    .cast::<[f32; BLOCK]>()
+                    .write_unaligned(*src)
+            };
+        } else if n > 0 {
+            let part = &src[r0 - b * BLOCK..r1 - b * BLOCK];
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), y.add(r0 - range.start), n) };
         }
     }
 }
@@ -252,6 +263,7 @@ pub(crate) struct Act<'a> {
 }
 
 /// Splits int16 activations into the two signed bytes the VNNI kernel multiplies.
+#[inline(always)]
 pub(crate) fn split_bytes(xq: &[i16], hi: &mut [i8], lo: &mut [i8]) {
     for ((&v, h), l) in xq.iter().zip(hi.iter_mut()).zip(lo.iter_mut()) {
         *h = (v >> 8) as i8;

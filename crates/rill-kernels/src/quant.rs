@@ -146,13 +146,28 @@ pub fn palettize(w: &[f32], cols: usize, rows_per_group: usize) -> Palette {
 
 /// Symmetric int16 quantisation of an activation vector with one scale:
 /// `x ≈ xq·scale`. Also returns per-group sums of `xq` (for affine bias terms).
+///
+/// Inlined so that the GEMV's AVX2 build of its activation set-up
+/// (`matrix::products`) compiles it for 8-lane registers; every build gives the
+/// same bits (a maximum is exact in any order, and nothing is fused).
+#[inline(always)]
 pub fn quantize_activations_i16(
     x: &[f32],
     group: usize,
     xq: &mut [i16],
     group_sums: &mut [i32],
 ) -> f32 {
-    let maxabs = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    // Eight independent running maxima: a single one is a serial chain the
+    // compiler may not reorder.
+    let mut lanes = [0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (m, v) in lanes.iter_mut().zip(c) {
+            *m = m.max(v.abs());
+        }
+    }
+    let maxabs = tail.iter().chain(&lanes).fold(0f32, |m, v| m.max(v.abs()));
     if maxabs == 0.0 || !maxabs.is_finite() {
         xq.fill(0);
         group_sums.fill(0);

@@ -116,7 +116,7 @@ impl Matrix {
                 gemv_float::rows_n::<_, 2>(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Int8(m) => {
-                let [a0, a1] = scratch.quantize2(x, gemv_int8::GROUP);
+                let [a0, a1] = scratch.quantize2(isa, x, gemv_int8::GROUP);
                 let acts = [&a0, &a1];
                 let range = 0..rows;
                 let (n, blocks_of) = block_tasks(&range);
@@ -174,7 +174,7 @@ impl Matrix {
                 gemv_float::rows(isa, &w[r0 * cols..r1 * cols], cols, x, ys)
             }),
             Storage::Int8(m) => {
-                let act = &scratch.quantize(x, gemv_int8::GROUP);
+                let act = &scratch.quantize(isa, x, gemv_int8::GROUP);
                 let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
                     let (b, k) = blocks_of(t);
@@ -187,7 +187,7 @@ impl Matrix {
                 scales,
                 biases,
             } => {
-                let act = scratch.quantize(x, AFFINE_GROUP);
+                let act = scratch.quantize(isa, x, AFFINE_GROUP);
                 let (xq, xs, sx) = (act.xq, act.sums, act.scale);
                 let groups = cols / AFFINE_GROUP;
                 run_all(&|t| {
@@ -208,7 +208,7 @@ impl Matrix {
                 })
             }
             Storage::Lut4(m) => {
-                let act = &scratch.quantize(x, gemv_int8::GROUP);
+                let act = &scratch.quantize(isa, x, gemv_int8::GROUP);
                 let sums = gemv_lut4::byte_sums(act);
                 let (n, blocks_of) = block_tasks(&rows);
                 let task = |t: usize| {
@@ -270,16 +270,16 @@ fn block_tasks(rows: &Range<usize>) -> (usize, impl Fn(usize) -> ([usize; 4], us
 
 impl GemvScratch {
     /// Quantises `x` to int16 (and its byte split) into the first slot.
-    fn quantize(&mut self, x: &[f32], group: usize) -> Act<'_> {
+    fn quantize(&mut self, isa: Isa, x: &[f32], group: usize) -> Act<'_> {
         let s = &mut self.rows[0];
-        let scale = s.quantize(x, group);
+        let scale = s.quantize(isa, x, group);
         s.act(scale)
     }
 
     /// [`GemvScratch::quantize`] for the two rows of [`Matrix::gemv2`].
-    fn quantize2(&mut self, x: [&[f32]; 2], group: usize) -> [Act<'_>; 2] {
+    fn quantize2(&mut self, isa: Isa, x: [&[f32]; 2], group: usize) -> [Act<'_>; 2] {
         let [s0, s1] = &mut self.rows;
-        let (c0, c1) = (s0.quantize(x[0], group), s1.quantize(x[1], group));
+        let (c0, c1) = (s0.quantize(isa, x[0], group), s1.quantize(isa, x[1], group));
         [s0.act(c0), s1.act(c1)]
     }
 
@@ -295,13 +295,25 @@ impl GemvScratch {
 
 impl ActScratch {
     /// Quantises `x` into this scratch (int16, byte halves, group sums); returns the scale.
-    fn quantize(&mut self, x: &[f32], group: usize) -> f32 {
+    fn quantize(&mut self, isa: Isa, x: &[f32], group: usize) -> f32 {
         let groups = x.len() / group;
         self.xq.resize(x.len(), 0);
         self.hi.resize(x.len(), 0);
         self.lo.resize(x.len(), 0);
         self.sums.resize(groups, 0);
         self.sums_f.resize(groups, 0.0);
+        match isa.tier() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+            isa::Tier::Avx2 | isa::Tier::Avx512 => unsafe { x86::fill(self, x, group) },
+            _ => self.fill(x, group),
+        }
+    }
+
+    /// The body of [`ActScratch::quantize`] once the buffers have their sizes
+    /// (inlined into each tier's build: the same operations, the same bits).
+    #[inline(always)]
+    fn fill(&mut self, x: &[f32], group: usize) -> f32 {
         let scale = quant::quantize_activations_i16(x, group, &mut self.xq, &mut self.sums);
         for (f, &i) in self.sums_f.iter_mut().zip(&self.sums) {
             *f = i as f32;
@@ -354,5 +366,52 @@ impl<T> SendPtr<T> {
     #[inline]
     pub fn get(self) -> *mut T {
         self.0
+    }
+}
+
+/// [`ActScratch::fill`] compiled for AVX2: 8-lane registers for the scan, the
+/// rounding and the byte split.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::ActScratch;
+
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn fill(s: &mut ActScratch, x: &[f32], group: usize) -> f32 {
+        s.fill(x, group)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActScratch;
+    use crate::isa::{self, Isa};
+
+    /// Every tier's build of the activation set-up gives the portable bits (odd
+    /// lengths, a tail after the 8-lane chunks, signed zeros, a NaN).
+    #[test]
+    fn activation_quantisation_is_the_same_on_every_tier() {
+        let tiers = isa::tiers_under_test("matrix::activation_quantisation");
+        for n in [4usize, 12, 132, 1028] {
+            let mut x: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.731).sin() * 3.0).collect();
+            x[1] = -0.0;
+            x[n / 2] = -3.5;
+            let mut with_nan = x.clone();
+            with_nan[n - 1] = f32::NAN;
+            for x in [x, with_nan] {
+                let mut want = ActScratch::default();
+                let s0 = want.quantize(Isa::PORTABLE, &x, 4);
+                for &isa in &tiers {
+                    let mut got = ActScratch::default();
+                    let s = got.quantize(isa, &x, 4);
+                    assert_eq!(s.to_bits(), s0.to_bits(), "{isa:?} n={n}");
+                    assert_eq!(got.xq, want.xq, "{isa:?} n={n}");
+                    assert_eq!((&got.hi, &got.lo), (&want.hi, &want.lo), "{isa:?} n={n}");
+                    assert_eq!(got.sums, want.sums, "{isa:?} n={n}");
+                    assert_eq!(got.sums_f, want.sums_f, "{isa:?} n={n}");
+                }
+            }
+        }
     }
 }

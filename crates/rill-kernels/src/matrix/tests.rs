@@ -250,3 +250,29 @@ fn arrays_that_do_not_fit_the_shape_are_typed_errors() {
         }
     );
 }
+
+/// A row range that starts and ends inside 16-row blocks gives, row for row, the
+/// bits of the whole product (the blocked formats compute whole blocks and keep
+/// only the range's rows).
+#[test]
+fn misaligned_row_ranges_keep_the_bits_of_whole_products() {
+    let tiers = crate::isa::tiers_under_test("matrix::misaligned_row_ranges");
+    let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
+    let mut seed = 11u64;
+    let (rows, cols) = (200, 256);
+    let w: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+    let x: Vec<f32> = (0..cols).map(|_| lcg(&mut seed)).collect();
+    for format in [WeightFormat::Int8, WeightFormat::Lut4, WeightFormat::Int4] {
+        let m = Matrix::from_f32(rows, cols, w.clone(), format);
+        for &isa in &tiers {
+            let mut whole = vec![0f32; rows];
+            m.gemv_rows_isa(isa, &x, &mut whole, 0..rows, &mut scratch, &pool);
+            for range in [5..61, 16..17, 31..200, 0..3, 190..200] {
+                let mut y = vec![f32::NAN; range.len()];
+                m.gemv_rows_isa(isa, &x, &mut y, range.clone(), &mut scratch, &pool);
+                assert_eq!(y, whole[range.clone()], "{format:?} {isa:?} {range:?}");
+            }
+        }
+    }
+}
