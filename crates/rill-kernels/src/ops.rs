@@ -118,6 +118,13 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn gelu_tanh(x: &mut [f32]) {
+        super::gelu_tanh_lanes(x)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
     pub unsafe fn axpys(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
         super::axpys_lanes(p, rows, stride, offset, y)
     }
@@ -191,6 +198,21 @@ pub fn tanh_fast(x: f32) -> f32 {
 
 /// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
 pub fn gelu_tanh(x: &mut [f32]) {
+    gelu_tanh_isa(isa::active(), x)
+}
+
+/// [`gelu_tanh`] on an explicit tier (the same bits on every tier).
+pub fn gelu_tanh_isa(isa: Isa, x: &mut [f32]) {
+    match isa.tier() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
+        Tier::Avx2 | Tier::Avx512 => unsafe { x86::gelu_tanh(x) },
+        _ => gelu_tanh_lanes(x),
+    }
+}
+
+#[inline(always)]
+fn gelu_tanh_lanes(x: &mut [f32]) {
     let c = (2.0f64 / std::f64::consts::PI).sqrt() as f32;
     for v in x {
         let u = *v;
@@ -237,6 +259,31 @@ pub fn elu(x: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// GELU compiled for each tier gives the portable bits, over the range the
+    /// FFN sees, the clamp of `exp_fast` and non-finite inputs.
+    #[test]
+    fn gelu_tanh_gives_the_portable_bits_on_every_tier() {
+        let tiers = crate::isa::tiers_under_test("ops::gelu_tanh");
+        let mut x: Vec<f32> = (0..1003).map(|i| (i as f32 - 501.0) * 0.021).collect();
+        x.extend([
+            -0.0,
+            1e-30,
+            -60.0,
+            60.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
+        let mut want = x.clone();
+        gelu_tanh_isa(Isa::PORTABLE, &mut want);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for &isa in &tiers {
+            let mut y = x.clone();
+            gelu_tanh_isa(isa, &mut y);
+            assert_eq!(bits(&y), bits(&want), "{isa}");
+        }
+    }
 
     #[test]
     fn dots_and_axpys_give_the_bits_of_dot_and_axpy_on_every_tier() {
