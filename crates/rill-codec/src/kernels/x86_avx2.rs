@@ -208,28 +208,10 @@ pub(super) unsafe fn narrow(t: &Tile<'_>) {
     let rows = t.a.len();
     let rest = t.cin % PANEL;
     // Lanes of the tail chunk that exist (the others load as zero, like a mask).
-    let lane = |l: usize| if l < rest { -1i32 } else { 0 };
+    let lanes: [i32; PANEL] = std::array::from_fn(|l| if l < rest { -1 } else { 0 });
     let mask = [
-        _mm256_setr_epi32(
-            lane(0),
-            lane(1),
-            lane(2),
-            lane(3),
-            lane(4),
-            lane(5),
-            lane(6),
-            lane(7),
-        ),
-        _mm256_setr_epi32(
-            lane(8),
-            lane(9),
-            lane(10),
-            lane(11),
-            lane(12),
-            lane(13),
-            lane(14),
-            lane(15),
-        ),
+        _mm256_loadu_si256(lanes.as_ptr() as *const __m256i),
+        _mm256_loadu_si256(lanes.as_ptr().add(8) as *const __m256i),
     ];
     let mut j = 0;
     while j + 2 <= t.ncols {
