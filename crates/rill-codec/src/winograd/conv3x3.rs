@@ -185,18 +185,7 @@ impl WinoConv3x3 {
                 // grid, columns clipped to the grid) and writes only its own slots of
                 // V (`nxi·tiles·cin` floats, checked above).
                 unsafe {
-                    input_tile(
-                        isa,
-                        self,
-                        input,
-                        inp.as_ptr(),
-                        g,
-                        ti,
-                        tf,
-                        v.get(),
-                        tile,
-                        tiles,
-                    );
+                    input_tile(isa, self, input, inp.as_ptr(), g, ti, tf, v.get(), tile);
                 }
             })
         });
@@ -208,10 +197,10 @@ impl WinoConv3x3 {
                 w: &self.u[xi],
                 rows: RowMap {
                     dims: [1, 1, tiles],
-                    in_strides: [0, 0, self.cin],
-                    in_base: xi * tiles * self.cin,
-                    out_strides: [0, 0, self.cout],
-                    out_base: xi * tiles * self.cout,
+                    in_strides: [0, 0, nxi * self.cin],
+                    in_base: xi * self.cin,
+                    out_strides: [0, 0, nxi * self.cout],
+                    out_base: xi * self.cout,
                 },
                 input: &scratch.v,
                 epi: Epilogue::Store,
@@ -240,7 +229,6 @@ impl WinoConv3x3 {
                         ti,
                         tf,
                         tile,
-                        tiles,
                         epi,
                     );
                 }
@@ -264,7 +252,6 @@ unsafe fn input_tile(
     tf: usize,
     v: *mut f32,
     tile: usize,
-    tiles: usize,
 ) {
     let s = input.shape;
     let max_col = s.cols();
@@ -278,7 +265,6 @@ unsafe fn input_tile(
         cin: c.cin,
         v,
         tile,
-        tiles,
     };
     dispatch!(isa, [c.mt, c.mf], input_tile(args))
 }
@@ -300,7 +286,6 @@ unsafe fn output_tile(
     ti: usize,
     tf: usize,
     tile: usize,
-    tiles: usize,
     epi: Epilogue,
 ) {
     let ncols = c.mf.min(c.f - tf * c.mf);
@@ -314,7 +299,6 @@ unsafe fn output_tile(
         cout: c.cout,
         m,
         tile,
-        tiles,
         bias: c.bias.as_ptr(),
         epi,
     };

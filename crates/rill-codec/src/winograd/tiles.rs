@@ -18,10 +18,9 @@ pub(super) struct InArgs {
     /// Columns of the tile inside the grid; those at or past it read as zero.
     pub valid_cols: usize,
     pub cin: usize,
-    /// `V`, `[ξ][tiles][cin]`.
+    /// `V`, `[tiles][ξ][cin]`.
     pub v: *mut f32,
     pub tile: usize,
-    pub tiles: usize,
 }
 
 /// Arguments of an output-tile transform.
@@ -32,10 +31,9 @@ pub(super) struct OutArgs {
     /// Valid freq columns of the tile.
     pub ncols: usize,
     pub cout: usize,
-    /// `M`, `[ξ][tiles][cout]`.
+    /// `M`, `[tiles][ξ][cout]`.
     pub m: *const f32,
     pub tile: usize,
-    pub tiles: usize,
     pub bias: *const f32,
     pub epi: Epilogue,
 }
@@ -65,7 +63,6 @@ pub(super) unsafe fn input_tile<const MT: usize, const MF: usize>(
         cin,
         v,
         tile,
-        tiles,
     }: InArgs,
 ) {
     let (alpha_t, alpha_f) = (MT + 2, MF + 2);
@@ -90,7 +87,7 @@ pub(super) unsafe fn input_tile<const MT: usize, const MF: usize>(
             }
             bt::<MT>(&col[..alpha_t], &mut res[..alpha_t]);
             for (i, r) in res[..alpha_t].iter().enumerate() {
-                r.store(v.add(((i * alpha_f + j) * tiles + tile) * cin + c0));
+                r.store(v.add((tile * alpha_t * alpha_f + i * alpha_f + j) * cin + c0));
             }
         }
     }
@@ -113,7 +110,8 @@ pub(super) unsafe fn output_tile<const MT: usize, const MF: usize>(a: &OutArgs) 
         let bias = V::load(a.bias.add(c0));
         for i in 0..alpha_t {
             for j in 0..alpha_f {
-                mv[j] = V::load(a.m.add(((i * alpha_f + j) * a.tiles + a.tile) * a.cout + c0));
+                let xi = a.tile * alpha_t * alpha_f + i * alpha_f + j;
+                mv[j] = V::load(a.m.add(xi * a.cout + c0));
             }
             at::<MF>(&mv[..alpha_f], &mut rowt[i][..MF]);
         }
