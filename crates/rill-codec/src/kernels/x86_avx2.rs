@@ -69,13 +69,14 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     }
 }
 
-/// How far ahead (bytes) the two-byte panel kernels prefetch their weights. Those
-/// formats hold only the early layers, whose weights stream from DRAM once per frame
-/// for a handful of rows: one sequential stream per panel does not keep enough
-/// misses in flight on its own (Zen 3, int16: the early layers ≈ 10 % faster;
-/// of 1, 1.5, 2 and 4 KB ahead, 1.5–2 KB did best). The f32 panels, mostly re-read from cache by
-/// the compute-bound Winograd products, do not prefetch.
-const NARROW_PREFETCH_BYTES: usize = 2048;
+/// How far ahead (bytes) the panel kernel prefetches its weights. A task's first row
+/// group reads each weight panel from L3 or DRAM (the early layers' two-byte weights
+/// stream from DRAM once per frame for a handful of rows; the Winograd products'
+/// panels are re-read only by the task's later row groups), and one sequential stream
+/// did not keep enough misses in flight on its own. Zen 3, alternated runs: the
+/// int16 early layers ≈ 10 % faster, the f32 Winograd layers ≈ 4 %; of 1, 1.5, 2 and
+/// 4 KB ahead, 1.5–2 KB did best.
+const PREFETCH_BYTES: usize = 2048;
 
 /// `M` rows × one 16-column panel `p` of the tile.
 #[inline]
@@ -115,7 +116,10 @@ unsafe fn micro<const M: usize, const W: u8>(
                     let hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(q));
                     (_mm256_cvtepi32_ps(lo), _mm256_cvtepi32_ps(hi))
                 }
-                _ => (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8))),
+                _ => {
+                    prefetch_ahead(bp as *const i8);
+                    (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)))
+                }
             };
             for m in 0..M {
                 let av = _mm256_broadcast_ss(&*ap[m].add(ci));
@@ -141,11 +145,11 @@ unsafe fn micro<const M: usize, const W: u8>(
     epilogue(t, &res, c, p, nvalid);
 }
 
-/// Prefetches the line [`NARROW_PREFETCH_BYTES`] past `p` (a hint: it never faults,
+/// Prefetches the line [`PREFETCH_BYTES`] past `p` (a hint: it never faults,
 /// so past the end of the weights it is harmless).
 #[inline(always)]
 unsafe fn prefetch_ahead(p: *const i8) {
-    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(NARROW_PREFETCH_BYTES));
+    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES));
 }
 
 /// `epi(acc + bias)` for 8 columns; `cur` holds the 8 values Accumulate adds to.
