@@ -23,6 +23,10 @@ mod tts_dump;
 
 use clap::{Parser, Subcommand};
 
+/// Large blocks (the weights every frame streams) on transparent huge pages.
+#[global_allocator]
+static ALLOC: rill_kernels::huge_pages::HugePageAlloc = rill_kernels::huge_pages::HugePageAlloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rill",

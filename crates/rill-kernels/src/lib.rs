@@ -6,6 +6,7 @@
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
 
 pub mod buf;
+pub mod huge_pages;
 pub mod isa;
 pub mod matrix;
 pub mod ops;

@@ -21,6 +21,12 @@ pub mod stream;
 #[cfg(feature = "extension-module")]
 mod py;
 
+/// Large blocks (the weights every frame streams) on transparent huge pages; only
+/// in the extension module, so that `cargo test` keeps its own allocator choices.
+#[cfg(feature = "extension-module")]
+#[global_allocator]
+static ALLOC: rill_kernels::huge_pages::HugePageAlloc = rill_kernels::huge_pages::HugePageAlloc;
+
 pub use controls::Controls;
 pub use error::Error;
 pub use model::{Generated, LoadOptions, Model, Request};
