@@ -12,6 +12,22 @@ pub fn peak_resident_bytes() -> Option<u64> {
     status_bytes("VmHWM")
 }
 
+/// Resident bytes on transparent huge pages (Linux `/proc`); `None` elsewhere. The
+/// weights are asked to use them (`rill_kernels::huge_pages`); whether the system
+/// gives them shows here, and explains part of a speed difference between machines.
+pub fn huge_page_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    kb_field(&s, "AnonHugePages")
+}
+
+/// The system's transparent-huge-page mode (`always`, `madvise` or `never`), if known.
+pub fn huge_page_mode() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let start = s.find('[')? + 1;
+    let len = s[start..].find(']')?;
+    Some(s[start..start + len].to_string())
+}
+
 /// Returns the allocator's free pages to the OS (glibc's `malloc_trim`; a no-op
 /// elsewhere). glibc keeps freed memory resident in the arena of the thread that
 /// allocated it, so without this a finished stream, a connection flood or the
@@ -28,7 +44,12 @@ pub fn release_free_memory() {
 
 fn status_bytes(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s
+    kb_field(&s, field)
+}
+
+/// The value of a `Field:   123 kB` line, in bytes.
+fn kb_field(text: &str, field: &str) -> Option<u64> {
+    let line = text
         .lines()
         .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -42,5 +63,15 @@ mod tests {
         let rss = super::resident_bytes().expect("VmRSS on Linux");
         let peak = super::peak_resident_bytes().expect("VmHWM on Linux");
         assert!(rss > 100_000 && peak >= rss, "rss {rss} peak {peak}");
+        let huge = super::huge_page_bytes().expect("smaps_rollup on Linux");
+        assert!(huge <= rss, "huge {huge} of rss {rss}");
+    }
+
+    #[test]
+    fn reads_kb_fields_by_exact_name() {
+        let text = "Rss:  473268 kB\nAnonHugePages:  268288 kB\nAnon:  1 kB\n";
+        assert_eq!(super::kb_field(text, "AnonHugePages"), Some(268288 * 1024));
+        assert_eq!(super::kb_field(text, "Anon"), Some(1024));
+        assert_eq!(super::kb_field(text, "Huge"), None);
     }
 }
