@@ -304,16 +304,31 @@ impl RowMap {
         self.dims.iter().product()
     }
 
-    fn offsets(&self, m: usize) -> (usize, usize) {
-        let i2 = m % self.dims[2];
-        let i1 = (m / self.dims[2]) % self.dims[1];
-        let i0 = m / (self.dims[2] * self.dims[1]);
+    /// Calls `f(input offset, output offset)` for each row of `rows`, in order; the
+    /// row index is split into its three coordinates once, then stepped.
+    #[inline]
+    fn for_rows(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, usize)) {
+        let [d0, d1, d2] = self.dims;
+        let m = rows.start;
+        let (mut i0, mut i1, mut i2) = (m / (d2 * d1), (m / d2) % d1, m % d2);
         let [a0, a1, a2] = self.in_strides;
         let [b0, b1, b2] = self.out_strides;
-        (
-            self.in_base + i0 * a0 + i1 * a1 + i2 * a2,
-            self.out_base + i0 * b0 + i1 * b1 + i2 * b2,
-        )
+        for _ in rows {
+            debug_assert!(i0 < d0);
+            f(
+                self.in_base + i0 * a0 + i1 * a1 + i2 * a2,
+                self.out_base + i0 * b0 + i1 * b1 + i2 * b2,
+            );
+            i2 += 1;
+            if i2 == d2 {
+                i2 = 0;
+                i1 += 1;
+                if i1 == d1 {
+                    i1 = 0;
+                    i0 += 1;
+                }
+            }
+        }
     }
 
     fn max_offsets(&self) -> (usize, usize) {
@@ -422,20 +437,31 @@ pub(crate) fn gemm(isa: Isa, jobs: &[Job<'_>], out: &mut [f32], pool: &Pool) {
     for j in jobs {
         j.check_bounds(out.len());
     }
-    let total: usize = jobs.iter().map(Job::tasks).sum();
+    // Each job's first task, counted once here instead of (with two divisions per
+    // job) in every task.
+    assert!(
+        jobs.len() <= MAX_JOBS,
+        "{} jobs in one gemm call",
+        jobs.len()
+    );
+    let mut first = [0usize; MAX_JOBS + 1];
+    for (i, j) in jobs.iter().enumerate() {
+        first[i + 1] = first[i] + j.tasks();
+    }
+    let total = first[jobs.len()];
     let optr = OutPtr {
         ptr: out.as_mut_ptr(),
         _life: PhantomData,
     };
-    pool.run(total, &|mut task| {
-        let mut ji = 0;
-        while task >= jobs[ji].tasks() {
-            task -= jobs[ji].tasks();
-            ji += 1;
-        }
-        run_task(isa, &jobs[ji], task, optr);
+    pool.run(total, &|task| {
+        // The last job starting at or before `task` (empty jobs share its start).
+        let ji = first[1..=jobs.len()].partition_point(|&f| f <= task);
+        run_task(isa, &jobs[ji], task - first[ji], optr);
     });
 }
+
+/// Most jobs of one [`gemm`] call (the Winograd 3×3 convolution's 36 positions).
+const MAX_JOBS: usize = 64;
 
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let w = job.w;
@@ -447,13 +473,14 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let ncols = BLOCK_N.min(w.n - c0);
     let mut a = [std::ptr::null::<f32>(); BLOCK_M];
     let mut c = [std::ptr::null_mut::<f32>(); BLOCK_M];
-    for (i, m) in (r0..r1).enumerate() {
-        let (io, oo) = job.rows.offsets(m);
+    let mut i = 0;
+    job.rows.for_rows(r0..r1, |io, oo| {
         // In bounds: checked for the extreme rows in `check_bounds`.
         a[i] = job.input[io..].as_ptr();
         // SAFETY: `oo + c0 + ncols <= out.len()` by `check_bounds`.
         c[i] = unsafe { out.ptr.add(oo + c0) };
-    }
+        i += 1;
+    });
     let n = r1 - r0;
     assert!(
         match &w.narrow {
