@@ -68,6 +68,17 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     }
 }
 
+/// How far ahead (bytes) the panel kernel prefetches its weights (see the AVX2
+/// kernel's `PREFETCH_BYTES`; one stream per 16-column panel of the tile).
+const PREFETCH_BYTES: usize = 2048;
+
+/// Prefetches the line [`PREFETCH_BYTES`] past `p` (a hint: it never faults,
+/// so past the end of the weights it is harmless).
+#[inline(always)]
+unsafe fn prefetch_ahead(p: *const i8) {
+    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES));
+}
+
 #[inline]
 fn lane_mask(valid: usize) -> __mmask16 {
     if valid >= PANEL {
@@ -102,13 +113,22 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
             let mut bv = [_mm512_setzero_ps(); NV];
             for (v, b) in bv.iter_mut().enumerate() {
                 *b = match W {
-                    W_F16 => _mm512_cvtph_ps(_mm256_loadu_si256(
-                        bh.add(v * t.b_stride) as *const __m256i
-                    )),
-                    W_I16 => _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
-                        bq.add(v * t.b_stride) as *const __m256i,
-                    ))),
-                    _ => _mm512_loadu_ps(bp.add(v * t.b_stride)),
+                    W_F16 => {
+                        prefetch_ahead(bh.add(v * t.b_stride) as *const i8);
+                        _mm512_cvtph_ps(
+                            _mm256_loadu_si256(bh.add(v * t.b_stride) as *const __m256i),
+                        )
+                    }
+                    W_I16 => {
+                        prefetch_ahead(bq.add(v * t.b_stride) as *const i8);
+                        _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
+                            bq.add(v * t.b_stride) as *const __m256i,
+                        )))
+                    }
+                    _ => {
+                        prefetch_ahead(bp.add(v * t.b_stride) as *const i8);
+                        _mm512_loadu_ps(bp.add(v * t.b_stride))
+                    }
                 };
             }
             for m in 0..M {
