@@ -235,6 +235,21 @@ pub fn tiers_under_test(what: &str) -> Vec<Isa> {
     v
 }
 
+/// Whether the CPU says it is an Intel one (CPUID vendor `GenuineIntel`): for
+/// tuning that was measured to help on Intel and to hurt elsewhere, never for
+/// choosing instructions (that is [`Isa::detect`]'s feature detection).
+pub fn vendor_is_intel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Leaf 0 (the vendor string) exists on every x86-64 CPU.
+        let r = std::arch::x86_64::__cpuid(0);
+        let vendor = [r.ebx, r.edx, r.ecx].map(u32::to_le_bytes).concat();
+        vendor == b"GenuineIntel"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// The tier `RILL_ISA` asks for, checked against this CPU; `Ok(None)` when unset.
 /// Programs call this at start-up to turn a bad value into a clear error.
 pub fn from_env() -> Result<Option<Isa>, IsaError> {

@@ -8,7 +8,18 @@
 use super::{Act, BLOCK, GROUP, Q8, QUADS};
 use std::arch::x86_64::*;
 
-/// Up to 4 blocks (64 rows, four memory streams) at once.
+/// Asks for the cache line `bytes` past the 64-byte weight quad at `p` (a block's
+/// stream is contiguous, so that is the same stream further on); 0 = nothing.
+/// A prefetch never faults, so reaching past the weights is harmless.
+#[inline(always)]
+unsafe fn prefetch(p: *const u8, bytes: usize) {
+    if bytes > 0 {
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(bytes) as *const i8);
+    }
+}
+
+/// Up to 4 blocks (64 rows, four memory streams) at once; `prefetch_bytes` as
+/// [`prefetch`].
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.
@@ -18,6 +29,7 @@ pub unsafe fn blocks_avx512<const A: usize>(
     blocks: &[usize],
     acts: &[&Act<'_>; A],
     out: &mut [[f32; 4 * BLOCK]; A],
+    prefetch_bytes: usize,
 ) {
     let groups = m.groups();
     let mut acc = [[_mm512_setzero_ps(); 4]; A];
@@ -37,11 +49,11 @@ pub unsafe fn blocks_avx512<const A: usize>(
                 l[a] = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
             }
             for k in 0..blocks.len() {
-                let w = _mm512_loadu_si512(
+                let p =
                     m.q.as_ptr()
-                        .add((((blocks[k]) * groups + g) * QUADS + j) * BLOCK * 4)
-                        as *const _,
-                );
+                        .add(((blocks[k] * groups + g) * QUADS + j) * BLOCK * 4);
+                prefetch(p, prefetch_bytes);
+                let w = _mm512_loadu_si512(p as *const _);
                 for a in 0..A {
                     dh[a][k] = _mm512_dpbusd_epi32(dh[a][k], w, h[a]);
                     dl[a][k] = _mm512_dpbusd_epi32(dl[a][k], w, l[a]);
@@ -82,7 +94,13 @@ pub unsafe fn blocks_avx512<const A: usize>(
 /// # Safety
 /// The CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+pub unsafe fn blocks_avx2(
+    m: &Q8,
+    blocks: &[usize],
+    act: &Act<'_>,
+    out: &mut [f32],
+    prefetch_bytes: usize,
+) {
     let groups = m.groups();
     let nb = blocks.len();
     // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
@@ -99,6 +117,7 @@ pub unsafe fn blocks_avx2(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f3
                     (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
                 );
                 let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
+                prefetch(p, prefetch_bytes);
                 for q4 in 0..4 {
                     let w = _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
                     d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
