@@ -31,7 +31,8 @@ const QUADS: usize = GROUP / 4;
 /// alternated runs: the AVX2 tier's LM 31 → 23 ms, AVX-512's 23.9 → 21.7 ms; 512 to
 /// 1536 bytes ahead did about equally). On AMD the variant tried on Zen 3 made the LM
 /// slower (26 → 30–35 ms), so other vendors keep the hardware prefetch alone.
-fn prefetch_bytes() -> usize {
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn prefetch_bytes() -> usize {
     static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *BYTES.get_or_init(|| {
         if crate::isa::vendor_is_intel() {
@@ -40,6 +41,21 @@ fn prefetch_bytes() -> usize {
             0
         }
     })
+}
+
+/// Asks for the cache line `bytes` past `p` (the same weight stream further on);
+/// 0 = nothing. A prefetch never faults, so reaching past the weights is harmless.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8, bytes: usize) {
+    if bytes > 0 {
+        // SAFETY: SSE is part of x86-64, and a prefetch reads nothing the program sees.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                p.wrapping_add(bytes) as *const i8,
+            )
+        };
+    }
 }
 
 /// An int8 matrix in the blocked layout.

@@ -22,6 +22,8 @@
 //! AVX-512 kernel agrees to within a few f32 roundings (it converts two partial
 //! sums to f32 separately).
 
+#[cfg(target_arch = "x86_64")]
+use crate::gemv_int8::prefetch_bytes;
 use crate::gemv_int8::{Act, BLOCK};
 use crate::isa::Isa;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -190,11 +192,13 @@ impl Lut4 {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` with VNNI comes only from detecting avx512f/bw/vnni.
             Tier::Avx512 if isa.vnni() => unsafe {
-                x86::blocks_avx512(self, blocks, act, sums, out)
+                x86::blocks_avx512(self, blocks, act, sums, out, prefetch_bytes())
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
-            Tier::Avx2 | Tier::Avx512 => unsafe { x86::blocks_avx2(self, blocks, act, out) },
+            Tier::Avx2 | Tier::Avx512 => unsafe {
+                x86::blocks_avx2(self, blocks, act, out, prefetch_bytes())
+            },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: an `Isa` with dotprod comes only from detecting neon and dotprod.
             Tier::Neon if isa.dotprod() => unsafe { arm::blocks_sdot(self, blocks, act, out) },

@@ -5,21 +5,11 @@
 //! register multiplies each of them, and per vector the operations and their order
 //! are those of `A = 1`, so the results do not depend on `A`.
 
-use super::{Act, BLOCK, GROUP, Q8, QUADS};
+use super::{prefetch, Act, BLOCK, GROUP, Q8, QUADS};
 use std::arch::x86_64::*;
 
-/// Asks for the cache line `bytes` past the 64-byte weight quad at `p` (a block's
-/// stream is contiguous, so that is the same stream further on); 0 = nothing.
-/// A prefetch never faults, so reaching past the weights is harmless.
-#[inline(always)]
-unsafe fn prefetch(p: *const u8, bytes: usize) {
-    if bytes > 0 {
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(bytes) as *const i8);
-    }
-}
-
 /// Up to 4 blocks (64 rows, four memory streams) at once; `prefetch_bytes` as
-/// [`prefetch`].
+/// [`super::prefetch_bytes`].
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and AVX-512VNNI.

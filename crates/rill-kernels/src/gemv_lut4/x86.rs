@@ -3,7 +3,7 @@
 //! `vpmaddwd`); the module doc of [`super`] describes both.
 
 use super::{Lut4, QUAD_BYTES};
-use crate::gemv_int8::{Act, BLOCK};
+use crate::gemv_int8::{prefetch, Act, BLOCK};
 use std::arch::x86_64::*;
 
 /// Up to 4 blocks (four memory streams) at once.
@@ -17,6 +17,7 @@ pub unsafe fn blocks_avx512(
     act: &Act<'_>,
     sums: (i32, i32),
     out: &mut [f32],
+    prefetch_bytes: usize,
 ) {
     let quads = m.cols / 4;
     let mask = _mm256_set1_epi8(0x0f);
@@ -43,6 +44,7 @@ pub unsafe fn blocks_avx512(
                 .packed
                 .as_ptr()
                 .add(((blocks[k]) * quads + j) * QUAD_BYTES);
+            prefetch(p, prefetch_bytes);
             let b = _mm256_loadu_si256(p as *const __m256i);
             let lo = _mm256_and_si256(b, mask);
             let hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
@@ -86,15 +88,22 @@ const AVX2_CHUNK: usize = 64;
 /// # Safety
 /// The CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub unsafe fn blocks_avx2(m: &Lut4, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
+pub unsafe fn blocks_avx2(
+    m: &Lut4,
+    blocks: &[usize],
+    act: &Act<'_>,
+    out: &mut [f32],
+    prefetch_bytes: usize,
+) {
+    let pf = prefetch_bytes;
     match *blocks {
-        [a] => blocks_avx2_n(m, [a], act, out),
-        [a, b] => blocks_avx2_n(m, [a, b], act, out),
-        [a, b, c] => blocks_avx2_n(m, [a, b, c], act, out),
-        [a, b, c, d] => blocks_avx2_n(m, [a, b, c, d], act, out),
+        [a] => blocks_avx2_n(m, [a], act, out, pf),
+        [a, b] => blocks_avx2_n(m, [a, b], act, out, pf),
+        [a, b, c] => blocks_avx2_n(m, [a, b, c], act, out, pf),
+        [a, b, c, d] => blocks_avx2_n(m, [a, b, c, d], act, out, pf),
         _ => {
             for (k, c) in blocks.chunks(4).enumerate() {
-                blocks_avx2(m, c, act, &mut out[4 * k * BLOCK..]);
+                blocks_avx2(m, c, act, &mut out[4 * k * BLOCK..], pf);
             }
         }
     }
@@ -134,6 +143,7 @@ unsafe fn blocks_avx2_n<const N: usize>(
     blocks: [usize; N],
     act: &Act<'_>,
     out: &mut [f32],
+    prefetch_bytes: usize,
 ) {
     assert!(out.len() >= N * BLOCK && act.xq.len() >= m.cols);
     let quads = m.cols / 4;
@@ -182,6 +192,7 @@ unsafe fn blocks_avx2_n<const N: usize>(
             let xe = _mm256_set1_epi32(pairs[2 * (j - j0)]);
             let xo = _mm256_set1_epi32(pairs[2 * (j - j0) + 1]);
             for k in 0..N {
+                prefetch(base[k].add(j * QUAD_BYTES), prefetch_bytes);
                 let b = _mm256_loadu_si256(base[k].add(j * QUAD_BYTES) as *const __m256i);
                 let lo = _mm256_and_si256(b, mask);
                 let hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
