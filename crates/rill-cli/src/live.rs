@@ -2,6 +2,7 @@
 //! the streaming engine, report honestly whether this machine keeps up.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -30,6 +31,9 @@ impl LiveArgs {
 pub struct Loaded {
     pub engine: Engine,
     pub info: serde_json::Value,
+    /// When the weights were in memory, before the engine's calibration: the
+    /// start of "load to first audio".
+    pub weights_ready: Instant,
 }
 
 /// Loads the model and codec and starts the engine (measuring real-time capacity).
@@ -41,6 +45,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     let codec_precision = model_source::codec_precision(model, precision, true);
     let codec = model_source::load_codec(&ckpt, codec_precision)?;
     drop(ckpt);
+    let weights_ready = Instant::now();
     let (stages, threads, lm_threads) = model.stage_plan()?;
     eprintln!(
         "measuring real-time capacity ({} threads, {}, {} kernels)…",
@@ -85,6 +90,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
             "precision": precision.name(),
             "codec": model_source::codec_name(codec_precision),
         }),
+        weights_ready,
     })
 }
 

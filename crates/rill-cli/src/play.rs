@@ -74,6 +74,7 @@ pub fn run(args: PlayArgs) -> Result<()> {
     let initial = live::initial_controls(&args.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(&args.model, Some(1))?;
+    let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {
         seed: args.controls.seed(),
         buffer_frames: args.live.buffer_frames(),
@@ -95,6 +96,14 @@ pub fn run(args: PlayArgs) -> Result<()> {
     while stream.buffered_ms() < stream.capacity_ms() && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
     }
+    eprintln!(
+        "first audio {:.2} s after the weights loaded (engine start and calibration {:.2} s, \
+         {:.0} ms buffer filled in {:.2} s)",
+        loaded.weights_ready.elapsed().as_secs_f64(),
+        opened.duration_since(loaded.weights_ready).as_secs_f64(),
+        stream.buffered_ms(),
+        t0.elapsed().as_secs_f64(),
+    );
     let mut null_sink = None;
     let _device = if args.device == "null" {
         null_sink = Some(stream);

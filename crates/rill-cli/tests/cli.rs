@@ -523,6 +523,10 @@ fn play_without_a_device_records_what_it_played() {
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("RTF"), "status line missing: {e}");
+    assert!(
+        e.contains("first audio ") && e.contains(" ms buffer filled in "),
+        "time to first audio missing: {e}"
+    );
     // The summary says how much was generated; 2 s = 50 frames were played
     // (however long that took), and the recording holds every generated frame.
     let generated: u32 = e
