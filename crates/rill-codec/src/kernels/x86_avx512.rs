@@ -212,53 +212,88 @@ unsafe fn reduce16(v: __m512) -> f32 {
     super::portable::reduce16(&l)
 }
 
-/// Narrow outputs: per (row, column) a 16-lane dot product over all taps; 4 rows share
-/// each weight load.
+/// Narrow outputs: per (row, column) a 16-lane dot product over all taps. Blocks of
+/// 6 rows × 2 columns share each weight load over the rows and each input load over
+/// the columns (the output layer has 2 columns per group); every (row, column) sum
+/// keeps its lane order, so the bits do not depend on the blocking.
 ///
 /// # Safety
 /// AVX-512F must be available and the tile's pointers valid; `t.b` points at
 /// `ncols` weight rows of `taps·cin` floats.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn narrow(t: &Tile<'_>) {
-    const R: usize = 4;
+    const R: usize = 6;
     let rows = t.a.len();
+    let mut j = 0;
+    while j < t.ncols {
+        let paired = j + 2 <= t.ncols;
+        let mut r0 = 0;
+        while r0 + R <= rows {
+            if paired {
+                narrow_block::<R, 2>(t, r0, j);
+            } else {
+                narrow_block::<R, 1>(t, r0, j);
+            }
+            r0 += R;
+        }
+        while r0 < rows {
+            if paired {
+                narrow_block::<1, 2>(t, r0, j);
+            } else {
+                narrow_block::<1, 1>(t, r0, j);
+            }
+            r0 += 1;
+        }
+        j += if paired { 2 } else { 1 };
+    }
+}
+
+/// Rows `r0..r0 + R` × columns `j0..j0 + C` of [`narrow`].
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn narrow_block<const R: usize, const C: usize>(t: &Tile<'_>, r0: usize, j0: usize) {
     let full = t.cin / PANEL * PANEL;
     let tail = lane_mask(t.cin - full);
-    let mut r0 = 0;
-    while r0 < rows {
-        let mr = R.min(rows - r0);
-        for j in 0..t.ncols {
-            let w = t.b.add(j * t.b_stride);
-            let mut acc = [_mm512_setzero_ps(); R];
-            for (ti, &off) in t.taps.iter().enumerate() {
-                let wt = w.add(ti * t.cin);
-                let mut ci = 0;
-                while ci < full {
-                    let wv = _mm512_loadu_ps(wt.add(ci));
-                    for m in 0..mr {
-                        let x = _mm512_loadu_ps(t.a[r0 + m].offset(off).add(ci));
-                        acc[m] = _mm512_fmadd_ps(x, wv, acc[m]);
-                    }
-                    ci += PANEL;
-                }
-                if full < t.cin {
-                    let wv = _mm512_maskz_loadu_ps(tail, wt.add(full));
-                    for m in 0..mr {
-                        let x = _mm512_maskz_loadu_ps(tail, t.a[r0 + m].offset(off).add(full));
-                        acc[m] = _mm512_fmadd_ps(x, wv, acc[m]);
-                    }
+    let mut acc = [[_mm512_setzero_ps(); R]; C];
+    for (ti, &off) in t.taps.iter().enumerate() {
+        let w = |c: usize, ci: usize| t.b.add((j0 + c) * t.b_stride + ti * t.cin + ci);
+        let mut ci = 0;
+        while ci < full {
+            let mut wv = [_mm512_setzero_ps(); C];
+            for c in 0..C {
+                wv[c] = _mm512_loadu_ps(w(c, ci));
+            }
+            for m in 0..R {
+                let x = _mm512_loadu_ps(t.a[r0 + m].offset(off).add(ci));
+                for c in 0..C {
+                    acc[c][m] = _mm512_fmadd_ps(x, wv[c], acc[c][m]);
                 }
             }
-            for m in 0..mr {
-                let y = reduce16(acc[m]) + *t.bias.add(j);
-                let dst = t.c[r0 + m].add(j);
-                *dst = match t.epi {
-                    Epilogue::Store => y,
-                    Epilogue::Elu => super::portable::elu(y),
-                    Epilogue::Accumulate => *dst + y,
-                };
+            ci += PANEL;
+        }
+        if full < t.cin {
+            let mut wv = [_mm512_setzero_ps(); C];
+            for c in 0..C {
+                wv[c] = _mm512_maskz_loadu_ps(tail, w(c, full));
+            }
+            for m in 0..R {
+                let x = _mm512_maskz_loadu_ps(tail, t.a[r0 + m].offset(off).add(full));
+                for c in 0..C {
+                    acc[c][m] = _mm512_fmadd_ps(x, wv[c], acc[c][m]);
+                }
             }
         }
-        r0 += mr;
+    }
+    for c in 0..C {
+        let j = j0 + c;
+        for m in 0..R {
+            let y = reduce16(acc[c][m]) + *t.bias.add(j);
+            let dst = t.c[r0 + m].add(j);
+            *dst = match t.epi {
+                Epilogue::Store => y,
+                Epilogue::Elu => super::portable::elu(y),
+                Epilogue::Accumulate => *dst + y,
+            };
+        }
     }
 }
