@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::simd::{by_row_groups, W_F16, W_I16};
+use super::simd::{by_row_groups, prefetch_ahead, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
 
 // Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv selects where
@@ -68,15 +68,6 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
         std::ptr::copy_nonoverlapping(out.as_ptr(), dst.add(i), n - i);
     }
 }
-
-/// How far ahead (bytes) the panel kernel prefetches its weights. A task's first row
-/// group reads each weight panel from L3 or DRAM (the early layers' two-byte weights
-/// stream from DRAM once per frame for a handful of rows; the Winograd products'
-/// panels are re-read only by the task's later row groups), and one sequential stream
-/// did not keep enough misses in flight on its own. Zen 3, alternated runs: the
-/// int16 early layers ≈ 10 % faster, the f32 Winograd layers ≈ 4 %; of 1, 1.5, 2 and
-/// 4 KB ahead, 1.5–2 KB did best.
-const PREFETCH_BYTES: usize = 2048;
 
 /// `M` rows × one 16-column panel `p` of the tile.
 #[inline]
@@ -143,13 +134,6 @@ unsafe fn micro<const M: usize, const W: u8>(
         }
     }
     epilogue(t, &res, c, p, nvalid);
-}
-
-/// Prefetches the line [`PREFETCH_BYTES`] past `p` (a hint: it never faults,
-/// so past the end of the weights it is harmless).
-#[inline(always)]
-unsafe fn prefetch_ahead(p: *const i8) {
-    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES));
 }
 
 /// `epi(acc + bias)` for 8 columns; `cur` holds the 8 values Accumulate adds to.

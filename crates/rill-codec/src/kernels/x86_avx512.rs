@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::simd::{by_row_groups, W_F16, W_I16};
+use super::simd::{by_row_groups, prefetch_ahead, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
@@ -66,17 +66,6 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
         let v = _mm512_maskz_loadu_ps(m, src.add(i));
         _mm512_mask_storeu_ps(dst.add(i), m, elu(v));
     }
-}
-
-/// How far ahead (bytes) the panel kernel prefetches its weights (see the AVX2
-/// kernel's `PREFETCH_BYTES`; one stream per 16-column panel of the tile).
-const PREFETCH_BYTES: usize = 2048;
-
-/// Prefetches the line [`PREFETCH_BYTES`] past `p` (a hint: it never faults,
-/// so past the end of the weights it is harmless).
-#[inline(always)]
-unsafe fn prefetch_ahead(p: *const i8) {
-    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES));
 }
 
 #[inline]
