@@ -8,8 +8,8 @@
 //! VNNI `vpdpbusd` multiplies a quad for 16 rows at once and the per-group scales
 //! apply to 16 rows with one vector FMA. The int16 activations are split into a
 //! high and a low signed byte (`xq = 256·hi + lo' + 128`), so two `vpdpbusd` give
-//! the exact int16 dot product; the `+128` term is a per-row constant computed at
-//! load. Integer sums are exact on every path (AVX-512, AVX2, portable); only the
+//! the exact int16 dot product; the `+128` term is a per-row constant (stored for
+//! NEON, summed from the loaded weights on AVX-512). Integer sums are exact on every path (AVX-512, AVX2, portable); only the
 //! order of the f32 group accumulation differs.
 //!
 //! Why int16 activations: their error (≈ 1/65534 of the largest entry) stays far
@@ -68,7 +68,9 @@ pub(crate) struct Q8 {
     /// `[blocks][groups][16 rows]`.
     scales: Vec<f32>,
     biases: Vec<f32>,
-    /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte.
+    /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte
+    /// (the SDOT kernel's; the AVX-512 one sums it from the weights it loads).
+    #[cfg(target_arch = "aarch64")]
     qsum128: Vec<i32>,
 }
 
@@ -85,6 +87,7 @@ impl Q8 {
         let mut q = vec![0u8; blocks * BLOCK * cols];
         let mut scales = vec![0f32; blocks * groups * BLOCK];
         let mut biases = vec![0f32; blocks * groups * BLOCK];
+        #[cfg(target_arch = "aarch64")]
         let mut qsum128 = vec![0i32; blocks * groups * BLOCK];
         for r in 0..rows {
             let (b, rr) = (r / BLOCK, r % BLOCK);
@@ -92,15 +95,16 @@ impl Q8 {
                 let meta = (b * groups + g) * BLOCK + rr;
                 scales[meta] = a.scales[r * groups + g];
                 biases[meta] = a.biases[r * groups + g];
-                let mut s = 0i32;
+                let src = &a.q[r * cols + g * GROUP..][..GROUP];
                 for j in 0..QUADS {
                     for t in 0..4 {
-                        let v = a.q[r * cols + g * GROUP + 4 * j + t];
-                        s += v as i32;
-                        q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] = v;
+                        q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] = src[4 * j + t];
                     }
                 }
-                qsum128[meta] = 128 * s;
+                #[cfg(target_arch = "aarch64")]
+                {
+                    qsum128[meta] = 128 * src.iter().map(|&v| v as i32).sum::<i32>();
+                }
             }
         }
         Q8 {
@@ -109,6 +113,7 @@ impl Q8 {
             q,
             scales,
             biases,
+            #[cfg(target_arch = "aarch64")]
             qsum128,
         }
     }
@@ -155,6 +160,7 @@ impl Q8 {
             q: Vec::new(),
             scales: Vec::new(),
             biases: Vec::new(),
+            #[cfg(target_arch = "aarch64")]
             qsum128: Vec::new(),
         };
         for p in parts {
@@ -162,6 +168,7 @@ impl Q8 {
             out.q.extend(p.q);
             out.scales.extend(p.scales);
             out.biases.extend(p.biases);
+            #[cfg(target_arch = "aarch64")]
             out.qsum128.extend(p.qsum128);
         }
         out
