@@ -65,9 +65,9 @@ pub(crate) struct Q8 {
     cols: usize,
     /// `[blocks][groups][16 quads][16 rows][4]`, rows padded to a multiple of 16.
     q: Vec<u8>,
-    /// `[blocks][groups][16 rows]`.
-    scales: Vec<f32>,
-    biases: Vec<f32>,
+    /// `[blocks][groups][16 scales, then 16 biases]` ([`Q8::meta_at`]): one stream
+    /// next to each block's weights instead of two.
+    meta: Vec<f32>,
     /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte
     /// (the SDOT kernel's; the AVX-512 one sums it from the weights it loads).
     #[cfg(target_arch = "aarch64")]
@@ -79,22 +79,28 @@ impl Q8 {
         self.cols / GROUP
     }
 
+    /// Where the 16 scales of block-group `bg = block·groups + group` start in
+    /// `meta`; its 16 biases follow them.
+    #[inline(always)]
+    fn meta_at(bg: usize) -> usize {
+        bg * 2 * BLOCK
+    }
+
     /// From MLX-layout affine data (`q` row-major `[rows][cols]`, scales/biases `[rows][groups]`).
     pub fn from_affine(a: &Affine, rows: usize, cols: usize) -> Q8 {
         assert_eq!(a.group, GROUP);
         let groups = cols / GROUP;
         let blocks = rows.div_ceil(BLOCK);
         let mut q = vec![0u8; blocks * BLOCK * cols];
-        let mut scales = vec![0f32; blocks * groups * BLOCK];
-        let mut biases = vec![0f32; blocks * groups * BLOCK];
+        let mut meta = vec![0f32; blocks * groups * 2 * BLOCK];
         #[cfg(target_arch = "aarch64")]
         let mut qsum128 = vec![0i32; blocks * groups * BLOCK];
         for r in 0..rows {
             let (b, rr) = (r / BLOCK, r % BLOCK);
             for g in 0..groups {
-                let meta = (b * groups + g) * BLOCK + rr;
-                scales[meta] = a.scales[r * groups + g];
-                biases[meta] = a.biases[r * groups + g];
+                let at = Q8::meta_at(b * groups + g) + rr;
+                meta[at] = a.scales[r * groups + g];
+                meta[at + BLOCK] = a.biases[r * groups + g];
                 let src = &a.q[r * cols + g * GROUP..][..GROUP];
                 for j in 0..QUADS {
                     for t in 0..4 {
@@ -103,7 +109,8 @@ impl Q8 {
                 }
                 #[cfg(target_arch = "aarch64")]
                 {
-                    qsum128[meta] = 128 * src.iter().map(|&v| v as i32).sum::<i32>();
+                    qsum128[(b * groups + g) * BLOCK + rr] =
+                        128 * src.iter().map(|&v| v as i32).sum::<i32>();
                 }
             }
         }
@@ -111,8 +118,7 @@ impl Q8 {
             rows,
             cols,
             q,
-            scales,
-            biases,
+            meta,
             #[cfg(target_arch = "aarch64")]
             qsum128,
         }
@@ -130,9 +136,9 @@ impl Q8 {
         };
         for r in 0..rows {
             for g in 0..groups {
-                let meta = ((r / BLOCK) * groups + g) * BLOCK + r % BLOCK;
-                a.scales[r * groups + g] = self.scales[meta];
-                a.biases[r * groups + g] = self.biases[meta];
+                let at = Q8::meta_at((r / BLOCK) * groups + g) + r % BLOCK;
+                a.scales[r * groups + g] = self.meta[at];
+                a.biases[r * groups + g] = self.meta[at + BLOCK];
             }
             for c in 0..cols {
                 a.q[r * cols + c] = self.q[self.index(r, c)];
@@ -158,16 +164,14 @@ impl Q8 {
             rows: 0,
             cols,
             q: Vec::new(),
-            scales: Vec::new(),
-            biases: Vec::new(),
+            meta: Vec::new(),
             #[cfg(target_arch = "aarch64")]
             qsum128: Vec::new(),
         };
         for p in parts {
             out.rows += p.rows;
             out.q.extend(p.q);
-            out.scales.extend(p.scales);
-            out.biases.extend(p.biases);
+            out.meta.extend(p.meta);
             #[cfg(target_arch = "aarch64")]
             out.qsum128.extend(p.qsum128);
         }
@@ -175,7 +179,7 @@ impl Q8 {
     }
 
     pub fn bytes(&self) -> usize {
-        self.q.len() + 4 * (self.scales.len() + self.biases.len())
+        self.q.len() + 4 * self.meta.len()
     }
 
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
@@ -183,8 +187,8 @@ impl Q8 {
         let (b, rr) = (r / BLOCK, r % BLOCK);
         // Group by group, a quad (4 inputs) at a time: the layout of `index`.
         for (g, og) in out.chunks_exact_mut(GROUP).enumerate().take(groups) {
-            let meta = (b * groups + g) * BLOCK + rr;
-            let (scale, bias) = (self.scales[meta], self.biases[meta]);
+            let at = Q8::meta_at(b * groups + g) + rr;
+            let (scale, bias) = (self.meta[at], self.meta[at + BLOCK]);
             for (j, oq) in og.chunks_exact_mut(4).enumerate() {
                 let base = (((b * groups + g) * QUADS + j) * BLOCK + rr) * 4;
                 for (o, &q) in oq.iter_mut().zip(&self.q[base..base + 4]) {
@@ -334,8 +338,8 @@ fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
                     lanes[e] += qj[e] as i32 * xr[e] as i32;
                 }
             }
-            let meta = (b * groups + g) * BLOCK;
-            let (sc, bs) = (&m.scales[meta..meta + BLOCK], &m.biases[meta..meta + BLOCK]);
+            let at = Q8::meta_at(b * groups + g);
+            let (sc, bs) = m.meta[at..at + 2 * BLOCK].split_at(BLOCK);
             for rr in 0..BLOCK {
                 let l = &lanes[4 * rr..4 * rr + 4];
                 let d = l[0] + l[1] + l[2] + l[3];

@@ -51,6 +51,7 @@ pub unsafe fn blocks_sdot<const A: usize>(
                 }
             }
             let meta = (b * groups + g) * BLOCK;
+            let sb = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
             for a in 0..A {
                 // |Σxq| < 2^21, so the f32 group sum is an exact integer.
                 let sums = acts[a].sums[g];
@@ -60,9 +61,9 @@ pub unsafe fn blocks_sdot<const A: usize>(
                     let c = vld1q_s32(m.qsum128.as_ptr().add(meta + 4 * k));
                     let d = vaddq_s32(vaddq_s32(vshlq_n_s32::<8>(dh[a][k]), dl[a][k]), c);
                     let d = vaddq_s32(d, shift);
-                    let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
+                    let sc = vld1q_f32(sb.add(4 * k));
                     acc[a][k] = vfmaq_f32(acc[a][k], vcvtq_f32_s32(d), sc);
-                    let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
+                    let bs = vld1q_f32(sb.add(BLOCK + 4 * k));
                     bias[a][k] = vfmaq_f32(bias[a][k], bs, xs);
                 }
             }
@@ -106,15 +107,15 @@ pub unsafe fn blocks_neon(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f3
                 }
             }
             let xs = vdupq_n_f32(act.sums[g]);
-            let meta = (b * groups + g) * BLOCK;
+            let sb = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
             for k in 0..4 {
                 // Fold each row's four lanes: [r0, r1, r2, r3] of this quarter.
                 let s01 = vpaddq_s32(d[4 * k], d[4 * k + 1]);
                 let s23 = vpaddq_s32(d[4 * k + 2], d[4 * k + 3]);
                 let rows = vpaddq_s32(s01, s23);
-                let sc = vld1q_f32(m.scales.as_ptr().add(meta + 4 * k));
+                let sc = vld1q_f32(sb.add(4 * k));
                 acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(rows), sc);
-                let bs = vld1q_f32(m.biases.as_ptr().add(meta + 4 * k));
+                let bs = vld1q_f32(sb.add(BLOCK + 4 * k));
                 bias[k] = vfmaq_f32(bias[k], bs, xs);
             }
         }

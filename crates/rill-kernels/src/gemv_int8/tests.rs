@@ -154,8 +154,8 @@ fn row_into_reads_the_blocked_layout() {
         for r in 0..rows {
             m.row_into(r, &mut row);
             for (c, &got) in row.iter().enumerate() {
-                let meta = ((r / BLOCK) * m.groups() + c / GROUP) * BLOCK + r % BLOCK;
-                let want = m.q[m.index(r, c)] as f32 * m.scales[meta] + m.biases[meta];
+                let at = Q8::meta_at((r / BLOCK) * m.groups() + c / GROUP) + r % BLOCK;
+                let want = m.q[m.index(r, c)] as f32 * m.meta[at] + m.meta[at + BLOCK];
                 assert_eq!(
                     got.to_bits(),
                     want.to_bits(),

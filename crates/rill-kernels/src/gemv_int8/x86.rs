@@ -57,11 +57,11 @@ pub unsafe fn blocks_avx512<const A: usize>(
             }
         }
         for k in 0..blocks.len() {
-            let meta = ((blocks[k]) * groups + g) * BLOCK;
+            let meta = m.meta.as_ptr().add(Q8::meta_at(blocks[k] * groups + g));
             // 128·Σq of the low byte's shift, from the weights already in registers.
             let c = _mm512_slli_epi32::<7>(qsum[k]);
-            let sc = _mm512_loadu_ps(m.scales.as_ptr().add(meta));
-            let bi = _mm512_loadu_ps(m.biases.as_ptr().add(meta));
+            let sc = _mm512_loadu_ps(meta);
+            let bi = _mm512_loadu_ps(meta.add(BLOCK));
             for a in 0..A {
                 let d = _mm512_add_epi32(
                     _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
@@ -120,15 +120,15 @@ pub unsafe fn blocks_avx2(
                     d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
                 }
             }
-            let meta = (b * groups + g) * BLOCK;
+            let meta = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
             for q4 in 0..4 {
                 // Fold the two partial sums of each row: lanes (0,1)→row 0, …
                 let s = _mm256_hadd_epi32(d[q4], d[q4]);
                 let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
                 let rows = _mm256_castsi256_si128(s);
-                let sc = _mm_loadu_ps(m.scales.as_ptr().add(meta + 4 * q4));
+                let sc = _mm_loadu_ps(meta.add(4 * q4));
                 acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
-                let bi = _mm_loadu_ps(m.biases.as_ptr().add(meta + 4 * q4));
+                let bi = _mm_loadu_ps(meta.add(BLOCK + 4 * q4));
                 bias[k][q4] = _mm_fmadd_ps(bi, xs, bias[k][q4]);
             }
         }
