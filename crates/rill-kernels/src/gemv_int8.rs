@@ -9,8 +9,9 @@
 //! apply to 16 rows with one vector FMA. The int16 activations are split into a
 //! high and a low signed byte (`xq = 256·hi + lo' + 128`), so two `vpdpbusd` give
 //! the exact int16 dot product; the `+128` term is a per-row constant (stored for
-//! NEON, summed from the loaded weights on AVX-512). Integer sums are exact on every path (AVX-512, AVX2, portable); only the
-//! order of the f32 group accumulation differs.
+//! NEON, summed from the loaded weights on AVX-512). Integer sums are exact on every
+//! path (AVX-512, AVX2, portable); only the order of the f32 group accumulation
+//! differs.
 //!
 //! Why int16 activations: their error (≈ 1/65534 of the largest entry) stays far
 //! below the int8 weight error, so quality matches MLX's float-activation int8.
@@ -43,21 +44,6 @@ pub(crate) fn prefetch_bytes() -> usize {
     })
 }
 
-/// Asks for the cache line `bytes` past `p` (the same weight stream further on);
-/// 0 = nothing. A prefetch never faults, so reaching past the weights is harmless.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8, bytes: usize) {
-    if bytes > 0 {
-        // SAFETY: SSE is part of x86-64, and a prefetch reads nothing the program sees.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                p.wrapping_add(bytes) as *const i8,
-            )
-        };
-    }
-}
-
 /// An int8 matrix in the blocked layout.
 #[derive(Debug, Clone)]
 pub(crate) struct Q8 {
@@ -65,8 +51,9 @@ pub(crate) struct Q8 {
     cols: usize,
     /// `[blocks][groups][16 quads][16 rows][4]`, rows padded to a multiple of 16.
     q: Vec<u8>,
-    /// `[blocks][groups][16 scales, then 16 biases]` ([`Q8::meta_at`]): one stream
-    /// next to each block's weights instead of two.
+    /// `[blocks][groups][16 scales, then 16 biases]` ([`Q8::meta_at`]): one
+    /// metadata stream per block beside its weights, not one for scales and one for
+    /// biases.
     meta: Vec<f32>,
     /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte
     /// (the SDOT kernel's; the AVX-512 one sums it from the weights it loads).

@@ -19,7 +19,7 @@ mod gemv_int8;
 mod gemv_lut4;
 pub mod gemv_mlx8;
 mod gemv_q4;
-mod simd;
+pub mod simd;
 
 pub use buf::AVec;
 pub use isa::{Isa, Tier};

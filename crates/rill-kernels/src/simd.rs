@@ -1,4 +1,20 @@
-//! Small SIMD helpers shared by the kernels of one architecture.
+//! Small SIMD helpers shared by the kernels of one architecture, and the software
+//! prefetch of a weight stream that this crate's and the codec's kernels use.
+
+/// Asks for the cache line `bytes` past `p` (the same weight stream further on);
+/// 0 = nothing. A prefetch never faults, so reaching past the weights is harmless.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn prefetch_ahead(p: *const u8, bytes: usize) {
+    if bytes > 0 {
+        // SAFETY: SSE is part of x86-64, and a prefetch reads nothing the program sees.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                p.wrapping_add(bytes) as *const i8,
+            )
+        };
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::*;

@@ -26,15 +26,11 @@ pub(super) const W_I16: u8 = 2;
 #[cfg(target_arch = "x86_64")]
 const PREFETCH_BYTES: usize = 2048;
 
-/// Prefetches the line [`PREFETCH_BYTES`] past `p` (a hint: it never faults,
-/// so past the end of the weights it is harmless).
+/// Prefetches the line [`PREFETCH_BYTES`] past `p` ([`rill_kernels::simd::prefetch_ahead`]).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) fn prefetch_ahead(p: *const i8) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE is
-    // part of the x86_64 baseline.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES)) }
+pub(super) fn prefetch_ahead<T>(p: *const T) {
+    rill_kernels::simd::prefetch_ahead(p as *const u8, PREFETCH_BYTES);
 }
 
 /// Rows per micro-kernel call on every SIMD tier (the arms of [`by_row_groups`]).

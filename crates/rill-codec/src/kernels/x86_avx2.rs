@@ -95,20 +95,20 @@ unsafe fn micro<const M: usize, const W: u8>(
             let (b0, b1) = match W {
                 W_F16 => (
                     {
-                        prefetch_ahead(bh as *const i8);
+                        prefetch_ahead(bh);
                         _mm256_cvtph_ps(_mm_loadu_si128(bh as *const __m128i))
                     },
                     _mm256_cvtph_ps(_mm_loadu_si128(bh.add(8) as *const __m128i)),
                 ),
                 W_I16 => {
-                    prefetch_ahead(bq as *const i8);
+                    prefetch_ahead(bq);
                     let q = _mm256_loadu_si256(bq as *const __m256i);
                     let lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q));
                     let hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(q));
                     (_mm256_cvtepi32_ps(lo), _mm256_cvtepi32_ps(hi))
                 }
                 _ => {
-                    prefetch_ahead(bp as *const i8);
+                    prefetch_ahead(bp);
                     (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)))
                 }
             };

@@ -103,19 +103,19 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
             for (v, b) in bv.iter_mut().enumerate() {
                 *b = match W {
                     W_F16 => {
-                        prefetch_ahead(bh.add(v * t.b_stride) as *const i8);
+                        prefetch_ahead(bh.add(v * t.b_stride));
                         _mm512_cvtph_ps(
                             _mm256_loadu_si256(bh.add(v * t.b_stride) as *const __m256i),
                         )
                     }
                     W_I16 => {
-                        prefetch_ahead(bq.add(v * t.b_stride) as *const i8);
+                        prefetch_ahead(bq.add(v * t.b_stride));
                         _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
                             bq.add(v * t.b_stride) as *const __m256i,
                         )))
                     }
                     _ => {
-                        prefetch_ahead(bp.add(v * t.b_stride) as *const i8);
+                        prefetch_ahead(bp.add(v * t.b_stride));
                         _mm512_loadu_ps(bp.add(v * t.b_stride))
                     }
                 };

@@ -5,7 +5,8 @@
 //! register multiplies each of them, and per vector the operations and their order
 //! are those of `A = 1`, so the results do not depend on `A`.
 
-use super::{prefetch, Act, BLOCK, GROUP, Q8, QUADS};
+use super::{Act, BLOCK, GROUP, Q8, QUADS};
+use crate::simd::prefetch_ahead as prefetch;
 use std::arch::x86_64::*;
 
 /// Up to 4 blocks (64 rows, four memory streams) at once; `prefetch_bytes` as

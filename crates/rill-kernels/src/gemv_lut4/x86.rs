@@ -3,7 +3,8 @@
 //! `vpmaddwd`); the module doc of [`super`] describes both.
 
 use super::{Lut4, QUAD_BYTES};
-use crate::gemv_int8::{prefetch, Act, BLOCK};
+use crate::gemv_int8::{Act, BLOCK};
+use crate::simd::prefetch_ahead as prefetch;
 use std::arch::x86_64::*;
 
 /// Up to 4 blocks (four memory streams) at once.
