@@ -149,6 +149,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         codecs.push(load_codec(isa)?);
     }
     drop(ckpt);
+    rill_kernels::huge_pages::collapse_resident();
 
     let mut runs = Vec::new();
     for (&isa, codec) in tiers.iter().zip(codecs) {

@@ -170,6 +170,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         None
     };
     drop(ckpt);
+    rill_kernels::huge_pages::collapse_resident();
     let resumed = match (&args.resume, &codec) {
         (Some(p), Some(c)) => Some(Snapshot::load(p, &lm, c)?),
         _ => None,

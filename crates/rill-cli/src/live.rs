@@ -45,6 +45,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
     let codec_precision = model_source::codec_precision(model, precision, true);
     let codec = model_source::load_codec(&ckpt, codec_precision)?;
     drop(ckpt);
+    rill_kernels::huge_pages::collapse_resident();
     let weights_ready = Instant::now();
     let (stages, threads, lm_threads) = model.stage_plan()?;
     eprintln!(

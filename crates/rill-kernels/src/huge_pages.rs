@@ -171,6 +171,10 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     }
 }
 
+/// Huge pages for the blocks below [`HUGE_PAGE`], once they are loaded.
+mod collapse;
+pub use collapse::collapse_resident;
+
 #[cfg(test)]
 mod tests {
     use super::*;
