@@ -204,8 +204,6 @@ impl Model {
                 ..CodecOptions::default()
             },
         )?);
-        // The weights below 2 MB on huge pages too, as the `rill` binary does.
-        rill_kernels::huge_pages::collapse_resident();
         let pools = StagePools::new(Stages::auto(threads), threads, None);
         Ok(Model {
             lm,
