@@ -171,6 +171,15 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     }
 }
 
+/// The system's transparent-huge-page mode (`always`, `madvise` or `never`), if known
+/// (Linux sysfs; `None` elsewhere or on a kernel without THP).
+pub fn system_mode() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let start = s.find('[')? + 1;
+    let len = s[start..].find(']')?;
+    Some(s[start..start + len].to_string())
+}
+
 /// Huge pages for the blocks below [`HUGE_PAGE`], once they are loaded.
 mod collapse;
 pub use collapse::collapse_resident;

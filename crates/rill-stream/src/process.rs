@@ -22,10 +22,7 @@ pub fn huge_page_bytes() -> Option<u64> {
 
 /// The system's transparent-huge-page mode (`always`, `madvise` or `never`), if known.
 pub fn huge_page_mode() -> Option<String> {
-    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
-    let start = s.find('[')? + 1;
-    let len = s[start..].find(']')?;
-    Some(s[start..start + len].to_string())
+    rill_kernels::huge_pages::system_mode()
 }
 
 /// Returns the allocator's free pages to the OS (glibc's `malloc_trim`; a no-op

@@ -39,20 +39,17 @@ mod linux {
     use super::RESIDENT_PAGES;
 
     pub(super) fn collapse() -> usize {
-        // A kernel without THP has no such file; `never` is the owner's choice.
-        let thp_off = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .map_or(true, |s| s.contains("[never]"));
-        if thp_off {
+        // A kernel without THP has no mode; `never` is the owner's choice.
+        if matches!(super::super::system_mode().as_deref(), None | Some("never")) {
+            return 0;
+        }
+        // SAFETY: sysconf has no preconditions.
+        if unsafe { libc::sysconf(libc::_SC_PAGESIZE) } != 4096 {
             return 0;
         }
         let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
             return 0;
         };
-        let page = 4096usize;
-        // SAFETY: sysconf has no preconditions.
-        if unsafe { libc::sysconf(libc::_SC_PAGESIZE) } != page as libc::c_long {
-            return 0;
-        }
         let mut resident = vec![0u8; RESIDENT_PAGES];
         let mut asked = 0;
         for (start, end) in maps.lines().filter_map(anonymous_rw) {
