@@ -1,7 +1,16 @@
 //! Affine int8 weights (MLX layout: groups of 64 along the input, per-group scale
 //! and bias) × activations quantised to int16 with one scale per vector.
 //!
-//! `y[r] = sx · Σ_g (scale[r,g] · Σ_{i∈g} q[r,i]·xq[i] + bias[r,g] · Σ_{i∈g} xq[i])`.
+//! `y[r] = sx · Σ_g scale[r,g] · (Σ_{i∈g} q[r,i]·xq[i] − n[r,g] · Σ_{i∈g} xq[i])`.
+//!
+//! The bias is stored as an integer number of steps, `bias = −n·scale` with
+//! `0 ≤ n ≤ 255`, and folded into the exact integer sum (|sum| < 2^31): one byte per
+//! row-group instead of a 4-byte float (69 bytes per 64 weights instead of 72, for a
+//! product that streams its weights from memory) and one FMA instead of two. MLX's
+//! quantiser makes every group with values of both signs so: its bias is the edge
+//! value, an integer number of steps from zero ([`crate::quant`]). Any other group
+//! (one whose values all have one sign, or from a foreign file) keeps its float bias
+//! exactly, in a sparse list applied after the kernel ([`Q8::extras`]).
 //!
 //! Storage is blocked for the kernels: rows in blocks of 16, and within a block and
 //! group, 16 "quads" of 4 consecutive inputs × 16 rows (64 bytes), so one AVX-512
@@ -25,6 +34,23 @@ pub(crate) const GROUP: usize = 64;
 /// Rows per block.
 pub(crate) const BLOCK: usize = 16;
 const QUADS: usize = GROUP / 4;
+/// f32 slots of metadata per block-group: 16 scales, then 16 bytes `n`.
+const META: usize = BLOCK + BLOCK / 4;
+
+/// The `n` of a group whose `bias` is `−n·scale` to within a few ulps, with
+/// `0 ≤ n ≤ 255` (MLX's quantiser gives `bias = edge` and `scale = edge / q0`
+/// with an integer `q0 = −n`, so `n·scale` is `−bias` to an ulp or two).
+fn steps_of(scale: f32, bias: f32) -> Option<u8> {
+    if bias == 0.0 {
+        return Some(0);
+    }
+    let n = (-bias / scale).round_ties_even();
+    if !(0.0..=255.0).contains(&n) {
+        return None;
+    }
+    let err = (n * scale + bias).abs();
+    (err <= bias.abs() * f32::EPSILON * 8.0).then_some(n as u8)
+}
 
 /// How far ahead (bytes) the x86 kernels prefetch each block's weight stream; 0 = no
 /// software prefetch. On Intel the hardware streamer left the four block streams
@@ -51,14 +77,27 @@ pub(crate) struct Q8 {
     cols: usize,
     /// `[blocks][groups][16 quads][16 rows][4]`, rows padded to a multiple of 16.
     q: Vec<u8>,
-    /// `[blocks][groups][16 scales, then 16 biases]` ([`Q8::meta_at`]): one
-    /// metadata stream per block beside its weights, not one for scales and one for
-    /// biases.
-    meta: Vec<f32>,
+    /// `[blocks][groups][16 f32 scales (bits), then the 16 bytes n]`
+    /// ([`Q8::meta_at`], [`Q8::steps`]): one metadata stream per block beside its
+    /// weights.
+    meta: Vec<u32>,
+    /// The groups whose bias is not a whole number of steps (their `n` is 0), by
+    /// block: `y[r] += sx · bias · Σ_{i∈g} xq[i]`. Empty for almost every matrix.
+    extras: Vec<Extra>,
     /// `128·Σ_{i∈g} q[r,i]`: the correction of the shifted low activation byte
     /// (the SDOT kernel's; the AVX-512 one sums it from the weights it loads).
     #[cfg(target_arch = "aarch64")]
     qsum128: Vec<i32>,
+}
+
+/// A group's float bias that [`Q8`] could not fold into steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Extra {
+    block: u32,
+    /// Row within the block.
+    row: u32,
+    group: u32,
+    bias: f32,
 }
 
 impl Q8 {
@@ -67,28 +106,65 @@ impl Q8 {
     }
 
     /// Where the 16 scales of block-group `bg = block·groups + group` start in
-    /// `meta`; its 16 biases follow them.
+    /// `meta`; the 16 bytes `n` (bias = −n·scale) follow them, in 4 slots.
     #[inline(always)]
     fn meta_at(bg: usize) -> usize {
-        bg * 2 * BLOCK
+        bg * META
     }
 
-    /// From MLX-layout affine data (`q` row-major `[rows][cols]`, scales/biases `[rows][groups]`).
+    /// The scale of row `rr` of the block-group whose metadata starts at `at`.
+    #[inline(always)]
+    fn scale(&self, at: usize, rr: usize) -> f32 {
+        f32::from_bits(self.meta[at + rr])
+    }
+
+    /// The 16 `n` of the block-group whose metadata starts at `at`.
+    #[inline(always)]
+    fn steps(&self, at: usize) -> [u8; BLOCK] {
+        let mut n = [0u8; BLOCK];
+        for (d, s) in n
+            .as_chunks_mut::<4>()
+            .0
+            .iter_mut()
+            .zip(&self.meta[at + BLOCK..at + META])
+        {
+            *d = s.to_ne_bytes();
+        }
+        n
+    }
+
+    /// From MLX-layout affine data (`q` row-major `[rows][cols]`, scales/biases
+    /// `[rows][groups]`). A group whose bias is not `−n·scale` (to a few ulps, with
+    /// an integer `0 ≤ n ≤ 255`) keeps it in [`Q8::extras`].
     pub fn from_affine(a: &Affine, rows: usize, cols: usize) -> Q8 {
         assert_eq!(a.group, GROUP);
         let groups = cols / GROUP;
         let blocks = rows.div_ceil(BLOCK);
         let mut q = vec![0u8; blocks * BLOCK * cols];
-        let mut meta = vec![0f32; blocks * groups * 2 * BLOCK];
+        let mut meta = vec![0u32; blocks * groups * META];
         #[cfg(target_arch = "aarch64")]
         let mut qsum128 = vec![0i32; blocks * groups * BLOCK];
+        let mut extras = Vec::new();
         for r in 0..rows {
             let (b, rr) = (r / BLOCK, r % BLOCK);
             for g in 0..groups {
-                let at = Q8::meta_at(b * groups + g) + rr;
-                meta[at] = a.scales[r * groups + g];
-                meta[at + BLOCK] = a.biases[r * groups + g];
+                let at = Q8::meta_at(b * groups + g);
                 let src = &a.q[r * cols + g * GROUP..][..GROUP];
+                let (scale, bias) = (a.scales[r * groups + g], a.biases[r * groups + g]);
+                let n = steps_of(scale, bias).unwrap_or_else(|| {
+                    extras.push(Extra {
+                        block: b as u32,
+                        row: rr as u32,
+                        group: g as u32,
+                        bias,
+                    });
+                    0
+                });
+                meta[at + rr] = scale.to_bits();
+                let slot = &mut meta[at + BLOCK + rr / 4];
+                let mut bytes = slot.to_ne_bytes();
+                bytes[rr % 4] = n;
+                *slot = u32::from_ne_bytes(bytes);
                 for j in 0..QUADS {
                     for t in 0..4 {
                         q[(((b * groups + g) * QUADS + j) * BLOCK + rr) * 4 + t] = src[4 * j + t];
@@ -106,9 +182,20 @@ impl Q8 {
             cols,
             q,
             meta,
+            extras,
             #[cfg(target_arch = "aarch64")]
             qsum128,
         }
+    }
+
+    /// The extras of block `b` (the list is sorted by block).
+    fn extras(&self, b: usize) -> &[Extra] {
+        if self.extras.is_empty() {
+            return &[];
+        }
+        let lo = self.extras.partition_point(|e| (e.block as usize) < b);
+        let n = self.extras[lo..].partition_point(|e| e.block as usize == b);
+        &self.extras[lo..lo + n]
     }
 
     /// Back to MLX layout (for pre-quantised files).
@@ -123,13 +210,18 @@ impl Q8 {
         };
         for r in 0..rows {
             for g in 0..groups {
-                let at = Q8::meta_at((r / BLOCK) * groups + g) + r % BLOCK;
-                a.scales[r * groups + g] = self.meta[at];
-                a.biases[r * groups + g] = self.meta[at + BLOCK];
+                let at = Q8::meta_at((r / BLOCK) * groups + g);
+                let scale = self.scale(at, r % BLOCK);
+                a.scales[r * groups + g] = scale;
+                a.biases[r * groups + g] = -(self.steps(at)[r % BLOCK] as f32) * scale;
             }
             for c in 0..cols {
                 a.q[r * cols + c] = self.q[self.index(r, c)];
             }
+        }
+        for e in &self.extras {
+            let r = e.block as usize * BLOCK + e.row as usize;
+            a.biases[r * groups + e.group as usize] = e.bias;
         }
         a
     }
@@ -152,10 +244,16 @@ impl Q8 {
             cols,
             q: Vec::new(),
             meta: Vec::new(),
+            extras: Vec::new(),
             #[cfg(target_arch = "aarch64")]
             qsum128: Vec::new(),
         };
         for p in parts {
+            let first = (out.rows / BLOCK) as u32;
+            out.extras.extend(p.extras.iter().map(|e| Extra {
+                block: first + e.block,
+                ..*e
+            }));
             out.rows += p.rows;
             out.q.extend(p.q);
             out.meta.extend(p.meta);
@@ -166,7 +264,7 @@ impl Q8 {
     }
 
     pub fn bytes(&self) -> usize {
-        self.q.len() + 4 * self.meta.len()
+        self.q.len() + 4 * self.meta.len() + std::mem::size_of_val(&self.extras[..])
     }
 
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
@@ -174,13 +272,19 @@ impl Q8 {
         let (b, rr) = (r / BLOCK, r % BLOCK);
         // Group by group, a quad (4 inputs) at a time: the layout of `index`.
         for (g, og) in out.chunks_exact_mut(GROUP).enumerate().take(groups) {
-            let at = Q8::meta_at(b * groups + g) + rr;
-            let (scale, bias) = (self.meta[at], self.meta[at + BLOCK]);
+            let at = Q8::meta_at(b * groups + g);
+            let (scale, n) = (self.scale(at, rr), self.steps(at)[rr] as i32);
             for (j, oq) in og.chunks_exact_mut(4).enumerate() {
                 let base = (((b * groups + g) * QUADS + j) * BLOCK + rr) * 4;
                 for (o, &q) in oq.iter_mut().zip(&self.q[base..base + 4]) {
-                    *o = q as f32 * scale + bias;
+                    *o = (q as i32 - n) as f32 * scale;
                 }
+            }
+        }
+        for e in self.extras(b).iter().filter(|e| e.row as usize == rr) {
+            let g = e.group as usize;
+            for o in &mut out[g * GROUP..(g + 1) * GROUP] {
+                *o += e.bias;
             }
         }
     }
@@ -247,6 +351,16 @@ impl Q8 {
                 }
             }
         }
+        if !self.extras.is_empty() {
+            for (k, &b) in blocks.iter().enumerate() {
+                for e in self.extras(b) {
+                    for (o, act) in out.iter_mut().zip(&acts) {
+                        let t = act.scale * (e.bias * act.sums[e.group as usize]);
+                        o[k * BLOCK + e.row as usize] += t;
+                    }
+                }
+            }
+        }
         for (o, y) in out.iter().zip(y) {
             scatter(blocks, range, &o[..blocks.len() * BLOCK], y);
         }
@@ -304,13 +418,12 @@ pub(crate) fn split_bytes(xq: &[i16], hi: &mut [i8], lo: &mut [i8]) {
 
 /// Per block and group: the 16 quads' 64 bytes (16 rows × 4 inputs) multiply the
 /// quad's activations in 64 fixed i32 lanes (element `rr·4 + t`, |sum| ≤
-/// 16·255·32767), folded into rows per group; the f32 accumulation per row is in
-/// group order: `acc += scale·d`, `bias += bias·Σxq`, then `sx·(acc + bias)`.
+/// 16·255·32767), folded into rows per group with the bias steps (`d − n·Σxq`);
+/// the f32 accumulation per row is in group order: `acc += scale·d`, then `sx·acc`.
 fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
     let groups = m.groups();
     for (bi, &b) in blocks.iter().enumerate() {
         let mut acc = [0f32; BLOCK];
-        let mut bias = [0f32; BLOCK];
         for g in 0..groups {
             let base = (b * groups + g) * GROUP * BLOCK;
             let q = m.q[base..base + GROUP * BLOCK]
@@ -326,16 +439,17 @@ fn blocks_portable(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f32]) {
                 }
             }
             let at = Q8::meta_at(b * groups + g);
-            let (sc, bs) = m.meta[at..at + 2 * BLOCK].split_at(BLOCK);
+            let n = m.steps(at);
+            // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+            let xs = act.sums[g] as i32;
             for rr in 0..BLOCK {
                 let l = &lanes[4 * rr..4 * rr + 4];
-                let d = l[0] + l[1] + l[2] + l[3];
-                acc[rr] += sc[rr] * d as f32;
-                bias[rr] += bs[rr] * act.sums[g];
+                let d = l[0] + l[1] + l[2] + l[3] - n[rr] as i32 * xs;
+                acc[rr] += m.scale(at, rr) * d as f32;
             }
         }
         for rr in 0..BLOCK {
-            out[bi * BLOCK + rr] = act.scale * (acc[rr] + bias[rr]);
+            out[bi * BLOCK + rr] = act.scale * acc[rr];
         }
     }
 }

@@ -25,7 +25,6 @@ pub unsafe fn blocks_sdot<const A: usize>(
     let flip = vdupq_n_u8(0x80);
     for (bi, &b) in blocks.iter().enumerate() {
         let mut acc = [[vdupq_n_f32(0.0); 4]; A];
-        let mut bias = [[vdupq_n_f32(0.0); 4]; A];
         for g in 0..groups {
             let mut dh = [[vdupq_n_s32(0); 4]; A];
             let mut dl = [[vdupq_n_s32(0); 4]; A];
@@ -56,26 +55,33 @@ pub unsafe fn blocks_sdot<const A: usize>(
                 // |Σxq| < 2^21, so the f32 group sum is an exact integer.
                 let sums = acts[a].sums[g];
                 let shift = vdupq_n_s32(128 * (sums as i32 - 128 * GROUP as i32));
-                let xs = vdupq_n_f32(sums);
+                let xs = vdupq_n_s32(sums as i32);
                 for k in 0..4 {
                     let c = vld1q_s32(m.qsum128.as_ptr().add(meta + 4 * k));
                     let d = vaddq_s32(vaddq_s32(vshlq_n_s32::<8>(dh[a][k]), dl[a][k]), c);
                     let d = vaddq_s32(d, shift);
-                    let sc = vld1q_f32(sb.add(4 * k));
+                    let d = vmlsq_s32(d, steps(sb.add(BLOCK + k)), xs);
+                    let sc = vld1q_f32(sb.add(4 * k) as *const f32);
                     acc[a][k] = vfmaq_f32(acc[a][k], vcvtq_f32_s32(d), sc);
-                    let bs = vld1q_f32(sb.add(BLOCK + 4 * k));
-                    bias[a][k] = vfmaq_f32(bias[a][k], bs, xs);
                 }
             }
         }
         for a in 0..A {
             let sx = vdupq_n_f32(acts[a].scale);
             for k in 0..4 {
-                let v = vmulq_f32(sx, vaddq_f32(acc[a][k], bias[a][k]));
+                let v = vmulq_f32(sx, acc[a][k]);
                 vst1q_f32(out[a].as_mut_ptr().add(bi * BLOCK + 4 * k), v);
             }
         }
     }
+}
+
+/// The four bias steps `n` (bytes) of one metadata slot, widened to i32 lanes.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn steps(slot: *const u32) -> int32x4_t {
+    let n = vmovl_u8(vcreate_u8(slot.read() as u64));
+    vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(n)))
 }
 
 /// Without `SDOT`: the weight bytes widen to int16 and multiply the int16
@@ -89,7 +95,6 @@ pub unsafe fn blocks_neon(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f3
     let groups = m.groups();
     for (bi, &b) in blocks.iter().enumerate() {
         let mut acc = [vdupq_n_f32(0.0); 4];
-        let mut bias = [vdupq_n_f32(0.0); 4];
         for g in 0..groups {
             let mut d = [vdupq_n_s32(0); BLOCK];
             let p = m.q.as_ptr().add((b * groups + g) * QUADS * BLOCK * 4);
@@ -106,22 +111,22 @@ pub unsafe fn blocks_neon(m: &Q8, blocks: &[usize], act: &Act<'_>, out: &mut [f3
                     d[4 * k + 3] = vmlal_high_s16(d[4 * k + 3], hi, x8);
                 }
             }
-            let xs = vdupq_n_f32(act.sums[g]);
+            // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+            let xs = vdupq_n_s32(act.sums[g] as i32);
             let sb = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
             for k in 0..4 {
                 // Fold each row's four lanes: [r0, r1, r2, r3] of this quarter.
                 let s01 = vpaddq_s32(d[4 * k], d[4 * k + 1]);
                 let s23 = vpaddq_s32(d[4 * k + 2], d[4 * k + 3]);
                 let rows = vpaddq_s32(s01, s23);
-                let sc = vld1q_f32(sb.add(4 * k));
+                let rows = vmlsq_s32(rows, steps(sb.add(BLOCK + k)), xs);
+                let sc = vld1q_f32(sb.add(4 * k) as *const f32);
                 acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(rows), sc);
-                let bs = vld1q_f32(sb.add(BLOCK + 4 * k));
-                bias[k] = vfmaq_f32(bias[k], bs, xs);
             }
         }
         let sx = vdupq_n_f32(act.scale);
         for k in 0..4 {
-            let v = vmulq_f32(sx, vaddq_f32(acc[k], bias[k]));
+            let v = vmulq_f32(sx, acc[k]);
             vst1q_f32(out.as_mut_ptr().add(bi * BLOCK + 4 * k), v);
         }
     }

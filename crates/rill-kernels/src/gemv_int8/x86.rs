@@ -28,7 +28,6 @@ pub unsafe fn blocks_avx512<const A: usize>(
     let groups = m.groups();
     let ones = _mm512_set1_epi8(1);
     let mut acc = [[_mm512_setzero_ps(); 4]; A];
-    let mut bias = [[_mm512_setzero_ps(); 4]; A];
     for g in 0..groups {
         let mut dh = [[_mm512_setzero_si512(); 4]; A];
         let mut dl = [[_mm512_setzero_si512(); 4]; A];
@@ -61,16 +60,17 @@ pub unsafe fn blocks_avx512<const A: usize>(
             let meta = m.meta.as_ptr().add(Q8::meta_at(blocks[k] * groups + g));
             // 128·Σq of the low byte's shift, from the weights already in registers.
             let c = _mm512_slli_epi32::<7>(qsum[k]);
-            let sc = _mm512_loadu_ps(meta);
-            let bi = _mm512_loadu_ps(meta.add(BLOCK));
+            let sc = _mm512_loadu_ps(meta as *const f32);
+            let n = _mm512_cvtepu8_epi32(_mm_loadu_si128(meta.add(BLOCK) as *const __m128i));
             for a in 0..A {
                 let d = _mm512_add_epi32(
                     _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
                     c,
                 );
+                // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+                let xs = _mm512_set1_epi32(acts[a].sums[g] as i32);
+                let d = _mm512_sub_epi32(d, _mm512_mullo_epi32(n, xs));
                 acc[a][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[a][k]);
-                let xs = _mm512_set1_ps(acts[a].sums[g]);
-                bias[a][k] = _mm512_fmadd_ps(bi, xs, bias[a][k]);
             }
         }
     }
@@ -79,7 +79,7 @@ pub unsafe fn blocks_avx512<const A: usize>(
         for k in 0..blocks.len() {
             _mm512_storeu_ps(
                 out[a].as_mut_ptr().add(k * BLOCK),
-                _mm512_mul_ps(sx, _mm512_add_ps(acc[a][k], bias[a][k])),
+                _mm512_mul_ps(sx, acc[a][k]),
             );
         }
     }
@@ -103,9 +103,9 @@ pub unsafe fn blocks_avx2(
     let nb = blocks.len();
     // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
     let mut acc = [[_mm_setzero_ps(); 4]; 4];
-    let mut bias = [[_mm_setzero_ps(); 4]; 4];
     for g in 0..groups {
-        let xs = _mm_set1_ps(act.sums[g]);
+        // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+        let xs = _mm_set1_epi32(act.sums[g] as i32);
         for k in 0..nb {
             let b = blocks[k];
             let mut d = [_mm256_setzero_si256(); 4];
@@ -127,17 +127,17 @@ pub unsafe fn blocks_avx2(
                 let s = _mm256_hadd_epi32(d[q4], d[q4]);
                 let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
                 let rows = _mm256_castsi256_si128(s);
-                let sc = _mm_loadu_ps(meta.add(4 * q4));
+                let n = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(meta.add(BLOCK + q4).read() as i32));
+                let rows = _mm_sub_epi32(rows, _mm_mullo_epi32(n, xs));
+                let sc = _mm_loadu_ps(meta.add(4 * q4) as *const f32);
                 acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
-                let bi = _mm_loadu_ps(meta.add(BLOCK + 4 * q4));
-                bias[k][q4] = _mm_fmadd_ps(bi, xs, bias[k][q4]);
             }
         }
     }
     let sx = _mm_set1_ps(act.scale);
     for k in 0..nb {
         for q4 in 0..4 {
-            let v = _mm_mul_ps(sx, _mm_add_ps(acc[k][q4], bias[k][q4]));
+            let v = _mm_mul_ps(sx, acc[k][q4]);
             _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
         }
     }
