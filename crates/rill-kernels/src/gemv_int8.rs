@@ -8,9 +8,9 @@
 //! row-group instead of a 4-byte float (69 bytes per 64 weights instead of 72, for a
 //! product that streams its weights from memory: on an Intel Xeon with AVX-512 the
 //! two-stage int8 frame took 0.55 ms less, median of 5 alternated pairs) and one FMA
-//! instead of two. MLX's
-//! quantiser makes every group with values of both signs so: its bias is the edge
-//! value, an integer number of steps from zero ([`crate::quant`]). Any other group
+//! instead of two. MLX's quantiser makes every group with values of both signs so:
+//! its bias is the edge value, an integer number of steps from zero
+//! ([`crate::quant`]). Any other group
 //! (one whose values all have one sign, or from a foreign file) keeps its float bias
 //! exactly, in a sparse list applied after the kernel ([`Q8::extras`]).
 //!
