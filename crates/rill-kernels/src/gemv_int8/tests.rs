@@ -183,11 +183,7 @@ fn biases_are_stored_as_steps_or_kept_exactly() {
                 "{i}: {got} vs {want}"
             );
         }
-        let again = Q8::from_affine(&b, rows, cols);
-        assert_eq!(
-            (&again.q, &again.meta, &again.extras),
-            (&m.q, &m.meta, &m.extras)
-        );
+        assert_eq!(stored(&Q8::from_affine(&b, rows, cols)), stored(&m));
     }
 }
 
@@ -203,11 +199,12 @@ fn stacking_moves_the_extras_with_their_blocks() {
         biases: parts.iter().flat_map(|p| p.biases.clone()).collect(),
     };
     let stacked = Q8::stack(parts.iter().map(|p| Q8::from_affine(p, 32, 256)).collect());
-    let direct = Q8::from_affine(&whole, 96, 256);
-    assert_eq!(
-        (&stacked.q, &stacked.meta, &stacked.extras),
-        (&direct.q, &direct.meta, &direct.extras)
-    );
+    assert_eq!(stored(&stacked), stored(&Q8::from_affine(&whole, 96, 256)));
+}
+
+/// Everything a [`Q8`] stores for the kernels.
+fn stored(m: &Q8) -> (&[u8], &[u32], &[Extra]) {
+    (&m.q, &m.meta, &m.extras)
 }
 
 /// The row widening walks the blocked layout quad by quad; it must read what
