@@ -336,11 +336,14 @@ pub fn codec_state(data: &[u8]) {
                     .find(|(n, _, _)| n == name)
                     .expect("imported array");
                 assert_eq!((&given.1, values.len()), (shape, given.2.len()), "{name}");
+                // Bit for bit, except that the countdown is an integer: −0 comes
+                // back as 0 (a fuzz find; both mean "no frames left to mask").
+                let integer = name == "lookahead/countdown";
                 let same = given
                     .2
                     .iter()
                     .zip(values)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                    .all(|(a, b)| a.to_bits() == b.to_bits() || (integer && a == b));
                 assert!(same, "{name}: imported values differ");
             }
             *held = now;

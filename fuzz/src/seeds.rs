@@ -295,7 +295,7 @@ fn session_seeds() -> Vec<Seed> {
 
 fn codec_state_seeds() -> Vec<Seed> {
     // Edit lists for `codec_state` (op byte, then its operands).
-    let ops: [(&str, &[u8]); 6] = [
+    let ops: [(&str, &[u8]); 7] = [
         ("unchanged", &[]),
         // Renames array 0 to "É", then cuts that name after one char (once a panic:
         // the harness cut names at a byte inside the two-byte char).
@@ -308,7 +308,13 @@ fn codec_state_seeds() -> Vec<Seed> {
         ),
         ("drop_first", &[0, 0, 0, 0, 0]),
         ("set_nan", &[5, 1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0xc0, 0x7f]),
-        ("countdown", &[5, 19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f]),
+        // Array 17 is the lookahead countdown: set to 1, and to −0 (once a failed
+        // check: an accepted −0 reads back as 0).
+        ("countdown", &[5, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f]),
+        (
+            "countdown_negative_zero",
+            &[5, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80],
+        ),
         ("reshape", &[3, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0]),
     ];
     ops.iter()
