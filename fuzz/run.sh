@@ -50,6 +50,14 @@ for t in "${targets[@]}"; do
       -max_total_time="$secs" -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
       -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
     tail -n 40 "$log"
+    # The cause and the input last, so the end of a CI log is enough to reproduce.
+    grep -m 1 -A 1 -E 'panicked at|ERROR: (AddressSanitizer|libFuzzer)' "$log" || true
+    input=$(ls -t "fuzz/artifacts/$t"/* 2>/dev/null | head -n 1 || true)
+    if [ -n "$input" ]; then
+      echo "input $input ($(wc -c <"$input") bytes), first 2 KB as base64:"
+      head -c 2048 "$input" | base64 -w 0
+      echo
+    fi
     echo "FAIL: fuzz target $t found a bug; input saved under fuzz/artifacts/$t/" >&2
     exit 1
   fi
