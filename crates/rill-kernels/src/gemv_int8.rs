@@ -4,15 +4,13 @@
 //! `y[r] = sx · Σ_g scale[r,g] · (Σ_{i∈g} q[r,i]·xq[i] − n[r,g] · Σ_{i∈g} xq[i])`.
 //!
 //! The bias is stored as an integer number of steps, `bias = −n·scale` with
-//! `0 ≤ n ≤ 255`, and folded into the exact integer sum (|sum| < 2^31): one byte per
-//! row-group instead of a 4-byte float (69 bytes per 64 weights instead of 72, for a
-//! product that streams its weights from memory: on an Intel Xeon with AVX-512 the
-//! two-stage int8 frame took 0.55 ms less, median of 5 alternated pairs) and one FMA
-//! instead of two. MLX's quantiser makes every group with values of both signs so:
-//! its bias is the edge value, an integer number of steps from zero
-//! ([`crate::quant`]). Any other group
-//! (one whose values all have one sign, or from a foreign file) keeps its float bias
-//! exactly, in a sparse list applied after the kernel ([`Q8::extras`]).
+//! `0 ≤ n ≤ 255`, and folded into the exact integer sum (|sum| < 2^31). That is one
+//! byte per row-group instead of a 4-byte float (69 bytes per 64 weights instead of
+//! 72, for a product that streams its weights from memory) and one FMA instead of
+//! two. MLX's quantiser makes every group with values of both signs so: its bias is
+//! the edge value, an integer number of steps from zero ([`crate::quant`]). Any other
+//! group (one whose values all have one sign, or from a foreign file) keeps its float
+//! bias exactly, in a sparse list applied after the kernel ([`Q8::extras`]).
 //!
 //! Storage is blocked for the kernels: rows in blocks of 16, and within a block and
 //! group, 16 "quads" of 4 consecutive inputs × 16 rows (64 bytes), so one AVX-512
