@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rill_checkpoint::layout::{RVQ_CODEBOOK, SOUNDSTREAM};
 use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
-use rill_codec::{Codec, CodecState};
+use rill_spectrostream::{Codec, CodecState};
 use rill_io::{Array, Data, Npz};
 use rill_mrt2::config::{ModelDims, StackDims};
 use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
@@ -203,7 +203,7 @@ fn codec_fixture() -> &'static CodecFixture {
             .collect();
         for s in &mut specs {
             if s.name == RVQ_CODEBOOK {
-                s.shape[0] = rill_codec::LEVELS; // only the first 12 levels are read
+                s.shape[0] = rill_spectrostream::LEVELS; // only the first 12 levels are read
             }
         }
         let biggest = specs.iter().map(|s| s.numel()).max().unwrap_or(0);

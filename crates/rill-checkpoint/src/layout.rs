@@ -1,7 +1,7 @@
 //! The vocabulary of checkpoint layouts: tensor specs with their synthetic-init
 //! rules, which MRT2 model a file holds, and the names several crates share (the
 //! RVQ codebook). The layouts themselves are derived from the models' configs
-//! (`rill_mrt2::layout`, `rill_codec::config`).
+//! (`rill_mrt2::layout`, `rill_spectrostream::config`).
 
 /// Which MRT2 model a checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

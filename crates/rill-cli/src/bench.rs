@@ -132,9 +132,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
     let codec_precision = model_source::codec_precision(&args.model, precision, true);
     let load_codec = |isa| {
-        rill_codec::Codec::load_with(
+        rill_spectrostream::Codec::load_with(
             &ckpt,
-            rill_codec::CodecOptions {
+            rill_spectrostream::CodecOptions {
                 precision: codec_precision,
                 isa: Some(isa),
                 rescale: None,
@@ -307,28 +307,28 @@ fn quality(args: &BenchArgs) -> Result<()> {
     s.set_conditioning(&cond, &pool)?;
     let tokens: Vec<[u32; 12]> = (0..frames).map(|_| s.step(&pool, None)).collect();
     let decode = |precision| -> Result<Vec<f32>> {
-        let c = rill_codec::Codec::load_with(
+        let c = rill_spectrostream::Codec::load_with(
             &ckpt,
-            rill_codec::CodecOptions {
+            rill_spectrostream::CodecOptions {
                 precision,
                 isa: None,
                 rescale: None,
             },
         )?;
         let mut st = c.new_state();
-        let mut out = vec![0f32; frames * 2 * rill_codec::SAMPLES_PER_FRAME];
+        let mut out = vec![0f32; frames * 2 * rill_spectrostream::SAMPLES_PER_FRAME];
         for (t, a) in tokens
             .iter()
-            .zip(out.chunks_mut(2 * rill_codec::SAMPLES_PER_FRAME))
+            .zip(out.chunks_mut(2 * rill_spectrostream::SAMPLES_PER_FRAME))
         {
             c.step(&mut st, t, a, None, &pool)?;
         }
         Ok(out)
     };
-    let exact = decode(rill_codec::CodecPrecision::F32)?;
+    let exact = decode(rill_spectrostream::CodecPrecision::F32)?;
     // Activation peaks of the f32 codec on these generated codes: what the fp16
     // rescale's constants rest on (≥ 30× below half's 65504 once rescaled).
-    let codec = rill_codec::Codec::load(&ckpt)?;
+    let codec = rill_spectrostream::Codec::load(&ckpt)?;
     let peaks = codec.activation_peaks(&tokens, &pool)?;
     let region = |from: usize, to: usize| {
         peaks
@@ -337,7 +337,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
             .map(|p| p.native)
             .fold(0f32, f32::max)
     };
-    let r = rill_codec::Rescale::FP16;
+    let r = rill_spectrostream::Rescale::FP16;
     let (early, late) = (region(1, 4), region(5, 6));
     let stored = (early / (1u32 << r.first_log2) as f32)
         .max(late / (1u32 << (r.first_log2 + r.second_log2)) as f32)
@@ -350,9 +350,9 @@ fn quality(args: &BenchArgs) -> Result<()> {
         65504.0 / stored
     );
     for p in [
-        rill_codec::CodecPrecision::I16Weights,
-        rill_codec::CodecPrecision::F16Weights,
-        rill_codec::CodecPrecision::F16,
+        rill_spectrostream::CodecPrecision::I16Weights,
+        rill_spectrostream::CodecPrecision::F16Weights,
+        rill_spectrostream::CodecPrecision::F16,
     ] {
         let got = decode(p)?;
         let (mut sig, mut err) = (0f64, 0f64);

@@ -79,7 +79,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     if args.batched {
         let out = codec.decode_batched(&frames, &pool)?;
         let mut p = vec![0i16; out.audio.len()];
-        nonfinite += rill_codec::float_to_int16(&out.audio, &mut p);
+        nonfinite += rill_spectrostream::float_to_int16(&out.audio, &mut p);
         wav.write(&p)?;
         out_frames = n - 1;
         stft = out.stft;
@@ -101,7 +101,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
             let t0 = Instant::now();
             codec.step(&mut st, t, &mut a, Some(&mut s), &pool)?;
             timings.codec.push(t0.elapsed());
-            nonfinite += rill_codec::float_to_int16(&a, &mut p);
+            nonfinite += rill_spectrostream::float_to_int16(&a, &mut p);
             wav.write(&p)?;
             if dump_out.is_some() {
                 all_s.extend_from_slice(&s);

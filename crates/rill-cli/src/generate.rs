@@ -37,7 +37,7 @@ pub struct GenerateArgs {
 
     /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
     /// upstream's streaming decoder emits them (its lookahead latency,
-    /// rill_codec::OUTPUT_DELAY; not with --resume).
+    /// rill_spectrostream::OUTPUT_DELAY; not with --resume).
     /// Default when no other output is asked for: rill_output.wav (never
     /// overwriting an existing default file).
     #[arg(short = 'o', long, value_name = "FILE.wav")]

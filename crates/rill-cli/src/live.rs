@@ -96,14 +96,14 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
 }
 
 /// What to try when the machine is too slow, never the settings already in use.
-fn faster_advice(p: Precision, codec: rill_codec::CodecPrecision) -> String {
+fn faster_advice(p: Precision, codec: rill_spectrostream::CodecPrecision) -> String {
     let mut tips = Vec::new();
     match p {
         Precision::F32 | Precision::Bf16 | Precision::MlxInt8 => tips.push("--precision int8"),
         Precision::Int8 | Precision::Int4 => tips.push("--precision mixed"),
         Precision::Lut4 | Precision::Mixed => {}
     }
-    if codec == rill_codec::CodecPrecision::F32 {
+    if codec == rill_spectrostream::CodecPrecision::F32 {
         tips.push("--codec i16");
     }
     if tips.is_empty() {

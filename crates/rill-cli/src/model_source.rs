@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use rill_checkpoint::synth;
 use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_codec::{Codec, CodecOptions, CodecPrecision};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 use rill_mrt2::{layout, Mrt2, Precision};
 
 use crate::args::{CodecArg, ModelArgs};

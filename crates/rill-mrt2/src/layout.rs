@@ -1,5 +1,5 @@
 //! The MRT2 checkpoint layout, derived: the language model's tensors from
-//! [`Mrt2Config`], the codec's from [`rill_codec::config::SPECTROSTREAM`]; and the
+//! [`Mrt2Config`], the codec's from [`rill_spectrostream::config::SPECTROSTREAM`]; and the
 //! checks of a checkpoint against it (which model, every tensor present).
 //!
 //! Names and shapes follow `shared/spec/mrt2_spec.md` §2.2 (the JAX parameter
@@ -10,7 +10,7 @@
 
 use rill_checkpoint::layout::{Init, TensorSpec};
 use rill_checkpoint::{Checkpoint, CheckpointError, ModelKind};
-use rill_codec::config::SPECTROSTREAM;
+use rill_spectrostream::config::SPECTROSTREAM;
 
 use crate::config::{Mrt2Config, StackDims, MULAN_DIM, MULAN_ROWS, REGULAR_ROWS};
 use crate::sampler::VOCAB;

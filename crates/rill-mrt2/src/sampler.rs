@@ -14,9 +14,9 @@ use crate::model::LEVELS;
 /// The full output vocabulary: the reserved ids, then every level's ids.
 pub const VOCAB: usize = RESERVED + LEVELS * LEVEL;
 /// Ids per RVQ level: one per codebook entry of the codec.
-pub const LEVEL: usize = rill_codec::CODES;
+pub const LEVEL: usize = rill_spectrostream::CODES;
 /// Reserved ids before the first level (0 = SOS).
-pub const RESERVED: usize = rill_codec::RESERVED_IDS as usize;
+pub const RESERVED: usize = rill_spectrostream::RESERVED_IDS as usize;
 /// `-0.7·f32::MAX`, the reference's "large negative number" for masked logits.
 pub const MASKED: f32 = -0.7 * f32::MAX;
 

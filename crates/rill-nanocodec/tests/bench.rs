@@ -7,7 +7,7 @@
 //! AVX-512 25–27 ms (stage 0, 94 MB of weights streamed per frame, ≈ 8 ms; the
 //! compute-bound stages ≈ 66 GFMA/s), AVX2 46–48 ms, portable ≈ 520 ms. Wall
 //! times with 2 threads were *slower* than 1 thread at that load, for the batch
-//! decode too and for `rill-codec`'s step as a control (37.6 → 37.9 ms): the
+//! decode too and for `rill-spectrostream`'s step as a control (37.6 → 37.9 ms): the
 //! second core was not there to be had. On idle cores expect ≈ half the CPU time
 //! (stage 0 then bound by the two cores' memory bandwidth).
 

@@ -1,7 +1,7 @@
 //! The errors of the Python API, one variant per Python exception class.
 
 use rill_checkpoint::CheckpointError;
-use rill_codec::CodecError;
+use rill_spectrostream::CodecError;
 use rill_mrt2::{InvalidValue, ModelError};
 
 /// An error, classified by the Python exception it becomes.

@@ -36,4 +36,4 @@ pub use stream::{Frame, Stream};
 /// Audio sample rate (Hz).
 pub const SAMPLE_RATE: u32 = 48_000;
 /// Stereo sample frames per 40 ms model frame.
-pub const FRAME_SAMPLES: usize = rill_codec::SAMPLES_PER_FRAME;
+pub const FRAME_SAMPLES: usize = rill_spectrostream::SAMPLES_PER_FRAME;

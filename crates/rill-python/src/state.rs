@@ -7,7 +7,7 @@
 //! ([`Snapshot::to_bytes`]: the `rill-state` format, which records and checks the
 //! model, precision and weights), validated against the model when it is resumed.
 
-use rill_codec::Codec;
+use rill_spectrostream::Codec;
 use rill_mrt2::Mrt2;
 use rill_stream::{FramePipeline, NoteTracker, Snapshot};
 

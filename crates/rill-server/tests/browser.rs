@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_codec::Codec;
+use rill_spectrostream::Codec;
 use rill_mrt2::{Mrt2, Precision};
 use rill_server::{AppState, ServerOptions};
 use rill_stream::{Engine, EngineConfig};

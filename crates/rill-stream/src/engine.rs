@@ -26,7 +26,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
-use rill_codec::Codec;
+use rill_spectrostream::Codec;
 use rill_mrt2::Mrt2;
 
 use crate::generator::{Control, Generator, Snapshot};

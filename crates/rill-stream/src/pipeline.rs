@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rill_codec::{Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
+use rill_spectrostream::{Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 use rill_kernels::Pool;
 use rill_mrt2::{FrameTrace, ModelError, Mrt2, Session, LEVELS};
 
@@ -232,7 +232,7 @@ impl CodecStage {
         self.codec
             .step(&mut self.state, &tokens, &mut self.audio, stft, pool)
             .expect("pipeline tokens are validated before they reach the codec");
-        let nonfinite = rill_codec::float_to_int16(&self.audio, &mut self.pcm);
+        let nonfinite = rill_spectrostream::float_to_int16(&self.audio, &mut self.pcm);
         self.tokens = tokens;
         (nonfinite, t.elapsed())
     }

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use rill_checkpoint::{Checkpoint, CheckpointError};
-use rill_codec::Codec;
+use rill_spectrostream::Codec;
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::session_file::{self, ModelId, SessionData};

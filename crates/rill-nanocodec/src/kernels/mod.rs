@@ -4,7 +4,7 @@
 //! rows stored in front of the current ones) is
 //! `out[t][n] = epi(bias[n] + Σ_tap Σ_ci in[t·s + tap + ci] · W[tap·cin + ci][n])`,
 //! where the tap offsets `j·dilation·cin` address the input rows the tap reads, so
-//! no im2col copy is made (the approach of `rill-codec`'s kernels, in 1-D).
+//! no im2col copy is made (the approach of `rill-spectrostream`'s kernels, in 1-D).
 //!
 //! * Weights are packed once ([`Packed`]) in panels of 16 output channels
 //!   (`[panel][k][16]`, zero-padded), what the micro-kernels stream.

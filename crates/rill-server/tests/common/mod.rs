@@ -7,7 +7,7 @@ pub use std::time::Duration;
 
 pub use futures_util::{SinkExt, StreamExt};
 pub use rill_checkpoint::{Checkpoint, ModelKind};
-pub use rill_codec::Codec;
+pub use rill_spectrostream::Codec;
 pub use rill_mrt2::{Mrt2, Precision};
 pub use rill_server::{AppState, ServerOptions};
 pub use rill_stream::{Engine, EngineConfig};

@@ -69,7 +69,7 @@ use rill_kernels::Tier;
 
 /// A module `$tier` of `#[target_feature(enable = $feature)]` entry points to the
 /// row kernels; the AVX2 and AVX-512 modules differ only in the feature string (as
-/// `rill-codec`'s Winograd tiles).
+/// `rill-spectrostream`'s Winograd tiles).
 macro_rules! tier_entry_points {
     ($tier:ident, $feature:literal) => {
         #[cfg(target_arch = "x86_64")]

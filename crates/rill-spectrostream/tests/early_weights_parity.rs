@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_codec::{Codec, CodecOptions, CodecPrecision, LEVELS};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, LEVELS};
 use rill_kernels::Pool;
 
 /// (min audio SNR dB, min STFT cosine) per mode, just under the lowest measured

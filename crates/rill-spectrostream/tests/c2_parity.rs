@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use rill_codec::{LEVELS, SAMPLES_PER_FRAME};
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME};
 use rill_kernels::Pool;
 
 #[test]

@@ -13,7 +13,7 @@ mod common;
 
 use common::*;
 use rill_checkpoint::Checkpoint;
-use rill_codec::{Codec, CodecOptions, CodecPrecision, Rescale, LEVELS};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, Rescale, LEVELS};
 use rill_kernels::Pool;
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -114,8 +114,8 @@ fn fp16_with_rescale_matches_f32(name: &str) {
         got.stft.iter().all(|v| v.is_finite()),
         "{name}: fp16 not finite"
     );
-    let valid: Vec<bool> = (0..want.stft.len() / rill_codec::STFT_FRAME_LEN)
-        .map(|i| i >= rill_codec::STFT_FRAMES_PER_FRAME)
+    let valid: Vec<bool> = (0..want.stft.len() / rill_spectrostream::STFT_FRAME_LEN)
+        .map(|i| i >= rill_spectrostream::STFT_FRAMES_PER_FRAME)
         .collect();
     let cos = stft_min_cosine(
         &format!("{name} fp16 vs f32"),

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use rill_codec::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 use rill_kernels::Pool;
 
 #[global_allocator]

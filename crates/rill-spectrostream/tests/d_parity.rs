@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use rill_codec::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME};
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME};
 use rill_kernels::Pool;
 
 #[test]

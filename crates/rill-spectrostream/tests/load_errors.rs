@@ -2,7 +2,7 @@
 //! that names the tensor, never a panic.
 
 use rill_checkpoint::Checkpoint;
-use rill_codec::{Codec, CodecError};
+use rill_spectrostream::{Codec, CodecError};
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 

@@ -234,7 +234,7 @@ fn conv2d_transpose_matches_naive_scatter() {
     }
 }
 
-/// Throughput of the decoder's heaviest shapes (not asserted): `cargo test --release -p rill-codec -- --ignored kernel_throughput --nocapture`.
+/// Throughput of the decoder's heaviest shapes (not asserted): `cargo test --release -p rill-spectrostream -- --ignored kernel_throughput --nocapture`.
 #[test]
 #[ignore]
 fn kernel_throughput() {

@@ -1,4 +1,4 @@
-//! Step-mode timing (not asserted): `cargo test --release -p rill-codec --test bench -- --ignored --nocapture`.
+//! Step-mode timing (not asserted): `cargo test --release -p rill-spectrostream --test bench -- --ignored --nocapture`.
 //!
 //! Besides wall time, the 1-thread runs report the calling thread's CPU time
 //! (`CLOCK_THREAD_CPUTIME_ID`), which other processes on a shared machine
@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use rill_codec::LEVELS;
+use rill_spectrostream::LEVELS;
 use rill_kernels::Pool;
 
 #[test]
@@ -59,7 +59,7 @@ fn step_ms_per_frame() {
 }
 
 /// Per-stage step timing (median over frames):
-/// `cargo test --release -p rill-codec --test bench layer_profile -- --ignored --nocapture`.
+/// `cargo test --release -p rill-spectrostream --test bench layer_profile -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn layer_profile() {
@@ -70,7 +70,7 @@ fn layer_profile() {
         .chunks_exact(LEVELS)
         .map(|c| std::array::from_fn(|k| c[k] as u32))
         .collect();
-    let mut audio = vec![0f32; rill_codec::SAMPLES_PER_FRAME * 2];
+    let mut audio = vec![0f32; rill_spectrostream::SAMPLES_PER_FRAME * 2];
     for threads in [1, 2] {
         let pool = Pool::new(threads);
         let mut st = codec.new_state();

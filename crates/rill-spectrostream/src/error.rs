@@ -2,7 +2,7 @@
 
 use rill_checkpoint::CheckpointError;
 
-/// Everything that can go wrong in `rill-codec`; each variant names the tensor or
+/// Everything that can go wrong in `rill-spectrostream`; each variant names the tensor or
 /// state array concerned and, for shape problems, what was expected and found.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_codec::{
+use rill_spectrostream::{
     float_to_int16, BatchedOutput, Codec, CodecState, LEVELS, SAMPLES_PER_FRAME,
     STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
 };
@@ -15,11 +15,11 @@ pub fn codec(seed: u64) -> Codec {
     let t = std::time::Instant::now();
     // Benchmarks of the two-byte early-layer modes: RILL_BENCH_CODEC=f16|i16.
     let precision = match std::env::var("RILL_BENCH_CODEC").as_deref() {
-        Ok("f16") => rill_codec::CodecPrecision::F16Weights,
-        Ok("i16") => rill_codec::CodecPrecision::I16Weights,
-        _ => rill_codec::CodecPrecision::F32,
+        Ok("f16") => rill_spectrostream::CodecPrecision::F16Weights,
+        Ok("i16") => rill_spectrostream::CodecPrecision::I16Weights,
+        _ => rill_spectrostream::CodecPrecision::F32,
     };
-    let options = rill_codec::CodecOptions {
+    let options = rill_spectrostream::CodecOptions {
         precision,
         ..Default::default()
     };
@@ -149,11 +149,11 @@ pub fn check_audio(what: &str, got: &[f32], want: &[f32], want_i16: Option<&[i64
 /// the same kernels on the same inputs in the same order; measured equal everywhere).
 /// The first `OUTPUT_DELAY` stereo samples of a stream are silence.
 pub fn check_step_vs_batched(what: &str, step: &StepRun, batched: &BatchedOutput) {
-    let fa = rill_codec::OUTPUT_DELAY * 2;
+    let fa = rill_spectrostream::OUTPUT_DELAY * 2;
     assert!(
         step.audio[..fa].iter().all(|&v| v == 0.0),
         "{what}: the first {} samples are not silence",
-        rill_codec::OUTPUT_DELAY
+        rill_spectrostream::OUTPUT_DELAY
     );
     assert_eq!(
         step.audio.len() - fa,
@@ -193,7 +193,7 @@ pub fn check_rvq(what: &str, codec: &Codec, frames: &[[u32; LEVELS]], want: &[f3
 }
 
 /// The codec of the random-weight checkpoint `seed` loaded with `options`.
-pub fn codec_with(seed: u64, options: rill_codec::CodecOptions) -> Codec {
+pub fn codec_with(seed: u64, options: rill_spectrostream::CodecOptions) -> Codec {
     let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     Codec::load_with(&ckpt, options).expect("loading the codec")
