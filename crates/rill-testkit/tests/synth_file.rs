@@ -1,6 +1,6 @@
 //! The synthetic checkpoint files are byte-identical to the oracle's
 //! `synth_checkpoint.py` output (sha256 of the whole file: small seeds 0, 1, 2 and
-//! base seed 0), and the sha256 values the README prints, the recordings name and
+//! base seed 0), and the sha256 values docs/parity.md prints, the recordings name and
 //! the code checks are one and the same.
 
 use std::io::Read;
@@ -43,7 +43,7 @@ fn synthetic_base_file_matches_oracle_sha256() {
 }
 
 #[test]
-fn one_sha256_per_file_in_readme_code_and_recordings() {
+fn one_sha256_per_file_in_docs_code_and_recordings() {
     // The recorded lists.
     for (file, kind) in [
         ("synth_file_sha256.json", ModelKind::Small),
@@ -75,15 +75,16 @@ fn one_sha256_per_file_in_readme_code_and_recordings() {
             "{name}: checkpoint sha256"
         );
     }
-    // The README's table, row by row, and no other hash in it.
-    let readme = std::fs::read_to_string(rill_testkit::repo_root().join("README.md")).unwrap();
+    // The table in docs/parity.md, row by row, and no other hash in that page.
+    let parity_md = "docs/parity.md";
+    let doc = std::fs::read_to_string(rill_testkit::repo_root().join(parity_md)).unwrap();
     for (kind, seed, sha) in ORACLE_FILE_SHA256 {
         let row = format!("| {}, weights seed {seed} | `{sha}` |", kind.name());
-        assert!(readme.contains(&row), "README lacks the row {row}");
+        assert!(doc.contains(&row), "{parity_md} lacks the row {row}");
     }
-    let hashes = readme
+    let hashes = doc
         .split(|c: char| !c.is_ascii_hexdigit())
         .filter(|w| w.len() == 64)
         .count();
-    assert_eq!(hashes, ORACLE_FILE_SHA256.len(), "README hashes");
+    assert_eq!(hashes, ORACLE_FILE_SHA256.len(), "{parity_md} hashes");
 }
