@@ -196,7 +196,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "model": kind.name(), "precision": precision.name(), "codec": codec_name,
             "threads": args.model.thread_count()?, "stages": pools.stages().name(),
             "lm_threads": lm_threads, "codec_threads": codec_threads,
-            "cpu": cpu_name(), "frames": args.frames, "load_s": load.as_secs_f64(),
+            "cpu": rill_stream::process::cpu_name(), "frames": args.frames, "load_s": load.as_secs_f64(),
             "isa": first.isa.name(), "lm_ms": s(first.lm), "codec_ms": s(first.codec),
             "total_ms": s(first.total), "rtf": first.total.median / 40.0,
             "tiers": tiers, "peak_rss_bytes": rss,
@@ -211,7 +211,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         args.frames,
         args.warmup
     );
-    println!("cpu             {}", cpu_name());
+    println!("cpu             {}", rill_stream::process::cpu_name());
     println!("load            {:8.2} s", load.as_secs_f64());
     if pools.stages() == Stages::TwoStage {
         println!(
@@ -256,19 +256,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The CPU's model name (Linux `/proc/cpuinfo`), for labelling figures.
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
 fn quality(args: &BenchArgs) -> Result<()> {

@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_magpie;
 mod decode;
+mod doctor;
 mod dump;
 mod generate;
 mod live;
@@ -44,6 +45,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check this machine: SIMD tiers, huge pages, memory bandwidth, parity of every
+    /// tier with upstream's recording, and the precision to use live (about a minute).
+    Doctor(doctor::DoctorArgs),
     /// Generate music (tokens and 48 kHz stereo audio) from style, note and drum controls.
     Generate(generate::GenerateArgs),
     /// Decode a [N,12] token file into a WAV file with the SpectroStream decoder.
@@ -77,6 +81,7 @@ fn main() {
         std::process::exit(1);
     }
     let result = match cli.command {
+        Command::Doctor(a) => doctor::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Decode(a) => decode::run(a),
         Command::SynthCheckpoint(a) => synth::run(a),

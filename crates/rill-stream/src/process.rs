@@ -72,3 +72,17 @@ mod tests {
         assert_eq!(super::kb_field(text, "Huge"), None);
     }
 }
+
+/// The CPU's model name as `/proc/cpuinfo` gives it (x86 `model name`, some ARM
+/// kernels' `Model`), else the architecture's name.
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
