@@ -20,6 +20,9 @@ pub enum Problem {
         expected: &'static str,
         found: String,
     },
+    /// The tensor (or a configuration value) is present with the right shape but
+    /// holds a value the model cannot use.
+    BadValue { name: String, reason: String },
 }
 
 impl fmt::Display for Problem {
@@ -41,6 +44,7 @@ impl fmt::Display for Problem {
                 expected,
                 found,
             } => write!(f, "tensor {name}: expected dtype {expected}, found {found}"),
+            Problem::BadValue { name, reason } => write!(f, "tensor {name}: {reason}"),
         }
     }
 }

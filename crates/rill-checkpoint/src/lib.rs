@@ -215,6 +215,29 @@ impl Checkpoint {
         &self.metadata
     }
 
+    /// Every tensor copied out, in name order, with the metadata: the parts
+    /// [`writer::write`] takes, for rewriting a file with some of them changed.
+    pub fn to_parts(
+        &self,
+    ) -> (
+        Vec<(String, writer::Tensor<'static>)>,
+        HashMap<String, String>,
+    ) {
+        let tensors = self
+            .entries
+            .iter()
+            .map(|(name, e)| {
+                let t = writer::Tensor {
+                    dtype: e.dtype,
+                    shape: e.shape.clone(),
+                    bytes: self.mmap[e.start..e.end].to_vec().into(),
+                };
+                (name.clone(), t)
+            })
+            .collect();
+        (tensors, self.metadata.clone())
+    }
+
     pub fn entry(&self, name: &str) -> Option<&Entry> {
         self.entries.get(name)
     }

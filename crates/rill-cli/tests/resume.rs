@@ -158,19 +158,7 @@ fn edited(
     f: impl FnOnce(&mut Vec<(String, Tensor<'static>)>, &mut std::collections::HashMap<String, String>),
 ) {
     let c = Checkpoint::open(src).unwrap();
-    let mut tensors: Vec<(String, Tensor<'static>)> = c
-        .names()
-        .map(|n| {
-            let t = c.tensor(n).unwrap();
-            let t = Tensor {
-                dtype: t.dtype,
-                shape: t.shape.to_vec(),
-                bytes: t.bytes.to_vec().into(),
-            };
-            (n.to_string(), t)
-        })
-        .collect();
-    let mut meta = c.metadata().clone();
+    let (mut tensors, mut meta) = c.to_parts();
     f(&mut tensors, &mut meta);
     writer::write(dst, &tensors, meta).unwrap();
 }

@@ -249,10 +249,7 @@ impl Weights {
                 data: TensorData::F32(v),
                 ..
             }) => Ok(v),
-            _ => Err(MagpieError::BadTensor {
-                name: name.into(),
-                reason: "no such float tensor".into(),
-            }),
+            _ => Err(no_such_tensor(name, "float")),
         }
     }
 
@@ -263,10 +260,7 @@ impl Weights {
                 data: TensorData::F32(v),
                 ..
             }) => Ok(v),
-            _ => Err(MagpieError::BadTensor {
-                name: name.into(),
-                reason: "no such float tensor".into(),
-            }),
+            _ => Err(no_such_tensor(name, "float")),
         }
     }
 
@@ -276,10 +270,7 @@ impl Weights {
                 data: TensorData::I64(v),
                 ..
             }) => Ok(v),
-            _ => Err(MagpieError::BadTensor {
-                name: name.into(),
-                reason: "no such int64 tensor".into(),
-            }),
+            _ => Err(no_such_tensor(name, "int64")),
         }
     }
 }
@@ -295,5 +286,13 @@ fn le_bytes_f32(v: &[f32]) -> Cow<'_, [u8]> {
     #[cfg(not(target_endian = "little"))]
     {
         Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+}
+
+/// The error of a tensor that is absent or not of the kind asked for.
+fn no_such_tensor(name: &str, kind: &str) -> MagpieError {
+    MagpieError::BadTensor {
+        name: name.into(),
+        reason: format!("no such {kind} tensor"),
     }
 }

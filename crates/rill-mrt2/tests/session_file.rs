@@ -172,19 +172,7 @@ fn parts() -> (Vec<(String, Tensor<'static>)>, HashMap<String, String>) {
     let p = path("parts");
     good().write(&p, &id()).unwrap();
     let c = Checkpoint::open(&p).unwrap();
-    let tensors = c
-        .names()
-        .map(|n| {
-            let t = c.tensor(n).unwrap();
-            let t = Tensor {
-                dtype: t.dtype,
-                shape: t.shape.to_vec(),
-                bytes: t.bytes.to_vec().into(),
-            };
-            (n.to_string(), t)
-        })
-        .collect();
-    let meta = c.metadata().clone();
+    let (tensors, meta) = c.to_parts();
     drop(c);
     std::fs::remove_file(&p).unwrap();
     (tensors, meta)

@@ -1,60 +1,12 @@
 //! Errors of loading NanoCodec weights, decoding and restoring codec state.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use rill_checkpoint::CheckpointError;
 
-/// One thing wrong with a state-dict tensor; validation collects all of them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    Missing {
-        name: String,
-        expected: Vec<usize>,
-    },
-    WrongShape {
-        name: String,
-        expected: Vec<usize>,
-        found: Vec<usize>,
-    },
-    WrongDtype {
-        name: String,
-        expected: &'static str,
-        found: String,
-    },
-    BadValue {
-        name: String,
-        reason: String,
-    },
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Problem::Missing { name, expected } => {
-                write!(f, "missing tensor {name} (expected shape {expected:?})")
-            }
-            Problem::WrongShape {
-                name,
-                expected,
-                found,
-            } => {
-                write!(
-                    f,
-                    "tensor {name}: expected shape {expected:?}, found {found:?}"
-                )
-            }
-            Problem::WrongDtype {
-                name,
-                expected,
-                found,
-            } => {
-                write!(f, "tensor {name}: expected dtype {expected}, found {found}")
-            }
-            Problem::BadValue { name, reason } => write!(f, "tensor {name}: {reason}"),
-        }
-    }
-}
+/// One thing wrong with a state-dict tensor (the checkpoint crate's, which
+/// validation collects all of).
+pub use rill_checkpoint::Problem;
 
 /// Everything that can go wrong in `rill-nanocodec`.
 #[derive(Debug, thiserror::Error)]

@@ -137,19 +137,7 @@ fn edit(
     f: impl FnOnce(&mut Vec<(String, Tensor<'static>)>, &mut HashMap<String, String>),
 ) -> Vec<u8> {
     let c = Checkpoint::from_bytes("state", bytes.to_vec()).unwrap();
-    let mut tensors: Vec<(String, Tensor<'static>)> = c
-        .names()
-        .map(|n| {
-            let t = c.tensor(n).unwrap();
-            let t = Tensor {
-                dtype: t.dtype,
-                shape: t.shape.to_vec(),
-                bytes: t.bytes.to_vec().into(),
-            };
-            (n.to_string(), t)
-        })
-        .collect();
-    let mut meta = c.metadata().clone();
+    let (mut tensors, mut meta) = c.to_parts();
     f(&mut tensors, &mut meta);
     writer::serialize(&tensors, meta).unwrap()
 }
