@@ -69,24 +69,10 @@ pub const MAX_SECONDS: f64 = 86_400.0;
 /// [`MAX_SECONDS`] in 40 ms frames.
 pub const MAX_FRAMES: u64 = 25 * 86_400;
 
-pub use rill_kernels::pool::MAX_THREADS;
-
 /// Worker threads: `explicit` (a --threads flag), else $RILL_THREADS, else the core
-/// count; 1..=MAX_THREADS or an error.
+/// count; 1..=MAX_THREADS or an error ([`rill_kernels::pool::thread_count`]).
 pub fn thread_count(explicit: Option<usize>) -> Result<usize> {
-    let n = match explicit {
-        Some(n) => n,
-        None => match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
-            })?,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
-    if !(1..=MAX_THREADS).contains(&n) {
-        bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
-    }
-    Ok(n)
+    Ok(rill_kernels::pool::thread_count(explicit)?)
 }
 
 impl ModelArgs {

@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
-use rill_kernels::pool::MAX_THREADS;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::{FrameTrace, Mrt2, Precision, LEVELS};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 use rill_stream::{FramePipeline, StagePools, Stages};
 
 use crate::controls::Controls;
@@ -105,25 +104,10 @@ pub fn parse_codec(name: &str) -> Result<CodecPrecision> {
     }
 }
 
-/// Total worker threads: `threads`, else `$RILL_THREADS`, else the core count.
+/// Total worker threads: `threads`, else `$RILL_THREADS`, else the core count
+/// ([`rill_kernels::pool::thread_count`]).
 pub fn thread_count(threads: Option<usize>) -> Result<usize> {
-    let n = match threads {
-        Some(n) => n,
-        None => match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                Error::invalid(format!(
-                    "RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})"
-                ))
-            })?,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
-    if !(1..=MAX_THREADS).contains(&n) {
-        return Err(Error::invalid(format!(
-            "the thread count must be 1..={MAX_THREADS}, got {n}"
-        )));
-    }
-    Ok(n)
+    rill_kernels::pool::thread_count(threads).map_err(|e| Error::invalid(e.to_string()))
 }
 
 /// A loaded model: language model, codec and the worker threads.
