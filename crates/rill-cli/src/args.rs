@@ -121,6 +121,18 @@ pub enum CodecArg {
     Fp16,
 }
 
+impl From<CodecArg> for rill_spectrostream::CodecPrecision {
+    fn from(c: CodecArg) -> Self {
+        use rill_spectrostream::CodecPrecision as P;
+        match c {
+            CodecArg::F32 => P::F32,
+            CodecArg::I16 => P::I16Weights,
+            CodecArg::F16 => P::F16Weights,
+            CodecArg::Fp16 => P::F16,
+        }
+    }
+}
+
 /// `--precision`: one of the music model's precisions (every
 /// [`Precision::ALL`], by its own name) or, for Magpie's linear layers only, f16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

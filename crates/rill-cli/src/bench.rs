@@ -178,7 +178,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let rss = peak_rss_bytes();
     let huge = rill_stream::process::huge_page_bytes();
     let thp = rill_stream::process::huge_page_mode();
-    let codec_name = model_source::codec_name(codec_precision);
+    let codec_name = codec_precision.describe();
     let (lm_threads, codec_threads) = pools.threads();
     if args.json {
         let s = |x: Summary| serde_json::json!({"median": x.median, "p90": x.p90, "p99": x.p99, "max": x.max});
@@ -362,7 +362,7 @@ fn quality(args: &BenchArgs) -> Result<()> {
         }
         println!(
             "codec {}: audio SNR {:.1} dB vs f32 over {frames} frames (f32 matches upstream at ≈107 dB)",
-            model_source::codec_name(p),
+            p.describe(),
             10.0 * (sig / err.max(f64::MIN_POSITIVE)).log10()
         );
     }

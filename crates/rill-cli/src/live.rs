@@ -89,7 +89,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
         info: serde_json::json!({
             "model": kind.name(),
             "precision": precision.name(),
-            "codec": model_source::codec_name(codec_precision),
+            "codec": codec_precision.describe(),
         }),
         weights_ready,
     })

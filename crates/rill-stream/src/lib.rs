@@ -16,6 +16,7 @@ pub mod generator;
 pub mod notes;
 pub mod pipeline;
 pub mod process;
+pub mod source;
 mod state;
 pub mod tts;
 
