@@ -87,8 +87,7 @@ pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
 }
 
 /// The precision to run: `--precision`, else a pre-quantised file's own, else f32.
-pub fn precision(args: &ModelArgs, ckpt: &Checkpoint) -> Result<Precision> {
-    let explicit = args.precision.map(Precision::try_from).transpose()?;
+pub fn precision(explicit: Option<Precision>, ckpt: &Checkpoint) -> Result<Precision> {
     Ok(source::precision(explicit, ckpt)?)
 }
 
@@ -108,7 +107,7 @@ pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
 /// The codec weights to use: `--codec`, else [`source::codec_precision`]'s
 /// choice for live use or not.
 pub fn codec_precision(args: &ModelArgs, lm: Precision, live: bool) -> CodecPrecision {
-    source::codec_precision(args.codec.map(CodecPrecision::from), lm, live)
+    source::codec_precision(args.codec, lm, live)
 }
 
 /// Loads the SpectroStream decoder, reporting the time taken.

@@ -19,7 +19,7 @@ mod device;
 
 use device::{connect_midi, list_midi, open_device};
 
-use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
+use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 use crate::output::WavOut;
 
@@ -27,6 +27,9 @@ use crate::output::WavOut;
 pub struct PlayArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     #[command(flatten)]
     pub controls: ControlArgs,
@@ -72,7 +75,7 @@ pub fn run(args: PlayArgs) -> Result<()> {
     };
     let initial = live::initial_controls(&args.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
-    let loaded = live::start_engine(&args.model, Some(1))?;
+    let loaded = live::start_engine(&args.model, args.precision.precision, Some(1))?;
     let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {
         seed: args.controls.seed(),

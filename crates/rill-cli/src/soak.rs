@@ -11,13 +11,16 @@ use clap::Args;
 use rill_stream::{Control, PacedReader, StreamConfig, StreamHandle};
 use std::sync::atomic::Ordering;
 
-use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
+use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     #[command(flatten)]
     pub controls: ControlArgs,
@@ -114,7 +117,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
         bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
     }
     let initial = live::initial_controls(&args.controls)?;
-    let loaded = live::start_engine(&args.model, Some(args.streams))?;
+    let loaded = live::start_engine(&args.model, args.precision.precision, Some(args.streams))?;
     if loaded.engine.capacity() < args.streams {
         bail!(
             "this machine sustains {} stream(s) in real time, fewer than --streams {}",

@@ -18,7 +18,7 @@ use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource};
 use rill_stream::{StagePools, Stages};
 use rill_text::Language;
 
-use crate::args::StagesArg;
+use crate::args::{names_parser, StagesArg};
 use crate::output::WavOut;
 use crate::progress;
 
@@ -102,8 +102,9 @@ pub struct TtsArgs {
     /// f16, which computes the same bits with half the bytes), f16 (half the bytes
     /// per step), bf16 (the same bytes, 3 fewer mantissa bits) or int8 (a quarter;
     /// MLX-style groups of 64 with int16 activations). The codec always runs in f32.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub precision: TtsPrecision,
+    #[arg(long, default_value = "f32",
+          value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
+    pub precision: rill_magpie::Precision,
 
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long)]
@@ -138,25 +139,6 @@ pub struct TtsArgs {
     /// The text must be one sentence.
     #[arg(long, value_name = "F.npy")]
     pub force_codes: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum TtsPrecision {
-    F32,
-    F16,
-    Bf16,
-    Int8,
-}
-
-impl TtsPrecision {
-    pub fn format(self) -> WeightFormat {
-        match self {
-            TtsPrecision::F32 => WeightFormat::F32,
-            TtsPrecision::F16 => WeightFormat::F16,
-            TtsPrecision::Bf16 => WeightFormat::Bf16,
-            TtsPrecision::Int8 => WeightFormat::Int8,
-        }
-    }
 }
 
 /// What to run once the weights are downloaded (after the library's download
