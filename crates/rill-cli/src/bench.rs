@@ -407,15 +407,10 @@ fn quality(args: &BenchArgs) -> Result<()> {
         rill_spectrostream::CodecPrecision::F16,
     ] {
         let got = decode(p)?;
-        let (mut sig, mut err) = (0f64, 0f64);
-        for (a, b) in exact.iter().zip(&got) {
-            sig += (*a as f64).powi(2);
-            err += ((a - b) as f64).powi(2);
-        }
         println!(
             "codec {}: audio SNR {:.1} dB vs f32 over {frames} frames (f32 matches upstream at ≈107 dB)",
             p.describe(),
-            10.0 * (sig / err.max(f64::MIN_POSITIVE)).log10()
+            rill_kernels::metrics::snr_db(&exact, &got)
         );
     }
     Ok(())
