@@ -17,7 +17,6 @@ mod bounded;
 pub mod error;
 pub mod gguf;
 pub mod layout;
-pub mod locate;
 pub mod nemo;
 pub mod pickle;
 pub mod quantized;

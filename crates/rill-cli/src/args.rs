@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
 use rill_mrt2::Precision;
+use rill_spectrostream::CodecPrecision;
 use rill_stream::{StagePools, Stages};
 
 /// Where the weights come from and how they run.
@@ -23,19 +24,6 @@ pub struct ModelArgs {
     #[arg(long, value_name = "SEED", num_args = 0..=1, default_missing_value = "0", conflicts_with = "checkpoint")]
     pub random_weights: Option<u64>,
 
-    /// Weight precision of the language model: f32 (parity with upstream's fp32
-    /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
-    /// mlx-int8 (upstream's default app exactly: bf16 weights quantised by MLX g64
-    /// 8-bit, embeddings included, with MLX's CPU bf16 arithmetic — upstream's int8
-    /// tokens bit for bit; ≈2.3× slower than int8, not real time on 2 cores), int8
-    /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
-    /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
-    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8); f16
-    /// only with `bench --model magpie`. Default: f32, or the precision a
-    /// pre-quantised file (`rill quantize`) was made for.
-    #[arg(long, value_parser = precision_parser())]
-    pub precision: Option<PrecisionArg>,
-
     /// Codec (SpectroStream decoder) weights: f32 (exact, ≈107 dB audio SNR vs
     /// upstream), i16 (int16 weights with per-channel scales for the
     /// bandwidth-bound early layers, ≈86 dB, faster), f16 (the same layers in
@@ -43,8 +31,8 @@ pub struct ModelArgs {
     /// the two-stage rescale, ≈55 dB: the numerics of fp16 hardware, on the f32
     /// kernels, not faster). Default: f32 for generate and decode; i16 for play,
     /// serve and bench (live use) and with --precision mixed.
-    #[arg(long, value_enum)]
-    pub codec: Option<CodecArg>,
+    #[arg(long, value_parser = names_parser(&CodecPrecision::ALL, CodecPrecision::name))]
+    pub codec: Option<CodecPrecision>,
 
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long, value_name = "N")]
@@ -69,24 +57,10 @@ pub const MAX_SECONDS: f64 = 86_400.0;
 /// [`MAX_SECONDS`] in 40 ms frames.
 pub const MAX_FRAMES: u64 = 25 * 86_400;
 
-pub use rill_kernels::pool::MAX_THREADS;
-
 /// Worker threads: `explicit` (a --threads flag), else $RILL_THREADS, else the core
-/// count; 1..=MAX_THREADS or an error.
+/// count; 1..=MAX_THREADS or an error ([`rill_kernels::pool::thread_count`]).
 pub fn thread_count(explicit: Option<usize>) -> Result<usize> {
-    let n = match explicit {
-        Some(n) => n,
-        None => match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
-            })?,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
-    if !(1..=MAX_THREADS).contains(&n) {
-        bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
-    }
-    Ok(n)
+    Ok(rill_kernels::pool::thread_count(explicit)?)
 }
 
 impl ModelArgs {
@@ -127,53 +101,98 @@ pub enum StagesArg {
     Two,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CodecArg {
-    F32,
-    I16,
-    F16,
-    Fp16,
+/// The music model's `--precision`.
+#[derive(Debug, Clone, Args)]
+pub struct PrecisionArgs {
+    /// Weight precision of the language model: f32 (parity with upstream's fp32
+    /// reference), bf16 (weights rounded like upstream's shipped model, f32 math),
+    /// mlx-int8 (upstream's default app exactly: bf16 weights quantised by MLX g64
+    /// 8-bit, embeddings included, with MLX's CPU bf16 arithmetic — upstream's int8
+    /// tokens bit for bit; ≈2.3× slower than int8, not real time on 2 cores), int8
+    /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
+    /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
+    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
+    /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was
+    /// made for.
+    #[arg(long, value_parser = mrt2_precision_parser())]
+    pub precision: Option<Precision>,
 }
 
-/// `--precision`: one of the music model's precisions (every
-/// [`Precision::ALL`], by its own name) or, for Magpie's linear layers only, f16.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrecisionArg {
-    Music(Precision),
-    /// IEEE half: Magpie's linear layers only (`bench --model magpie`).
-    F16,
+/// Parses one of `all` by its `name`, listing every name in `--help` and in the
+/// errors: how a flag takes a library's enum.
+pub fn names_parser<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> NamesParser<T> {
+    NamesParser {
+        all,
+        name,
+        elsewhere: |_| None,
+    }
 }
 
-/// Parses `--precision`, listing every value in `--help` and in its errors.
-pub fn precision_parser() -> impl clap::builder::TypedValueParser<Value = PrecisionArg> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let mut values: Vec<PossibleValue> = Precision::ALL
-        .iter()
-        .map(|p| PossibleValue::new(p.name()))
-        .collect();
-    values.push(
-        PossibleValue::new("f16")
-            .help("IEEE half: Magpie's linear layers only (`bench --model magpie`)"),
-    );
-    PossibleValuesParser::new(values).map(|s| match Precision::from_name(&s) {
-        Some(p) => PrecisionArg::Music(p),
-        None => PrecisionArg::F16,
-    })
+/// [`names_parser`] of the music model's precisions: a name only another model
+/// takes (Magpie's f16) is refused with where it applies.
+pub fn mrt2_precision_parser() -> NamesParser<Precision> {
+    NamesParser {
+        all: &Precision::ALL,
+        name: Precision::name,
+        elsewhere: |s| {
+            rill_magpie::Precision::from_name(s).map(|_| {
+                format!(
+                    "--precision {s} is for Magpie's linear layers (`rill speak --precision {s}`, \
+                     `rill bench --model magpie`); the music model takes {}",
+                    Precision::ALL.map(Precision::name).join(", ")
+                )
+            })
+        },
+    }
 }
 
-impl TryFrom<PrecisionArg> for Precision {
-    type Error = anyhow::Error;
+/// A value parser of a library enum by name (see [`names_parser`]).
+#[derive(Clone)]
+pub struct NamesParser<T: 'static> {
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    /// The error for a name that belongs elsewhere, if it does.
+    elsewhere: fn(&str) -> Option<String>,
+}
 
-    /// The music model's precision; `f16` exists only for Magpie's linears.
-    fn try_from(p: PrecisionArg) -> anyhow::Result<Precision> {
-        match p {
-            PrecisionArg::Music(p) => Ok(p),
-            PrecisionArg::F16 => anyhow::bail!(
-                "--precision f16 is for Magpie's linear layers (`rill bench --model magpie`, \
-                 `rill speak --precision f16`); the music model takes {}",
-                Precision::ALL.map(Precision::name).join(", ")
-            ),
+impl<T: Copy + Send + Sync + 'static> clap::builder::TypedValueParser for NamesParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        use clap::builder::PossibleValuesParser;
+        if let Some(&v) = self.all.iter().find(|&&v| value == (self.name)(v)) {
+            return Ok(v);
         }
+        if let Some(msg) = value.to_str().and_then(self.elsewhere) {
+            return Err(cmd.clone().error(clap::error::ErrorKind::InvalidValue, msg));
+        }
+        // clap's own error: the value, the flag and every possible value.
+        let names = self.all.iter().map(|&v| (self.name)(v));
+        match PossibleValuesParser::new(names).parse_ref(cmd, arg, value) {
+            Err(e) => Err(e),
+            Ok(s) => Err(cmd.clone().error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("{s:?} is not a value of this flag"),
+            )),
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.all
+                .iter()
+                .map(|&v| clap::builder::PossibleValue::new((self.name)(v))),
+        ))
     }
 }
 

@@ -25,12 +25,20 @@ pub struct BenchArgs {
 
     /// Which model to time: mrt2 (the music model of --checkpoint) or magpie (Magpie
     /// TTS + NanoCodec on random weights of the real shapes, CFG on, f32 codec;
-    /// --precision f32|f16|bf16|int8 sets Magpie's linear layers (f16: rounded to
-    /// half, as NVIDIA's F16 GGUF holds them and f32 runs them); --codec f16 rounds the
+    /// --precision sets Magpie's linear layers (f16: rounded to half, as NVIDIA's
+    /// F16 GGUF holds them and f32 runs them); --codec f16 rounds the
     /// codec weights to half as NVIDIA's F16 GGUF holds them, which lets stage 0
     /// stream half the bytes with the same results).
     #[arg(long = "model", value_enum, default_value = "mrt2")]
     pub which: BenchModel,
+
+    /// Weight precision of the model timed. --model mrt2: the language model's
+    /// (f32, bf16, mlx-int8, int8, mixed, int4, lut4; as `rill generate
+    /// --precision`; default f32, or the precision a pre-quantised file was made
+    /// for). --model magpie: its linear layers' (f32, f16, bf16, int8; as `rill
+    /// speak --precision`; default f32).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(bench_precisions()))]
+    pub precision: Option<String>,
 
     /// Frames to time (after the warm-up; at most a day's worth). With --model magpie,
     /// whole cycles of --codec-frames frames: up to that many − 1 more.
@@ -65,6 +73,49 @@ pub struct BenchArgs {
     /// Frames for --quality.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
     pub quality_frames: usize,
+}
+
+/// Every name `--precision` takes: the music model's, then Magpie's not among them.
+fn bench_precisions() -> Vec<&'static str> {
+    let mut names: Vec<&str> = Precision::ALL.map(Precision::name).to_vec();
+    for p in rill_magpie::Precision::ALL {
+        if !names.contains(&p.name()) {
+            names.push(p.name());
+        }
+    }
+    names
+}
+
+impl BenchArgs {
+    /// `--precision` as the music model's precision.
+    fn mrt2_precision(&self) -> Result<Option<Precision>> {
+        self.precision
+            .as_deref()
+            .map(|n| {
+                Precision::from_name(n).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--model mrt2 takes --precision {} (not {n})",
+                        Precision::ALL.map(Precision::name).join(", ")
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    /// `--precision` as Magpie's precision.
+    pub fn magpie_precision(&self) -> Result<rill_magpie::Precision> {
+        let Some(n) = self.precision.as_deref() else {
+            return Ok(rill_magpie::Precision::F32);
+        };
+        rill_magpie::Precision::from_name(n).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--model magpie takes --precision {} (not {n})",
+                rill_magpie::Precision::ALL
+                    .map(rill_magpie::Precision::name)
+                    .join(", ")
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -120,6 +171,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.codec_frames.is_some() {
         bail!("--codec-frames is for --model magpie (MRT2's codec decodes one frame per call)");
     }
+    let explicit_precision = args.mrt2_precision()?;
     if args.quality {
         return quality(&args);
     }
@@ -128,7 +180,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let pools = args.model.pools()?;
     let t0 = Instant::now();
     let (ckpt, kind) = model_source::open(&path)?;
-    let precision = model_source::precision(&args.model, &ckpt)?;
+    let precision = model_source::precision(explicit_precision, &ckpt)?;
     let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
     let codec_precision = model_source::codec_precision(&args.model, precision, true);
     let load_codec = |isa| {
@@ -178,7 +230,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let rss = peak_rss_bytes();
     let huge = rill_stream::process::huge_page_bytes();
     let thp = rill_stream::process::huge_page_mode();
-    let codec_name = model_source::codec_name(codec_precision);
+    let codec_name = codec_precision.describe();
     let (lm_threads, codec_threads) = pools.threads();
     if args.json {
         let s = |x: Summary| serde_json::json!({"median": x.median, "p90": x.p90, "p99": x.p99, "max": x.max});
@@ -342,15 +394,10 @@ fn quality(args: &BenchArgs) -> Result<()> {
         rill_spectrostream::CodecPrecision::F16,
     ] {
         let got = decode(p)?;
-        let (mut sig, mut err) = (0f64, 0f64);
-        for (a, b) in exact.iter().zip(&got) {
-            sig += (*a as f64).powi(2);
-            err += ((a - b) as f64).powi(2);
-        }
         println!(
             "codec {}: audio SNR {:.1} dB vs f32 over {frames} frames (f32 matches upstream at ≈107 dB)",
-            model_source::codec_name(p),
-            10.0 * (sig / err.max(f64::MIN_POSITIVE)).log10()
+            p.describe(),
+            rill_kernels::metrics::snr_db(&exact, &got)
         );
     }
     Ok(())

@@ -8,16 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use rill_kernels::WeightFormat;
 use rill_magpie::{InferenceParams, Model, CODEBOOKS};
-use rill_mrt2::Precision;
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
 use rill_stream::tts::{
     CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, DEFAULT_CODEC_FRAMES, SINGLE_FRAMES,
 };
 use rill_text::{EnglishFrontEnd, TextVocabulary};
 
-use crate::args::{CodecArg, PrecisionArg};
+use rill_spectrostream::CodecPrecision;
 
 /// One frame of audio (1024 samples at 22.05 kHz).
 const FRAME: Duration =
@@ -29,15 +27,7 @@ use crate::stats::summarize;
 const TEXT: &str = "Hello world, I read the rill docs.";
 
 pub fn run(args: &BenchArgs) -> Result<()> {
-    let format = match args.model.precision {
-        None | Some(PrecisionArg::Music(Precision::F32)) => WeightFormat::F32,
-        Some(PrecisionArg::Music(Precision::Bf16)) => WeightFormat::Bf16,
-        Some(PrecisionArg::Music(Precision::Int8)) => WeightFormat::Int8,
-        Some(PrecisionArg::F16) => WeightFormat::F16,
-        Some(PrecisionArg::Music(p)) => {
-            bail!("--model magpie takes --precision f32, f16, bf16 or int8 (not {p})")
-        }
-    };
+    let format = args.magpie_precision()?.format();
     let seed = args.model.random_weights.unwrap_or(0);
     let pools = args.model.pools()?;
     let threads = args.model.thread_count()?;
@@ -47,18 +37,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let model = Arc::new(Model::with_format(w, format)?);
     let mut codec_weights = rill_nanocodec::Weights::synthetic(seed);
     let (codec_short, codec_kind) = match args.model.codec {
-        None | Some(CodecArg::F32) => ("f32", "f32 codec weights"),
-        Some(CodecArg::F16) => {
+        None | Some(CodecPrecision::F32) => ("f32", "f32 codec weights"),
+        Some(CodecPrecision::F16Weights) => {
             codec_weights.round_to_half();
             (
                 "f16",
                 "codec weights rounded to half as in NVIDIA's F16 GGUF (f32 arithmetic)",
             )
         }
-        Some(c) => bail!(
-            "--model magpie takes --codec f32 or f16 (not {})",
-            format!("{c:?}").to_lowercase()
-        ),
+        Some(c) => bail!("--model magpie takes --codec f32 or f16 (not {})", c.name()),
     };
     let codec = NanoCodec::new(&codec_weights)?;
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;

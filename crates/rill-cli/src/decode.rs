@@ -42,8 +42,9 @@ pub struct DecodeArgs {
     pub dump: Option<PathBuf>,
 
     /// Codec weights: f32 (exact) or f16 for the bandwidth-bound early layers.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub codec: crate::args::CodecArg,
+    #[arg(long, default_value = "f32", value_parser = crate::args::names_parser(
+        &rill_spectrostream::CodecPrecision::ALL, rill_spectrostream::CodecPrecision::name))]
+    pub codec: rill_spectrostream::CodecPrecision,
 
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long, value_name = "N")]
@@ -58,7 +59,6 @@ pub fn run(args: DecodeArgs) -> Result<()> {
     let margs = crate::args::ModelArgs {
         checkpoint: args.checkpoint.clone(),
         random_weights: args.random_weights,
-        precision: None,
         codec: Some(args.codec),
         threads: args.threads,
         stages: None,

@@ -11,7 +11,7 @@ use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{FrameTrace, LEVELS};
 use rill_stream::{FramePipeline, NoteTracker, Snapshot, StepReport};
 
-use crate::args::{ControlArgs, ModelArgs, MAX_FRAMES, MAX_SECONDS};
+use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_FRAMES, MAX_SECONDS};
 use crate::dump::Dump;
 use crate::model_source;
 use crate::output::{PendingFile, WavOut};
@@ -23,6 +23,9 @@ use crate::tokens::read_tokens;
 pub struct GenerateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     #[command(flatten)]
     pub controls: ControlArgs,
@@ -159,7 +162,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     let path = model_source::resolve(&args.model)?;
     let pools = args.model.pools()?;
     let (ckpt, _) = model_source::open(&path)?;
-    let precision = model_source::precision(&args.model, &ckpt)?;
+    let precision = model_source::precision(args.precision.precision, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
     let codec = if run_codec || args.resume.is_some() {
         Some(model_source::load_codec(

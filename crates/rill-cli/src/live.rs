@@ -37,10 +37,14 @@ pub struct Loaded {
 }
 
 /// Loads the model and codec and starts the engine (measuring real-time capacity).
-pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Loaded> {
+pub fn start_engine(
+    model: &ModelArgs,
+    precision: Option<Precision>,
+    max_sessions: Option<usize>,
+) -> Result<Loaded> {
     let path = model_source::resolve(model)?;
     let (ckpt, kind) = model_source::open(&path)?;
-    let precision = model_source::precision(model, &ckpt)?;
+    let precision = model_source::precision(precision, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
     let codec_precision = model_source::codec_precision(model, precision, true);
     let codec = model_source::load_codec(&ckpt, codec_precision)?;
@@ -89,7 +93,7 @@ pub fn start_engine(model: &ModelArgs, max_sessions: Option<usize>) -> Result<Lo
         info: serde_json::json!({
             "model": kind.name(),
             "precision": precision.name(),
-            "codec": model_source::codec_name(codec_precision),
+            "codec": codec_precision.describe(),
         }),
         weights_ready,
     })

@@ -1,188 +1,123 @@
-//! Finding the checkpoint (or synthesising a random-weight one) and loading it.
+//! The `rill` command's side of loading a model: its flags into
+//! [`rill_stream::source`] (which finds, synthesises and loads), with its
+//! progress bar and messages.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use rill_checkpoint::synth;
-use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_mrt2::{layout, Mrt2, Precision};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
+use anyhow::Result;
+use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_mrt2::{Mrt2, Precision};
+use rill_spectrostream::{Codec, CodecPrecision};
+use rill_stream::source::{self, Hints, SynthProgress};
 
-use crate::args::{CodecArg, ModelArgs};
+use crate::args::ModelArgs;
 use crate::progress;
 
-/// How to get real weights, printed whenever none are found.
-pub fn download_help() -> String {
-    format!(
-        "{}
-then pass --checkpoint PATH (or set RILL_CHECKPOINT).
-To try rill without downloading anything, add --random-weights: a checkpoint with
+/// How the `rill` command's users get a model, for the errors that say what to do.
+pub const HINTS: Hints = Hints {
+    pass_checkpoint: "--checkpoint PATH",
+    try_random: "To try rill without downloading anything, add --random-weights: a checkpoint with
 random weights in the real layout is synthesised (~1.1 GB, ~10 s); the output is
 not music, but every stage runs exactly as with real weights.",
-        locate::download_instructions("mrt2_small")
-    )
-}
-
-/// Cache directory for synthesised checkpoints: `$XDG_CACHE_HOME/rill` or `~/.cache/rill`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(x).join("rill");
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => PathBuf::from(h).join(".cache/rill"),
-        None => std::env::temp_dir().join("rill-cache"),
-    }
-}
+};
 
 /// Resolves the checkpoint path from the arguments; synthesises random weights if asked.
 pub fn resolve(args: &ModelArgs) -> Result<PathBuf> {
     if let Some(seed) = args.random_weights {
-        let dir = cache_dir();
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
-        let path = dir.join(format!("mrt2_small_random_seed{seed}.safetensors"));
-        if !is_complete_synth(&path, seed) {
-            eprintln!(
-                "synthesising a random-weight mrt2_small checkpoint (weights seed {seed}) at {}",
-                path.display()
-            );
-            synthesise(ModelKind::Small, seed, &path)?;
-        }
+        let path = source::random_checkpoint(ModelKind::Small, seed, &mut reporter(seed))?;
         eprintln!("note: random weights — every stage runs as with real weights, but the output is not music");
         return Ok(path);
     }
-    if let Some(p) = &args.checkpoint {
-        if !p.exists() {
-            bail!(
-                "checkpoint {} does not exist\n\n{}",
-                p.display(),
-                download_help()
-            );
-        }
-        return Ok(p.clone());
-    }
-    if let Some(c) = locate::find_default("mrt2_small") {
-        return Ok(c);
-    }
-    bail!(
-        "no MRT2 checkpoint given and none found in the default locations\n\n{}",
-        download_help()
-    )
-}
-
-fn is_complete_synth(path: &Path, seed: u64) -> bool {
-    let want = synth::file_len(
+    Ok(source::resolve_checkpoint(
+        args.checkpoint.as_deref(),
         ModelKind::Small,
-        seed,
-        &layout::synth_tensors(ModelKind::Small),
-    );
-    std::fs::metadata(path).map(|m| m.len()).ok() == Some(want)
+        &HINTS,
+    )?)
 }
 
 /// Writes a synthetic checkpoint with a progress bar.
 pub fn synthesise(kind: ModelKind, seed: u64, path: &Path) -> Result<()> {
-    let start = Instant::now();
-    let bar = progress::bytes_bar("synthesising");
-    let tensors = layout::synth_tensors(kind);
-    let summary = synth::write_checkpoint(kind, seed, &tensors, path, &mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-    })
-    .with_context(|| format!("writing {}", path.display()))?;
-    bar.finish_and_clear();
-    eprintln!(
-        "wrote {} ({} tensors, {} parameters, {:.1} GB) in {:.1} s; sha256 {}{}",
-        path.display(),
-        summary.tensors,
-        summary.params,
-        summary.bytes as f64 / 1e9,
-        start.elapsed().as_secs_f64(),
-        summary.sha256,
-        if summary.oracle_checked {
-            " (identical to the reference's file)"
-        } else {
-            ""
-        }
-    );
+    source::synthesise(kind, seed, path, &mut reporter(seed))?;
     Ok(())
+}
+
+/// Shows a synthesis: what is written, a byte bar, the summary line.
+fn reporter(seed: u64) -> impl FnMut(SynthProgress<'_>) {
+    let mut bar = None;
+    move |p| match p {
+        SynthProgress::Start { path } => eprintln!(
+            "synthesising a random-weight mrt2_small checkpoint (weights seed {seed}) at {}",
+            path.display()
+        ),
+        SynthProgress::Bytes { done, total } => {
+            let bar = bar.get_or_insert_with(|| progress::bytes_bar("synthesising"));
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+        SynthProgress::Done {
+            path,
+            summary,
+            seconds,
+        } => {
+            if let Some(bar) = bar.take() {
+                bar.finish_and_clear();
+            }
+            eprintln!(
+                "wrote {} ({} tensors, {} parameters, {:.1} GB) in {seconds:.1} s; sha256 {}{}",
+                path.display(),
+                summary.tensors,
+                summary.params,
+                summary.bytes as f64 / 1e9,
+                summary.sha256,
+                if summary.oracle_checked {
+                    " (identical to the reference's file)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
 }
 
 /// Opens and validates a checkpoint.
 pub fn open(path: &Path) -> Result<(Checkpoint, ModelKind)> {
-    let ckpt = Checkpoint::open(path)?;
-    let kind = layout::validate(&ckpt)?;
-    Ok((ckpt, kind))
+    Ok(source::open(path)?)
 }
 
 /// The precision to run: `--precision`, else a pre-quantised file's own, else f32.
-pub fn precision(args: &ModelArgs, ckpt: &Checkpoint) -> Result<Precision> {
-    if let Some(p) = args.precision {
-        return p.try_into();
-    }
-    match ckpt.quantized_precision() {
-        Some(name) => Precision::from_name(name).with_context(|| {
-            format!(
-                "{} is pre-quantised to an unknown precision {name:?}",
-                ckpt.path().display()
-            )
-        }),
-        None => Ok(Precision::F32),
-    }
+pub fn precision(explicit: Option<Precision>, ckpt: &Checkpoint) -> Result<Precision> {
+    Ok(source::precision(explicit, ckpt)?)
 }
 
 /// Loads the language model, reporting the time taken.
 pub fn load_lm(ckpt: &Checkpoint, precision: Precision) -> Result<Arc<Mrt2>> {
     let start = Instant::now();
-    let m = Mrt2::load(ckpt, precision)?;
+    let m = source::load_lm(ckpt, precision)?;
     eprintln!(
         "loaded {} language model ({precision}) from {} in {:.1} s",
         m.config.kind,
         ckpt.path().display(),
         start.elapsed().as_secs_f64()
     );
-    Ok(Arc::new(m))
+    Ok(m)
 }
 
-/// The codec weights to use: `--codec`, else int16 early layers for live use
-/// (play, serve, bench) and for `mixed`, else the exact f32 codec.
+/// The codec weights to use: `--codec`, else [`source::codec_precision`]'s
+/// choice for live use or not.
 pub fn codec_precision(args: &ModelArgs, lm: Precision, live: bool) -> CodecPrecision {
-    match (args.codec, lm) {
-        (Some(CodecArg::F32), _) => CodecPrecision::F32,
-        (Some(CodecArg::F16), _) => CodecPrecision::F16Weights,
-        (Some(CodecArg::I16), _) => CodecPrecision::I16Weights,
-        (Some(CodecArg::Fp16), _) => CodecPrecision::F16,
-        (None, Precision::Mixed) => CodecPrecision::I16Weights,
-        (None, _) if live => CodecPrecision::I16Weights,
-        (None, _) => CodecPrecision::F32,
-    }
+    source::codec_precision(args.codec, lm, live)
 }
 
-pub fn codec_name(p: CodecPrecision) -> &'static str {
-    match p {
-        CodecPrecision::F32 => "f32",
-        CodecPrecision::F16Weights => "f16 early weights",
-        CodecPrecision::I16Weights => "int16 early weights",
-        CodecPrecision::F16 => "fp16 activations and weights (rescaled)",
-    }
-}
-
-/// Loads the SpectroStream decoder.
+/// Loads the SpectroStream decoder, reporting the time taken.
 pub fn load_codec(ckpt: &Checkpoint, precision: CodecPrecision) -> Result<Arc<Codec>> {
     let start = Instant::now();
-    let c = Codec::load_with(
-        ckpt,
-        CodecOptions {
-            precision,
-            isa: None,
-            rescale: None,
-        },
-    )?;
+    let c = source::load_codec(ckpt, precision)?;
     eprintln!(
         "loaded SpectroStream decoder ({}) in {:.1} s",
-        codec_name(precision),
+        precision.describe(),
         start.elapsed().as_secs_f64()
     );
-    Ok(Arc::new(c))
+    Ok(c)
 }

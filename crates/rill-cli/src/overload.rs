@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rill_server::protocol::{ServerMsg, Wire, WireControls};
 use tokio_tungstenite::tungstenite::Message;
 
 #[derive(Debug, Args)]
@@ -111,7 +111,7 @@ async fn overload(args: OverloadArgs) -> Result<()> {
     for _ in 0..extra {
         match connect(addr).await {
             Ok(mut ws) => {
-                ws.send(Message::Text(r#"{"type":"start"}"#.into())).await?;
+                ws.send(start_message()).await?;
                 match first_reply(&mut ws).await {
                     Some(code) if code == "busy" => busy += 1,
                     _ => admitted_wrongly += 1,
@@ -139,7 +139,7 @@ async fn overload(args: OverloadArgs) -> Result<()> {
                 tokio::time::sleep(pause).await;
                 match connect(addr).await {
                     Ok(mut ws) => {
-                        let _ = ws.send(Message::Text(r#"{"type":"start"}"#.into())).await;
+                        let _ = ws.send(start_message()).await;
                         let _ = ws.close(None).await;
                         done.fetch_add(1, Ordering::Relaxed);
                     }
@@ -209,7 +209,7 @@ async fn admit(addr: SocketAddr, n: usize) -> Result<(Vec<Arc<Watch>>, Arc<Atomi
     let stop = Arc::new(AtomicBool::new(false));
     for w in &watches {
         let mut ws = connect(addr).await?;
-        ws.send(Message::Text(r#"{"type":"start"}"#.into())).await?;
+        ws.send(start_message()).await?;
         tokio::spawn(watch(ws, w.clone(), stop.clone()));
     }
     let t = Instant::now();
@@ -233,17 +233,28 @@ async fn connect(addr: SocketAddr) -> Result<Ws> {
     Ok(ws)
 }
 
-/// The error code of the first text reply (`None` if a frame or nothing came).
+/// `{"type":"start"}` with no controls: the server's defaults.
+fn start_message() -> Message {
+    let start = Wire::Start(WireControls::default());
+    Message::Text(
+        serde_json::to_string(&start)
+            .expect("a client message serialises")
+            .into(),
+    )
+}
+
+/// The error code of the first text reply, else its type (`None` if a frame,
+/// nothing or something else came).
 async fn first_reply(ws: &mut Ws) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
             Ok(Some(Ok(Message::Text(t)))) => {
-                let j: serde_json::Value = serde_json::from_str(t.as_str()).ok()?;
-                if j["type"] == "error" {
-                    return j["code"].as_str().map(str::to_string);
-                }
-                return Some(j["type"].as_str().unwrap_or("").to_string());
+                return match serde_json::from_str::<ServerMsg>(t.as_str()).ok()? {
+                    ServerMsg::Error { code, .. } => Some(code),
+                    ServerMsg::Started { .. } => Some("started".into()),
+                    ServerMsg::Status { .. } => Some("status".into()),
+                };
             }
             Ok(Some(Ok(Message::Binary(_)))) => return None,
             Ok(Some(Ok(_))) => continue,
@@ -270,41 +281,55 @@ async fn watch(mut ws: Ws, w: Arc<Watch>, stop: Arc<AtomicBool>) {
                 w.frames.fetch_add(1, Ordering::Relaxed);
                 w.playing.store(true, Ordering::Release);
             }
-            Message::Text(t) => {
-                let j: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
-                match j["type"].as_str() {
-                    Some("status") => {
-                        if let Some(u) = j["underruns"].as_u64() {
-                            w.underruns.store(u, Ordering::Relaxed);
-                        }
-                    }
-                    Some("error") => {
-                        w.errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                    _ => {}
+            Message::Text(t) => match serde_json::from_str::<ServerMsg>(t.as_str()) {
+                Ok(ServerMsg::Status { underruns, .. }) => {
+                    w.underruns.store(underruns, Ordering::Relaxed);
                 }
-            }
+                Ok(ServerMsg::Error { .. }) => {
+                    w.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
     let _ = ws.close(None).await;
 }
 
-/// `GET /api/info` over a plain TCP connection.
+/// `GET /api/info` (hyper's HTTP/1 client on one connection).
 async fn api_info(addr: SocketAddr) -> Result<serde_json::Value> {
-    let mut s = tokio::net::TcpStream::connect(addr)
+    use http_body_util::{BodyExt, Empty, Limited};
+    use hyper::body::Bytes;
+    let stream = tokio::net::TcpStream::connect(addr)
         .await
         .with_context(|| format!("connecting to {addr} (is `rill serve` running there?)"))?;
-    s.write_all(
-        format!("GET /api/info HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await?;
-    let mut buf = Vec::new();
-    s.take(1 << 20).read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .context("no HTTP body from /api/info")?;
-    serde_json::from_str(body).with_context(|| format!("/api/info is not JSON: {body:.200}"))
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .context("HTTP handshake with the server")?;
+    tokio::spawn(async move {
+        // Its errors surface in `send_request` below.
+        let _ = conn.await;
+    });
+    let request = hyper::Request::get("/api/info")
+        .header(hyper::header::HOST, addr.to_string())
+        .body(Empty::<Bytes>::new())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .context("GET /api/info")?;
+    if !response.status().is_success() {
+        bail!("GET /api/info answered {}", response.status());
+    }
+    let body = Limited::new(response.into_body(), 1 << 20)
+        .collect()
+        .await
+        .map_err(|e| anyhow::anyhow!("reading /api/info: {e}"))?
+        .to_bytes();
+    serde_json::from_slice(&body).with_context(|| {
+        format!(
+            "/api/info is not JSON: {:.200}",
+            String::from_utf8_lossy(&body)
+        )
+    })
 }

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use rill_stream::engine::FRAME_MS;
-use rill_stream::{StreamConfig, FRAME_PCM};
+use rill_stream::{PacedReader, StreamConfig, FRAME_PCM};
 
 #[cfg(feature = "audio")]
 #[path = "play/device.rs"]
@@ -20,7 +19,7 @@ mod device;
 
 use device::{connect_midi, list_midi, open_device};
 
-use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
+use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 use crate::output::WavOut;
 
@@ -28,6 +27,9 @@ use crate::output::WavOut;
 pub struct PlayArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     #[command(flatten)]
     pub controls: ControlArgs,
@@ -73,7 +75,7 @@ pub fn run(args: PlayArgs) -> Result<()> {
     };
     let initial = live::initial_controls(&args.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
-    let loaded = live::start_engine(&args.model, Some(1))?;
+    let loaded = live::start_engine(&args.model, args.precision.precision, Some(1))?;
     let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {
         seed: args.controls.seed(),
@@ -113,10 +115,8 @@ pub fn run(args: PlayArgs) -> Result<()> {
     };
     let mut rec_buf = vec![0i16; FRAME_PCM];
     let mut recorder = recorder;
-    let mut null_frame = vec![0i16; FRAME_PCM];
     let start = Instant::now();
-    let mut played_null = 0u64;
-    let mut late = false;
+    let mut reader = PacedReader::new();
     let mut last_status = Instant::now();
     eprintln!("playing — Ctrl-C stops");
     let null = null_sink.is_some();
@@ -125,23 +125,10 @@ pub fn run(args: PlayArgs) -> Result<()> {
         (Some(n), true) => played_null >= n,
         (Some(n), false) => start.elapsed().as_secs_f64() >= n as f64 * 0.04,
     };
-    while !stop.load(Ordering::SeqCst) && !done(played_null) {
+    while !stop.load(Ordering::SeqCst) && !done(reader.played()) {
         if let Some(h) = null_sink.as_mut() {
-            // Consume at real-time pace, as a device would; a frame that is not
-            // ready when due counts one underrun and is taken when it arrives.
-            let due = (start.elapsed().as_secs_f64() / 0.04) as u64;
-            while played_null < due && target_frames.is_none_or(|n| played_null < n) {
-                if h.buffered_ms() < FRAME_MS {
-                    if !late {
-                        late = true;
-                        h.stats.underruns.fetch_add(1, Ordering::Relaxed);
-                    }
-                    break;
-                }
-                h.read_frame(&mut null_frame);
-                late = false;
-                played_null += 1;
-            }
+            // Consume at real-time pace, as a device would.
+            reader.catch_up(h, start.elapsed(), target_frames, |_| {});
         }
         if let (Some(r), Some(w)) = (recorder.as_mut(), wav.as_mut()) {
             drain_recorder(r, w, &mut rec_buf)?;

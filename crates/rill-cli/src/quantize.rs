@@ -8,7 +8,7 @@ use clap::Args;
 use rill_checkpoint::Checkpoint;
 use rill_mrt2::{prequantized, Precision};
 
-use crate::args::{precision_parser, PrecisionArg};
+use crate::args::mrt2_precision_parser;
 use crate::output::PendingFile;
 
 #[derive(Debug, Args)]
@@ -18,8 +18,8 @@ pub struct QuantizeArgs {
     pub checkpoint: PathBuf,
 
     /// Target precision of the language-model matrices.
-    #[arg(long, value_parser = precision_parser())]
-    pub precision: PrecisionArg,
+    #[arg(long, value_parser = mrt2_precision_parser())]
+    pub precision: Precision,
 
     /// Output .safetensors path.
     #[arg(short = 'o', long, value_name = "OUT")]
@@ -27,7 +27,7 @@ pub struct QuantizeArgs {
 }
 
 pub fn run(args: QuantizeArgs) -> Result<()> {
-    let precision: Precision = args.precision.try_into()?;
+    let precision = args.precision;
     let pending = PendingFile::reserve(&args.output)?;
     let start = Instant::now();
     let ckpt = Checkpoint::open(&args.checkpoint)?;

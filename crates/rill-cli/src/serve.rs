@@ -13,14 +13,16 @@ use rill_server::limits::{
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
-use crate::args::ModelArgs;
+use crate::args::{names_parser, ModelArgs, PrecisionArgs};
 use crate::live;
-use crate::tts::TtsPrecision;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -83,8 +85,9 @@ pub struct ServeArgs {
     pub tts_random_weights: Option<u64>,
 
     /// Weight format of the voice's linear layers (as `rill speak --precision`).
-    #[arg(long, value_enum, default_value = "f32")]
-    pub tts_precision: TtsPrecision,
+    #[arg(long, default_value = "f32",
+          value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
+    pub tts_precision: rill_magpie::Precision,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -97,7 +100,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
-    let loaded = live::start_engine(&args.model, args.max_sessions)?;
+    let loaded = live::start_engine(&args.model, args.precision.precision, args.max_sessions)?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
         allowed_origins: args.allow_origin,

@@ -8,16 +8,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use rill_stream::{Control, StreamConfig, StreamHandle, FRAME_PCM};
+use rill_stream::{Control, PacedReader, StreamConfig, StreamHandle};
 use std::sync::atomic::Ordering;
 
-use crate::args::{ControlArgs, ModelArgs, MAX_SECONDS};
+use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
 use crate::live::{self, LiveArgs};
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 
     #[command(flatten)]
     pub controls: ControlArgs,
@@ -114,7 +117,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
         bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
     }
     let initial = live::initial_controls(&args.controls)?;
-    let loaded = live::start_engine(&args.model, Some(args.streams))?;
+    let loaded = live::start_engine(&args.model, args.precision.precision, Some(args.streams))?;
     if loaded.engine.capacity() < args.streams {
         bail!(
             "this machine sustains {} stream(s) in real time, fewer than --streams {}",
@@ -144,10 +147,8 @@ pub fn run(args: SoakArgs) -> Result<()> {
         "{:>7} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>6}",
         "minute", "rms dBFS", "peak dBFS", "nonfin", "clipped", "rss MB", "underruns", "RTF"
     );
-    let mut frame = vec![0i16; FRAME_PCM];
     let mut window = Window::default();
-    let mut played = vec![0u64; streams.len()];
-    let mut late = vec![false; streams.len()];
+    let mut readers = vec![PacedReader::new(); streams.len()];
     let (mut last_nonfinite, mut last_underruns) = (0u64, 0u64);
     let mut rss_first = None;
     let mut rss_range = (u64::MAX, 0u64);
@@ -156,26 +157,14 @@ pub fn run(args: SoakArgs) -> Result<()> {
     let mut next_report = args.interval;
     let mut next_vary = args.vary_every;
     loop {
-        let now = start.elapsed().as_secs_f64();
+        let elapsed = start.elapsed();
+        let now = elapsed.as_secs_f64();
         // Consume at real-time pace; a frame not ready when due is one underrun.
-        let due = (now / 0.04) as u64;
-        for (i, h) in streams.iter_mut().enumerate() {
-            while played[i] < due {
-                if h.failed() {
-                    bail!("stream {i} failed with an internal error (see the message above)");
-                }
-                if h.buffered_ms() < 40.0 {
-                    if !late[i] {
-                        late[i] = true;
-                        h.stats.underruns.fetch_add(1, Ordering::Relaxed);
-                    }
-                    break;
-                }
-                h.read_frame(&mut frame);
-                late[i] = false;
-                played[i] += 1;
-                window.add(&frame);
+        for (i, (h, r)) in streams.iter_mut().zip(&mut readers).enumerate() {
+            if h.failed() {
+                bail!("stream {i} failed with an internal error (see the message above)");
             }
+            r.catch_up(h, elapsed, None, |pcm| window.add(pcm));
         }
         if args.vary_every > 0.0 && now >= next_vary {
             next_vary += args.vary_every;
@@ -216,7 +205,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(5));
     }
     let (nonfinite, underruns) = totals(&streams);
-    let frames: u64 = played.iter().sum();
+    let frames: u64 = readers.iter().map(PacedReader::played).sum();
     let drift = match (rss_first, rss_range) {
         (Some(f), (lo, hi)) if f > 0 => format!(
             "RSS {:.1}–{:.1} MB ({:+.2} % of the first reading)",

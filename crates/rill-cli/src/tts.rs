@@ -13,13 +13,12 @@ use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::WeightFormat;
-use rill_magpie::{InferenceParams, Model};
-use rill_nanocodec::NanoCodec;
-use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice};
+use rill_magpie::Model;
+use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource};
 use rill_stream::{StagePools, Stages};
-use rill_text::{EnglishFrontEnd, Language, TextVocabulary};
+use rill_text::Language;
 
-use crate::args::StagesArg;
+use crate::args::{names_parser, StagesArg};
 use crate::output::WavOut;
 use crate::progress;
 
@@ -103,8 +102,9 @@ pub struct TtsArgs {
     /// f16, which computes the same bits with half the bytes), f16 (half the bytes
     /// per step), bf16 (the same bytes, 3 fewer mantissa bits) or int8 (a quarter;
     /// MLX-style groups of 64 with int16 activations). The codec always runs in f32.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub precision: TtsPrecision,
+    #[arg(long, default_value = "f32",
+          value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
+    pub precision: rill_magpie::Precision,
 
     /// Worker threads (default: $RILL_THREADS or the number of cores).
     #[arg(long)]
@@ -141,31 +141,10 @@ pub struct TtsArgs {
     pub force_codes: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum TtsPrecision {
-    F32,
-    F16,
-    Bf16,
-    Int8,
-}
-
-impl TtsPrecision {
-    pub fn format(self) -> WeightFormat {
-        match self {
-            TtsPrecision::F32 => WeightFormat::F32,
-            TtsPrecision::F16 => WeightFormat::F16,
-            TtsPrecision::Bf16 => WeightFormat::Bf16,
-            TtsPrecision::Int8 => WeightFormat::Int8,
-        }
-    }
-}
-
-/// Where real weights come from (not loadable yet in their released formats).
-fn weights_help() -> &'static str {
-    "Magpie TTS weights are a separate download under the NVIDIA Open Model License:\n  \
-     huggingface-cli download nvidia/magpie_tts_multilingual_357m\n  \
-     huggingface-cli download nvidia/nemo-nano-codec-22khz-1.89kbps-21.5fps\n\
-     then: rill speak --checkpoint magpie_tts_multilingual_357m.nemo --codec \
+/// What to run once the weights are downloaded (after the library's download
+/// instructions).
+fn weights_hint() -> &'static str {
+    "then: rill speak --checkpoint magpie_tts_multilingual_357m.nemo --codec \
      nemo-nano-codec-22khz-1.89kbps-21.5fps.nemo --text \"Hello world.\" -o hello.wav \
      (NVIDIA's GGUF files work too). For a smoke run on random weights: rill speak \
      --random-weights --text \"Hello world.\" -o hello.wav"
@@ -271,75 +250,27 @@ pub fn run(args: TtsArgs) -> Result<()> {
     Ok(())
 }
 
-/// Loads a voice: Magpie weights (`.nemo`, GGUF or a safetensors state dict) and
-/// NanoCodec weights (the same formats), or both synthesised from `random_weights`;
-/// the checkpoint's inference parameters, and the `.nemo`'s own dictionary when
-/// it has one. Shared by `rill speak` and `rill serve --tts-…`.
+/// Loads a voice ([`Voice::load`]) from the weight files or, with
+/// `random_weights`, synthesised, saying so; a missing file's error ends with
+/// the command to run. Shared by `rill speak` and `rill serve --tts-…`.
 pub fn load_voice(
     magpie: Option<&Path>,
     codec: Option<&Path>,
     random_weights: Option<u64>,
     format: WeightFormat,
 ) -> Result<Voice> {
-    let mut lexicon = None;
-    let (weights, params, codec) = if let Some(seed) = random_weights {
-        eprintln!(
-            "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"
-        );
-        let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
-        let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
-        (w, InferenceParams::default(), codec)
-    } else {
-        let (Some(mp), Some(cp)) = (magpie, codec) else {
-            bail!("no weights given\n{}", weights_help());
-        };
-        for p in [mp, cp] {
-            if !p.exists() {
-                bail!("{} does not exist\n{}", p.display(), weights_help());
-            }
+    let source = match random_weights {
+        Some(seed) => {
+            eprintln!(
+                "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"
+            );
+            VoiceSource::Random(seed)
         }
-        let ext = |p: &Path| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_ascii_lowercase()
-        };
-        let (w, params) = match ext(mp).as_str() {
-            "gguf" => {
-                let m = rill_magpie::load::gguf::load(mp)?;
-                (m.weights, m.params)
-            }
-            "nemo" => {
-                let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
-                lexicon = Some(Arc::new(nemo.english_lexicon()?));
-                let m = nemo.load()?;
-                (m.weights, m.params)
-            }
-            _ => (
-                rill_magpie::Weights::load(mp)
-                    .with_context(|| format!("loading Magpie weights {}", mp.display()))?,
-                InferenceParams::default(),
-            ),
-        };
-        let codec = match ext(cp).as_str() {
-            "gguf" => NanoCodec::new(&rill_nanocodec::load::load_gguf(cp)?)?,
-            "nemo" => NanoCodec::new(&rill_nanocodec::load::load_nemo(cp)?)?,
-            _ => NanoCodec::load_safetensors(cp)
-                .with_context(|| format!("loading NanoCodec weights {}", cp.display()))?,
-        };
-        (w, params, codec)
+        None => VoiceSource::Files { magpie, codec },
     };
-    let model = Arc::new(Model::with_format(weights, format)?);
-    let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
-    let front = match lexicon {
-        Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
-        None => EnglishFrontEnd::new(vocab),
-    };
-    Ok(Voice {
-        model,
-        codec: Arc::new(codec),
-        front,
-        params,
+    Voice::load(source, format).map_err(|e| match e {
+        TtsError::MissingWeights(msg) => anyhow::anyhow!("{msg}\n{}", weights_hint()),
+        e => e.into(),
     })
 }
 

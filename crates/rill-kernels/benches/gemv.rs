@@ -21,9 +21,8 @@ const SHAPES: [(usize, usize, &str); 4] = [
 
 /// The pool size from `RILL_THREADS` (default 2).
 fn pool() -> Pool {
-    let threads = std::env::var("RILL_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let threads = rill_kernels::pool::env_threads()
+        .expect("RILL_THREADS")
         .unwrap_or(2);
     Pool::new(threads)
 }

@@ -4,11 +4,13 @@
 //! * [`pool`]: a persistent worker pool in which the caller participates.
 //! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
+//! * [`metrics`]: how close two signals are (cosine, largest difference, SNR).
 
 pub mod buf;
 pub mod huge_pages;
 pub mod isa;
 pub mod matrix;
+pub mod metrics;
 pub mod ops;
 pub mod ops_bf16;
 pub mod pool;

@@ -58,21 +58,64 @@ unsafe impl Send for Shared {}
 /// Most threads [`Pool::from_env`] accepts (more would only oversubscribe any real CPU).
 pub const MAX_THREADS: usize = 256;
 
-/// `RILL_THREADS` holds something other than a thread count.
+/// A thread count that is not one: `RILL_THREADS` set to something else, or an
+/// explicit count outside 1..=[`MAX_THREADS`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadsError(pub String);
+pub enum ThreadsError {
+    /// `RILL_THREADS` holds this text, which is not a thread count.
+    Env(String),
+    /// An explicit count (a `--threads` flag, a `threads=` argument) out of range.
+    OutOfRange(usize),
+}
 
 impl std::fmt::Display for ThreadsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "RILL_THREADS={:?} is not a thread count (1..={MAX_THREADS})",
-            self.0
-        )
+        match self {
+            ThreadsError::Env(v) => write!(
+                f,
+                "RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})"
+            ),
+            ThreadsError::OutOfRange(n) => {
+                write!(f, "the thread count must be 1..={MAX_THREADS}, got {n}")
+            }
+        }
     }
 }
 
 impl std::error::Error for ThreadsError {}
+
+/// The thread count `RILL_THREADS` asks for: `None` when it is unset or blank,
+/// an error when it is set to anything but 1..=[`MAX_THREADS`] (surrounding
+/// spaces allowed). The one reader of the variable.
+pub fn env_threads() -> Result<Option<usize>, ThreadsError> {
+    match std::env::var("RILL_THREADS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_THREADS).contains(n))
+            .map(Some)
+            .ok_or(ThreadsError::Env(v)),
+        _ => Ok(None),
+    }
+}
+
+/// Worker threads in total: `explicit` (a `--threads` flag, a `threads=`
+/// argument), else `RILL_THREADS` ([`env_threads`]), else the number of cores;
+/// always 1..=[`MAX_THREADS`] or an error.
+pub fn thread_count(explicit: Option<usize>) -> Result<usize, ThreadsError> {
+    let n = match explicit {
+        Some(n) => n,
+        None => match env_threads()? {
+            Some(n) => n,
+            None => thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+    };
+    if !(1..=MAX_THREADS).contains(&n) {
+        return Err(ThreadsError::OutOfRange(n));
+    }
+    Ok(n)
+}
 
 /// A fixed set of helper threads plus the calling thread.
 pub struct Pool {
@@ -155,19 +198,10 @@ impl Pool {
     }
 
     /// A pool sized from `RILL_THREADS` (1..=[`MAX_THREADS`]), else the number
-    /// of cores. A value that is set but not a thread count is an error, never
-    /// silently replaced.
+    /// of cores ([`thread_count`]`(None)`). A value that is set but not a thread
+    /// count is an error, never silently replaced.
     pub fn from_env() -> Result<Pool, ThreadsError> {
-        let n = match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_THREADS).contains(n))
-                .ok_or(ThreadsError(v))?,
-            _ => thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        Ok(Pool::new(n))
+        Ok(Pool::new(thread_count(None)?))
     }
 
     /// Total threads including the caller.

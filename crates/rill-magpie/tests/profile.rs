@@ -12,9 +12,8 @@ use rill_magpie::{InferenceParams, Session};
 #[ignore]
 fn profile_steps() {
     let m = common::oracle_model();
-    let threads = std::env::var("RILL_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let threads = rill_kernels::pool::env_threads()
+        .expect("RILL_THREADS")
         .unwrap_or(2);
     let pool = Pool::new(threads);
     let z = common::npz("model_cached.npz");
@@ -99,9 +98,8 @@ fn profile_two_rows() {
 fn profile_prefill_matmul() {
     use rill_kernels::{Matrix, WeightFormat};
     use rill_magpie::gemm::{matmul, MatmulScratch};
-    let threads = std::env::var("RILL_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let threads = rill_kernels::pool::env_threads()
+        .expect("RILL_THREADS")
         .unwrap_or(2);
     let pool = Pool::new(threads);
     let mut scratch = MatmulScratch::new();

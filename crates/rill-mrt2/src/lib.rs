@@ -23,6 +23,7 @@ pub mod encoder;
 pub mod error;
 pub mod layers;
 pub mod layout;
+pub mod locate;
 pub mod model;
 pub mod precision;
 pub mod prequantized;

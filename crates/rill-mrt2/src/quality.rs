@@ -10,6 +10,7 @@
 //!   distributions `softmax(logits / T)` — the probability that the two models draw
 //!   the same token, which is what matters for a sampled model.
 
+use rill_kernels::metrics::cosine;
 use rill_kernels::Pool;
 
 use crate::conditioning::Conditioning;
@@ -63,16 +64,6 @@ impl Agreement {
         let tv: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).sum::<f64>() * 0.5;
         self.sampling_sum += 1.0 - tv;
     }
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        ab += x as f64 * y as f64;
-        aa += x as f64 * x as f64;
-        bb += y as f64 * y as f64;
-    }
-    ab / (aa.sqrt() * bb.sqrt()).max(f64::MIN_POSITIVE)
 }
 
 fn argmax(x: &[f32]) -> usize {

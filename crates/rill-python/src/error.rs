@@ -63,3 +63,22 @@ impl From<CodecError> for Error {
         }
     }
 }
+
+impl From<rill_stream::source::SourceError> for Error {
+    fn from(e: rill_stream::source::SourceError) -> Error {
+        use rill_stream::source::SourceError as S;
+        match e {
+            S::NotFound(m) => Error::NotFound(m),
+            S::Invalid(m) => Error::Invalid(m),
+            S::Cache { .. } => Error::Os(e.to_string()),
+            S::Write {
+                source: CheckpointError::Io { .. },
+                ..
+            } => Error::Os(e.to_string()),
+            S::Write { .. } => Error::Invalid(e.to_string()),
+            S::Checkpoint(c) => c.into(),
+            S::Model(m) => m.into(),
+            S::Codec(c) => c.into(),
+        }
+    }
+}

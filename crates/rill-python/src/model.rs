@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_kernels::pool::MAX_THREADS;
+use rill_checkpoint::ModelKind;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::{FrameTrace, Mrt2, Precision, LEVELS};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
+use rill_spectrostream::{Codec, CodecPrecision};
+use rill_stream::source::{self, Hints};
 use rill_stream::{FramePipeline, StagePools, Stages};
 
 use crate::controls::Controls;
@@ -19,14 +19,15 @@ use crate::state::State;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadOptions {
     /// Explicit checkpoint; `None` = `$RILL_CHECKPOINT`, then upstream's default
-    /// locations for `size` ([`locate::default_candidates`]).
+    /// locations for `size` ([`rill_mrt2::locate::default_candidates`]).
     pub checkpoint: Option<PathBuf>,
     /// `mrt2_small` or `mrt2_base`; the checkpoint must be of this size.
     pub size: String,
     /// A name [`Precision::from_name`] accepts; `None` = f32, or the precision a
     /// pre-quantised file was made for.
     pub precision: Option<String>,
-    /// Codec weights: `f32` (exact), `i16` or `f16` early layers.
+    /// Codec weights: a [`CodecPrecision::name`]: `f32` (exact), `i16` or `f16`
+    /// early layers, `fp16` throughout.
     pub codec: String,
     /// Worker threads; `None` = `$RILL_THREADS` or the number of cores.
     pub threads: Option<usize>,
@@ -44,34 +45,18 @@ impl Default for LoadOptions {
     }
 }
 
-/// How to get weights, for a missing checkpoint (the `rill` command's text, in Python terms).
-pub fn download_help(size: &str) -> String {
-    format!(
-        "{}
-then pass checkpoint=PATH (or set RILL_CHECKPOINT).
-To try rill without downloading anything, write a checkpoint with random weights in
+/// How Python users get a model, for the errors that say what to do.
+pub const HINTS: Hints = Hints {
+    pass_checkpoint: "checkpoint=PATH",
+    try_random:
+        "To try rill without downloading anything, write a checkpoint with random weights in
 the real layout (~1.1 GB, ~10 s): rill_mrt.synth_checkpoint(PATH); the output is not
 music, but every stage runs exactly as with real weights.",
-        locate::download_instructions(size)
-    )
-}
+};
 
-/// The checkpoint to load.
-pub fn resolve_checkpoint(checkpoint: Option<&Path>, size: &str) -> Result<PathBuf> {
-    match checkpoint {
-        Some(p) if p.exists() => Ok(p.to_path_buf()),
-        Some(p) => Err(Error::NotFound(format!(
-            "checkpoint {} does not exist\n\n{}",
-            p.display(),
-            download_help(size)
-        ))),
-        None => locate::find_default(size).ok_or_else(|| {
-            Error::NotFound(format!(
-                "no MRT2 checkpoint given and none found in the default locations\n\n{}",
-                download_help(size)
-            ))
-        }),
-    }
+/// The checkpoint to load ([`source::resolve_checkpoint`] with the Python wording).
+pub fn resolve_checkpoint(checkpoint: Option<&Path>, kind: ModelKind) -> Result<PathBuf> {
+    Ok(source::resolve_checkpoint(checkpoint, kind, &HINTS)?)
 }
 
 /// The names `precision=` accepts.
@@ -93,37 +78,20 @@ pub fn parse_size(name: &str) -> Result<ModelKind> {
         .ok_or_else(|| Error::invalid(format!("size {name:?} is not one of mrt2_small, mrt2_base")))
 }
 
+/// The codec precision named `name` ([`CodecPrecision::name`]).
 pub fn parse_codec(name: &str) -> Result<CodecPrecision> {
-    match name {
-        "f32" => Ok(CodecPrecision::F32),
-        "i16" => Ok(CodecPrecision::I16Weights),
-        "f16" => Ok(CodecPrecision::F16Weights),
-        "fp16" => Ok(CodecPrecision::F16),
-        _ => Err(Error::invalid(format!(
-            "codec {name:?} is not one of f32, i16, f16, fp16"
-        ))),
-    }
+    CodecPrecision::from_name(name).ok_or_else(|| {
+        Error::invalid(format!(
+            "codec {name:?} is not one of {}",
+            CodecPrecision::ALL.map(CodecPrecision::name).join(", ")
+        ))
+    })
 }
 
-/// Total worker threads: `threads`, else `$RILL_THREADS`, else the core count.
+/// Total worker threads: `threads`, else `$RILL_THREADS`, else the core count
+/// ([`rill_kernels::pool::thread_count`]).
 pub fn thread_count(threads: Option<usize>) -> Result<usize> {
-    let n = match threads {
-        Some(n) => n,
-        None => match std::env::var("RILL_THREADS") {
-            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                Error::invalid(format!(
-                    "RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})"
-                ))
-            })?,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
-    if !(1..=MAX_THREADS).contains(&n) {
-        return Err(Error::invalid(format!(
-            "the thread count must be 1..={MAX_THREADS}, got {n}"
-        )));
-    }
-    Ok(n)
+    rill_kernels::pool::thread_count(threads).map_err(|e| Error::invalid(e.to_string()))
 }
 
 /// A loaded model: language model, codec and the worker threads.
@@ -174,9 +142,8 @@ impl Model {
         let precision = o.precision.as_deref().map(parse_precision).transpose()?;
         let codec_precision = parse_codec(&o.codec)?;
         let threads = thread_count(o.threads)?;
-        let path = resolve_checkpoint(o.checkpoint.as_deref(), &o.size)?;
-        let ckpt = Checkpoint::open(&path)?;
-        let kind = rill_mrt2::layout::validate(&ckpt)?;
+        let path = resolve_checkpoint(o.checkpoint.as_deref(), want)?;
+        let (ckpt, kind) = source::open(&path)?;
         if kind != want {
             return Err(Error::invalid(format!(
                 "{} is an {} checkpoint, but size={:?}; pass size={:?}",
@@ -186,24 +153,9 @@ impl Model {
                 kind.name()
             )));
         }
-        let precision = match (precision, ckpt.quantized_precision()) {
-            (Some(p), _) => p,
-            (None, Some(name)) => Precision::from_name(name).ok_or_else(|| {
-                Error::invalid(format!(
-                    "{} is pre-quantised to an unknown precision {name:?}",
-                    path.display()
-                ))
-            })?,
-            (None, None) => Precision::F32,
-        };
-        let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
-        let codec = Arc::new(Codec::load_with(
-            &ckpt,
-            CodecOptions {
-                precision: codec_precision,
-                ..CodecOptions::default()
-            },
-        )?);
+        let precision = source::precision(precision, &ckpt)?;
+        let lm = source::load_lm(&ckpt, precision)?;
+        let codec = source::load_codec(&ckpt, codec_precision)?;
         let pools = StagePools::new(Stages::auto(threads), threads, None);
         Ok(Model {
             lm,

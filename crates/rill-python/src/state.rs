@@ -33,24 +33,18 @@ impl State {
         codec_from: Option<&State>,
         codec: &Codec,
     ) -> State {
-        let session = pipe.session();
-        let cond = session.conditioning();
         let codec_state = match (pipe.codec_state(), codec_from) {
             (Some(c), _) => c.clone(),
             (None, Some(s)) => s.snapshot.codec.clone(),
             (None, None) => codec.new_state(),
         };
         State {
-            snapshot: Snapshot {
-                lm: session.state().clone(),
-                codec: codec_state,
-                pending: pipe.pending(),
-                style: cond.style,
-                drums: cond.drums,
-                cfg: cond.cfg,
-                sampling: session.sampling(),
-                notes: NoteTracker::default(),
-            },
+            snapshot: Snapshot::capture(
+                pipe,
+                pipe.session().conditioning(),
+                codec_state,
+                NoteTracker::default(),
+            ),
             audio,
         }
     }

@@ -23,7 +23,7 @@ use std::ops::RangeInclusive;
 
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::MAX_MESSAGE_BYTES;
@@ -60,41 +60,82 @@ pub enum ClientMsg {
     Reset,
 }
 
-/// A message as it arrives: serde checks the `type` tag and refuses unknown
-/// fields; the values stay JSON so that [`controls`] can name the field, its
-/// range and the value in each error (and nothing is applied if one is wrong).
-#[derive(Deserialize)]
+/// A client message as sent and as it arrives: serde checks the `type` tag and
+/// refuses unknown fields; the values stay JSON so that [`parse`] can name the
+/// field, its range and the value in each error (and nothing is applied if one
+/// is wrong). A client writes one with `serde_json::to_string`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-enum Wire {
+pub enum Wire {
+    /// Open a stream with these controls (`seed`: the sampler's).
     Start(WireControls),
+    /// Change controls of the open stream.
     Control(WireControls),
+    /// Close the stream (the socket stays open).
     Stop {},
+    /// Restart the stream's generation from silence.
     Reset {},
 }
 
 /// The controls of a `start` or `control` message; `None` = absent, and a JSON
 /// `null` is `Some(Value::Null)` (it means "masked" for style and drums).
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WireControls {
-    #[serde(default, deserialize_with = "present")]
-    style_codes: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    notes: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    drums: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    temperature: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    top_k: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    cfg_musiccoca: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    cfg_notes: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    cfg_drums: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    seed: Option<Value>,
+pub struct WireControls {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub style_codes: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub notes: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drums: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub temperature: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub top_k: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cfg_musiccoca: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cfg_notes: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cfg_drums: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub seed: Option<Value>,
 }
 
 /// A field that is present, `null` included.
@@ -290,37 +331,114 @@ fn controls(c: &WireControls, seed_is_control: bool) -> Result<Vec<Control>, Str
     Ok(out)
 }
 
+/// A server message (JSON text; audio frames are binary messages).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum ServerMsg {
+    /// Four times a second while a stream plays.
+    Status {
+        /// The engine's real-time factor for this stream (3 decimals).
+        rtf: f64,
+        /// Audio buffered ahead of playback, in whole ms.
+        buffer_ms: f64,
+        /// Underruns of this stream so far.
+        underruns: u64,
+        /// Frames made so far.
+        frame: u64,
+    },
+    /// The stream opened with this sampler seed.
+    Started {
+        /// The seed of the stream's sampler.
+        seed: u64,
+    },
+    /// Something was refused or failed; `code` says what (see the module doc).
+    Error {
+        /// `busy`, `bad_request`, `overloaded`, `too_large`, `idle` or `internal`.
+        code: String,
+        /// What happened and what to do.
+        message: String,
+        /// With `busy`: streams playing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        active: Option<usize>,
+        /// With `busy`: streams the CPU sustains.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capacity: Option<usize>,
+    },
+}
+
+impl ServerMsg {
+    /// The message as JSON text.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("a server message serialises")
+    }
+}
+
 /// `{"type":"status", ...}`.
 pub fn status(rtf: f32, buffer_ms: f32, underruns: u64, frame: u64) -> String {
-    serde_json::json!({
-        "type": "status",
-        "rtf": (rtf as f64 * 1000.0).round() / 1000.0,
-        "buffer_ms": (buffer_ms as f64).round(),
-        "underruns": underruns,
-        "frame": frame,
-    })
-    .to_string()
+    ServerMsg::Status {
+        rtf: (rtf as f64 * 1000.0).round() / 1000.0,
+        buffer_ms: (buffer_ms as f64).round(),
+        underruns,
+        frame,
+    }
+    .to_text()
 }
 
 /// `{"type":"started", "seed": …}`.
 pub fn started(seed: u64) -> String {
-    serde_json::json!({"type": "started", "seed": seed}).to_string()
+    ServerMsg::Started { seed }.to_text()
 }
 
 /// `{"type":"error","code":"busy", ...}` with the admission numbers.
 pub fn busy(message: &str, active: usize, capacity: usize) -> String {
-    serde_json::json!({"type": "error", "code": "busy", "message": message, "active": active, "capacity": capacity})
-        .to_string()
+    ServerMsg::Error {
+        code: "busy".into(),
+        message: message.into(),
+        active: Some(active),
+        capacity: Some(capacity),
+    }
+    .to_text()
 }
 
 /// `{"type":"error", ...}`.
 pub fn error(code: &str, message: &str) -> String {
-    serde_json::json!({"type": "error", "code": code, "message": message}).to_string()
+    ServerMsg::Error {
+        code: code.into(),
+        message: message.into(),
+        active: None,
+        capacity: None,
+    }
+    .to_text()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let start = serde_json::to_string(&Wire::Start(WireControls::default())).unwrap();
+        assert_eq!(start, r#"{"type":"start"}"#);
+        assert_eq!(
+            parse(&start).unwrap(),
+            ClientMsg::Start {
+                seed: None,
+                controls: vec![]
+            }
+        );
+        for m in [
+            status(0.51234, 812.4, 2, 90),
+            started(7),
+            busy("all streams in use", 2, 2),
+            error("bad_request", "no"),
+        ] {
+            let back: ServerMsg = serde_json::from_str(&m).unwrap();
+            assert_eq!(back.to_text(), m);
+        }
+        let v: Value = serde_json::from_str(&status(0.51234, 812.4, 2, 90)).unwrap();
+        assert_eq!(v["rtf"], 0.512);
+        assert_eq!(v["buffer_ms"], 812.0);
+    }
 
     #[test]
     fn parses_and_validates() {

@@ -121,6 +121,41 @@ pub enum CodecPrecision {
     F16,
 }
 
+impl CodecPrecision {
+    /// Every precision, in the order of the quality table.
+    pub const ALL: [CodecPrecision; 4] = [
+        CodecPrecision::F32,
+        CodecPrecision::I16Weights,
+        CodecPrecision::F16Weights,
+        CodecPrecision::F16,
+    ];
+
+    /// The short name (`f32`, `i16`, `f16`, `fp16`): what `--codec` and `codec=` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecPrecision::F32 => "f32",
+            CodecPrecision::I16Weights => "i16",
+            CodecPrecision::F16Weights => "f16",
+            CodecPrecision::F16 => "fp16",
+        }
+    }
+
+    /// The precision of a [`CodecPrecision::name`].
+    pub fn from_name(name: &str) -> Option<CodecPrecision> {
+        CodecPrecision::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// What the precision stores, for reports (`int16 early weights`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            CodecPrecision::F32 => "f32",
+            CodecPrecision::F16Weights => "f16 early weights",
+            CodecPrecision::I16Weights => "int16 early weights",
+            CodecPrecision::F16 => "fp16 activations and weights (rescaled)",
+        }
+    }
+}
+
 /// The largest `|activation|` of one decoder stage's output ([`Codec::activation_peaks`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ActivationPeak {

@@ -66,10 +66,10 @@ pub struct FrameInfo {
 /// A live stream's generator.
 pub struct Generator {
     pipeline: FramePipeline,
-    style: Option<[u16; 12]>,
-    drums: Option<bool>,
-    cfg: CfgScales,
     notes: NoteTracker,
+    /// The controls (style, drums, CFG; the pianoroll from `notes` at each
+    /// step), as applied: the session takes them at the next step. Sampling
+    /// lives in the session only.
     cond: Conditioning,
 }
 
@@ -77,9 +77,6 @@ impl Generator {
     pub fn new(lm: Arc<Mrt2>, codec: Arc<Codec>, seed: u64, pools: &StagePools) -> Generator {
         Generator {
             pipeline: FramePipeline::new(lm, Some(codec), seed, pools),
-            style: None,
-            drums: None,
-            cfg: CfgScales::default(),
             notes: NoteTracker::default(),
             cond: Conditioning::default(),
         }
@@ -103,18 +100,18 @@ impl Generator {
     pub fn apply(&mut self, c: Control) -> Result<(), ModelError> {
         let session = self.pipeline.session_mut();
         let mut p = session.sampling();
-        let mut cfg = self.cfg;
+        let mut cfg = self.cond.cfg;
         match c {
             Control::Style(s) => {
                 if let Some(codes) = &s {
                     check_style(codes)?;
                 }
-                self.style = s
+                self.cond.style = s
             }
             Control::NoteOn(n) => self.notes.note_on(n)?,
             Control::NoteOff(n) => self.notes.note_off(n)?,
             Control::HeldNotes(h) => self.notes.set_held(&h)?,
-            Control::Drums(d) => self.drums = d,
+            Control::Drums(d) => self.cond.drums = d,
             Control::Temperature(t) => p.temperature = t,
             Control::TopK(k) => p.top_k = k,
             Control::CfgMusiccoca(v) => cfg.musiccoca = v,
@@ -129,7 +126,7 @@ impl Generator {
         }
         cfg.validate()?;
         self.pipeline.session_mut().set_sampling(p)?;
-        self.cfg = cfg;
+        self.cond.cfg = cfg;
         Ok(())
     }
 
@@ -137,9 +134,6 @@ impl Generator {
     /// (3840 interleaved int16 samples) into `pcm` when there is one: always in
     /// sequential mode, from the second step on in two-stage mode (one frame later).
     pub fn step(&mut self, pools: &StagePools, pcm: &mut [i16]) -> FrameInfo {
-        self.cond.style = self.style;
-        self.cond.drums = self.drums;
-        self.cond.cfg = self.cfg;
         self.cond.notes = self.notes.values();
         self.pipeline
             .session_mut()
@@ -157,21 +151,19 @@ impl Generator {
         }
     }
 
+    /// The stream's whole state, with the controls as applied (taken by the
+    /// session at the next step).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            lm: self.pipeline.session().state().clone(),
-            codec: self
-                .pipeline
-                .codec_state()
-                .expect("a generator always has a codec")
-                .clone(),
-            pending: self.pipeline.pending(),
-            style: self.style,
-            drums: self.drums,
-            cfg: self.cfg,
-            sampling: self.pipeline.session().sampling(),
-            notes: self.notes.clone(),
-        }
+        let codec = self
+            .pipeline
+            .codec_state()
+            .expect("a generator always has a codec");
+        Snapshot::capture(
+            &self.pipeline,
+            &self.cond,
+            codec.clone(),
+            self.notes.clone(),
+        )
     }
 
     pub fn restore(&mut self, s: &Snapshot) -> Result<(), ModelError> {
@@ -180,9 +172,9 @@ impl Generator {
             check_style(codes)?;
         }
         self.pipeline.restore(s)?;
-        self.style = s.style;
-        self.drums = s.drums;
-        self.cfg = s.cfg;
+        self.cond.style = s.style;
+        self.cond.drums = s.drums;
+        self.cond.cfg = s.cfg;
         self.notes = s.notes.clone();
         Ok(())
     }

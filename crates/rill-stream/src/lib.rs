@@ -8,14 +8,18 @@
 //!   keeps every stream a bounded distance ahead of its playback, applies controls
 //!   at frame boundaries and admits only as many streams as the CPU sustains.
 //! * [`NoteTracker`]: note on/off → pianoroll values (onset/sustain semantics).
+//! * [`PacedReader`]: a stream consumed at real-time pace without a device,
+//!   counting underruns.
 //! * [`Snapshot`]: a stream's whole state, in memory or as a state file
 //!   ([`Snapshot::to_bytes`], [`Snapshot::from_bytes`], [`Snapshot::save`], [`Snapshot::load`]).
 
 pub mod engine;
 pub mod generator;
 pub mod notes;
+pub mod paced;
 pub mod pipeline;
 pub mod process;
+pub mod source;
 mod state;
 pub mod tts;
 
@@ -24,4 +28,5 @@ pub use engine::{
 };
 pub use generator::{Control, FrameInfo, Generator, Snapshot};
 pub use notes::NoteTracker;
+pub use paced::PacedReader;
 pub use pipeline::{FramePipeline, StagePools, Stages, StepReport, FRAME_PCM};

@@ -307,17 +307,13 @@ impl FramePipeline {
     /// the session's conditioning uses (a held chord: a tracker with those notes
     /// held, as `rill generate --notes` makes it).
     pub fn snapshot(&self, notes: &NoteTracker) -> Option<Snapshot> {
-        let c = self.session.conditioning();
-        Some(Snapshot {
-            lm: self.session.state().clone(),
-            codec: self.codec.as_ref()?.state.clone(),
-            pending: self.pending,
-            style: c.style,
-            drums: c.drums,
-            cfg: c.cfg,
-            sampling: self.session.sampling(),
-            notes: notes.clone(),
-        })
+        let codec = self.codec.as_ref()?.state.clone();
+        Some(Snapshot::capture(
+            self,
+            self.session.conditioning(),
+            codec,
+            notes.clone(),
+        ))
     }
 
     /// Restores the LM state, sampling, codec state and undecoded tokens of `s`.

@@ -25,11 +25,12 @@ use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::session_file::{self, ModelId, SessionData};
 use rill_mrt2::{ModelError, Mrt2, LEVELS};
-use rill_spectrostream::Codec;
+use rill_spectrostream::{Codec, CodecState};
 use serde::{Deserialize, Serialize};
 
 use crate::generator::Snapshot;
 use crate::notes::NoteTracker;
+use crate::pipeline::FramePipeline;
 
 /// Prefix of the codec state arrays.
 const CODEC: &str = "codec/";
@@ -40,6 +41,28 @@ const STREAM: &str = "stream";
 const BYTES_NAME: &str = "(state bytes)";
 
 impl Snapshot {
+    /// The one constructor of a running stream's snapshot: `pipe`'s LM state,
+    /// sampling and undecoded tokens, the style, drums and CFG of `controls`
+    /// (its pianoroll is `notes`'s), the codec state and the note tracker.
+    pub fn capture(
+        pipe: &FramePipeline,
+        controls: &Conditioning,
+        codec: CodecState,
+        notes: NoteTracker,
+    ) -> Snapshot {
+        let session = pipe.session();
+        Snapshot {
+            lm: session.state().clone(),
+            codec,
+            pending: pipe.pending(),
+            style: controls.style,
+            drums: controls.drums,
+            cfg: controls.cfg,
+            sampling: session.sampling(),
+            notes,
+        }
+    }
+
     /// The conditioning the next frame uses: style, drums, CFG and the note
     /// tracker's pianoroll values.
     pub fn conditioning(&self) -> Conditioning {

@@ -22,6 +22,9 @@ use rill_text::{EnglishFrontEnd, TextError};
 
 use crate::pipeline::{StagePools, Stages};
 
+mod load;
+pub use load::{download_instructions, VoiceSource};
+
 /// A loaded voice: the model, its vocoder, the text front end and the checkpoint's
 /// inference parameters (upstream's defaults where it has none).
 pub struct Voice {
@@ -96,6 +99,13 @@ pub enum TtsError {
     Codec(#[from] CodecError),
     #[error("{0}")]
     Invalid(String),
+    /// Weight files not given or not there; the message names them and ends
+    /// with [`download_instructions`].
+    #[error("{0}")]
+    MissingWeights(String),
+    /// A weight file that could not be read as such; the message names it.
+    #[error("{0}")]
+    Weights(String),
     /// The sink asked to stop (e.g. its listener went away).
     #[error("stopped by the receiver: {0}")]
     Stopped(String),

@@ -172,44 +172,7 @@ pub fn write_safetensors(
     path
 }
 
-/// Cosine similarity in f64.
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        let (x, y) = (x as f64, y as f64);
-        ab += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 && bb == 0.0 {
-        return 1.0;
-    }
-    ab / (aa.sqrt() * bb.sqrt())
-}
-
-/// Largest absolute difference.
-pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
-/// Signal-to-noise ratio of `test` against `reference`, in dB.
-pub fn snr_db(reference: &[f32], test: &[f32]) -> f64 {
-    assert_eq!(reference.len(), test.len());
-    let (mut s, mut n) = (0f64, 0f64);
-    for (&r, &t) in reference.iter().zip(test) {
-        s += (r as f64) * (r as f64);
-        n += ((r - t) as f64) * ((r - t) as f64);
-    }
-    if n == 0.0 {
-        return f64::INFINITY;
-    }
-    10.0 * (s / n).log10()
-}
+pub use rill_kernels::metrics::{cosine, max_abs_diff, snr_db};
 
 /// A global allocator that counts allocations, to prove a code path allocates
 /// nothing. Install it in a test binary with

@@ -109,9 +109,7 @@ fn synth_checkpoint(
         ))));
     }
     let s = run_detached(py, || {
-        let tensors = rill_mrt2::layout::synth_tensors(kind);
-        rill_checkpoint::synth::write_checkpoint(kind, seed, &tensors, &path, &mut |_, _| {})
-            .map_err(Error::from)
+        rill_stream::source::synthesise(kind, seed, &path, &mut |_| {}).map_err(Error::from)
     })?;
     Ok((s.sha256, s.tensors, s.params, s.bytes, s.oracle_checked))
 }

@@ -1,0 +1,125 @@
+//! Loading a [`Voice`]: Magpie and NanoCodec weights from their files (NVIDIA's
+//! `.nemo` archives, NeMo-Speech.cpp GGUFs or safetensors state dicts), or both
+//! synthesised from a seed; shared by `rill speak`, `rill serve --tts-…` and any
+//! other host.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rill_kernels::WeightFormat;
+use rill_magpie::{InferenceParams, Model};
+use rill_nanocodec::NanoCodec;
+use rill_text::{EnglishFrontEnd, TextVocabulary};
+
+use super::{TtsError, Voice};
+
+/// Where the real weights come from, several lines without a trailing newline:
+/// the end of every [`TtsError::MissingWeights`].
+pub fn download_instructions() -> &'static str {
+    "Magpie TTS weights are a separate download under the NVIDIA Open Model License:\n  \
+     huggingface-cli download nvidia/magpie_tts_multilingual_357m\n  \
+     huggingface-cli download nvidia/nemo-nano-codec-22khz-1.89kbps-21.5fps"
+}
+
+/// Where a voice's weights come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoiceSource<'a> {
+    /// Magpie weights (`.nemo`, GGUF or a safetensors state dict) and NanoCodec
+    /// weights (the same formats); `None` is reported as missing.
+    Files {
+        /// The Magpie TTS checkpoint.
+        magpie: Option<&'a Path>,
+        /// The NanoCodec checkpoint.
+        codec: Option<&'a Path>,
+    },
+    /// Both models synthesised in memory from this seed (the test oracle's
+    /// recipe): speech-shaped noise, not words.
+    Random(u64),
+}
+
+impl Voice {
+    /// Loads a voice from `source` with Magpie's linear layers in `format`: the
+    /// weights, the checkpoint's inference parameters (upstream's defaults where
+    /// it has none) and the `.nemo`'s own English dictionary when it has one.
+    /// A missing file is a [`TtsError::MissingWeights`] that includes
+    /// [`download_instructions`].
+    pub fn load(source: VoiceSource<'_>, format: WeightFormat) -> Result<Voice, TtsError> {
+        let mut lexicon = None;
+        let (weights, params, codec) = match source {
+            VoiceSource::Random(seed) => {
+                let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
+                let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
+                (w, InferenceParams::default(), codec)
+            }
+            VoiceSource::Files { magpie, codec } => {
+                let (Some(mp), Some(cp)) = (magpie, codec) else {
+                    return Err(TtsError::MissingWeights(format!(
+                        "no weights given\n{}",
+                        download_instructions()
+                    )));
+                };
+                for p in [mp, cp] {
+                    if !p.exists() {
+                        return Err(TtsError::MissingWeights(format!(
+                            "{} does not exist\n{}",
+                            p.display(),
+                            download_instructions()
+                        )));
+                    }
+                }
+                let (w, params) = match extension(mp).as_str() {
+                    "gguf" => {
+                        let m = rill_magpie::load::gguf::load(mp)?;
+                        (m.weights, m.params)
+                    }
+                    "nemo" => {
+                        let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
+                        lexicon = Some(Arc::new(nemo.english_lexicon()?));
+                        let m = nemo.load()?;
+                        (m.weights, m.params)
+                    }
+                    _ => (
+                        rill_magpie::Weights::load(mp).map_err(|e| {
+                            TtsError::Weights(format!(
+                                "loading Magpie weights {}: {e}",
+                                mp.display()
+                            ))
+                        })?,
+                        InferenceParams::default(),
+                    ),
+                };
+                let codec = match extension(cp).as_str() {
+                    "gguf" => NanoCodec::new(&rill_nanocodec::load::load_gguf(cp)?)?,
+                    "nemo" => NanoCodec::new(&rill_nanocodec::load::load_nemo(cp)?)?,
+                    _ => NanoCodec::load_safetensors(cp).map_err(|e| {
+                        TtsError::Weights(format!(
+                            "loading NanoCodec weights {}: {e}",
+                            cp.display()
+                        ))
+                    })?,
+                };
+                (w, params, codec)
+            }
+        };
+        let model = Arc::new(Model::with_format(weights, format)?);
+        let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
+        let front = match lexicon {
+            Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
+            None => EnglishFrontEnd::new(vocab),
+        };
+        Ok(Voice {
+            model,
+            codec: Arc::new(codec),
+            front,
+            params,
+        })
+    }
+}
+
+/// A file's extension in lower case (`""` without one).
+fn extension(p: &Path) -> String {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
