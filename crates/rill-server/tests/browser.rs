@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::Codec;
 use rill_mrt2::{Mrt2, Precision};
 use rill_server::{AppState, ServerOptions};
+use rill_spectrostream::Codec;
 use rill_stream::{Engine, EngineConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(240);

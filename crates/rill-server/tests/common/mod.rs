@@ -7,9 +7,9 @@ pub use std::time::Duration;
 
 pub use futures_util::{SinkExt, StreamExt};
 pub use rill_checkpoint::{Checkpoint, ModelKind};
-pub use rill_spectrostream::Codec;
 pub use rill_mrt2::{Mrt2, Precision};
 pub use rill_server::{AppState, ServerOptions};
+pub use rill_spectrostream::Codec;
 pub use rill_stream::{Engine, EngineConfig};
 pub use tokio::net::TcpStream;
 pub use tokio_tungstenite::tungstenite::Message;
