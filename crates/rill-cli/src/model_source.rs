@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use rill_checkpoint::synth;
 use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 use rill_mrt2::{layout, Mrt2, Precision};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 
 use crate::args::{CodecArg, ModelArgs};
 use crate::progress;

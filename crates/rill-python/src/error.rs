@@ -1,8 +1,8 @@
 //! The errors of the Python API, one variant per Python exception class.
 
 use rill_checkpoint::CheckpointError;
-use rill_spectrostream::CodecError;
 use rill_mrt2::{InvalidValue, ModelError};
+use rill_spectrostream::CodecError;
 
 /// An error, classified by the Python exception it becomes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

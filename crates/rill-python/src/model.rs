@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rill_checkpoint::{locate, Checkpoint, ModelKind};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 use rill_kernels::pool::MAX_THREADS;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::{FrameTrace, Mrt2, Precision, LEVELS};
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision};
 use rill_stream::{FramePipeline, StagePools, Stages};
 
 use crate::controls::Controls;

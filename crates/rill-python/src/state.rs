@@ -7,8 +7,8 @@
 //! ([`Snapshot::to_bytes`]: the `rill-state` format, which records and checks the
 //! model, precision and weights), validated against the model when it is resumed.
 
-use rill_spectrostream::Codec;
 use rill_mrt2::Mrt2;
+use rill_spectrostream::Codec;
 use rill_stream::{FramePipeline, NoteTracker, Snapshot};
 
 use crate::error::{Error, Result};

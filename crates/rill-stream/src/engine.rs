@@ -26,8 +26,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
-use rill_spectrostream::Codec;
 use rill_mrt2::Mrt2;
+use rill_spectrostream::Codec;
 
 use crate::generator::{Control, Generator, Snapshot};
 use crate::pipeline::{StagePools, Stages, FRAME_PCM};

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use rill_spectrostream::{Codec, CodecState};
 use rill_mrt2::conditioning::{check_style, CfgScales, Conditioning};
 use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{LmState, ModelError, Mrt2, LEVELS};
+use rill_spectrostream::{Codec, CodecState};
 
 use crate::notes::NoteTracker;
 use crate::pipeline::{FramePipeline, StagePools};

@@ -18,9 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rill_spectrostream::{Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 use rill_kernels::Pool;
 use rill_mrt2::{FrameTrace, ModelError, Mrt2, Session, LEVELS};
+use rill_spectrostream::{
+    Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
+};
 
 use crate::generator::Snapshot;
 use crate::notes::NoteTracker;

@@ -21,11 +21,11 @@
 use std::path::{Path, PathBuf};
 
 use rill_checkpoint::{Checkpoint, CheckpointError};
-use rill_spectrostream::Codec;
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::session_file::{self, ModelId, SessionData};
 use rill_mrt2::{ModelError, Mrt2, LEVELS};
+use rill_spectrostream::Codec;
 use serde::{Deserialize, Serialize};
 
 use crate::generator::Snapshot;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::Codec;
 use rill_mrt2::{Mrt2, Precision};
+use rill_spectrostream::Codec;
 use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
 
 #[global_allocator]

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::Codec;
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::{Mrt2, Precision, LEVELS};
+use rill_spectrostream::Codec;
 use rill_stream::{FramePipeline, StagePools, Stages, FRAME_PCM};
 
 const FRAMES: usize = 12;

@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::Codec;
 use rill_mrt2::{Mrt2, Precision, Session, LEVELS};
+use rill_spectrostream::Codec;
 use rill_stream::{
     Control, FramePipeline, Generator, NoteTracker, Snapshot, StagePools, Stages, FRAME_PCM,
 };

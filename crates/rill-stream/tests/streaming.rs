@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::Codec;
 use rill_mrt2::{Mrt2, Precision};
+use rill_spectrostream::Codec;
 use rill_stream::{
     Control, Engine, EngineConfig, Generator, Stages, StreamConfig, StreamError, StreamHandle,
     FRAME_PCM,
