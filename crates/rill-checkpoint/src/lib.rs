@@ -13,6 +13,8 @@
 //!   `shared/fixtures/mrt2/README.md`, bit-exact with its test vectors.
 //! * [`quantized`]: the pre-quantised file format (`rill quantize`).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod bounded;
 pub mod error;
 pub mod gguf;

@@ -1,5 +1,7 @@
 //! `rill`: Magenta RealTime 2 music generation on ordinary CPUs.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod args;
 mod bench;
 mod bench_magpie;

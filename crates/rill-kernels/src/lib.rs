@@ -5,6 +5,8 @@
 //! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod buf;
 pub mod huge_pages;
 pub mod isa;
