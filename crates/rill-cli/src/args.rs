@@ -1,8 +1,11 @@
-//! Argument groups shared by several commands and their validation.
+//! Argument groups shared by several commands and their validation (whose
+//! errors are usage errors: exit status 2).
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+
+use crate::usage::usage_bail;
 use clap::{Args, ValueEnum};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
@@ -30,9 +33,9 @@ pub struct ModelArgs {
     /// tokens bit for bit; ≈2.3× slower than int8, not real time on 2 cores), int8
     /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
     /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
-    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8); f16
-    /// only with `bench --model magpie`. Default: f32, or the precision a
-    /// pre-quantised file (`rill quantize`) was made for.
+    /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
+    /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was
+    /// made for.
     #[arg(long, value_parser = precision_parser())]
     pub precision: Option<PrecisionArg>,
 
@@ -78,13 +81,15 @@ pub fn thread_count(explicit: Option<usize>) -> Result<usize> {
         Some(n) => n,
         None => match std::env::var("RILL_THREADS") {
             Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
-                anyhow::anyhow!("RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})")
+                crate::usage::usage(format!(
+                    "RILL_THREADS={v:?} is not a thread count (1..={MAX_THREADS})"
+                ))
             })?,
             _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
     };
     if !(1..=MAX_THREADS).contains(&n) {
-        bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
+        usage_bail!("the thread count must be 1..={MAX_THREADS}, got {n}");
     }
     Ok(n)
 }
@@ -111,10 +116,10 @@ impl ModelArgs {
         };
         if let Some(n) = self.lm_threads {
             if stages != Stages::TwoStage {
-                bail!("--lm-threads needs --stages two");
+                usage_bail!("--lm-threads needs --stages two");
             }
             if n == 0 || n >= threads.max(2) {
-                bail!("--lm-threads must leave the codec at least one of the {threads} threads, got {n}");
+                usage_bail!("--lm-threads must leave the codec at least one of the {threads} threads, got {n}");
             }
         }
         Ok((stages, threads, self.lm_threads))
@@ -144,17 +149,29 @@ pub enum PrecisionArg {
     F16,
 }
 
-/// Parses `--precision`, listing every value in `--help` and in its errors.
+/// Parses `--precision`: the music model's precisions, each listed in `--help`
+/// and in its errors (f16 is not offered: only Magpie has it).
 pub fn precision_parser() -> impl clap::builder::TypedValueParser<Value = PrecisionArg> {
+    parser_of(false)
+}
+
+/// [`precision_parser`] and f16 (`rill bench`, whose `--model magpie` takes it).
+pub fn precision_parser_with_f16() -> impl clap::builder::TypedValueParser<Value = PrecisionArg> {
+    parser_of(true)
+}
+
+fn parser_of(f16: bool) -> impl clap::builder::TypedValueParser<Value = PrecisionArg> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     let mut values: Vec<PossibleValue> = Precision::ALL
         .iter()
         .map(|p| PossibleValue::new(p.name()))
         .collect();
-    values.push(
-        PossibleValue::new("f16")
-            .help("IEEE half: Magpie's linear layers only (`bench --model magpie`)"),
-    );
+    if f16 {
+        values.push(
+            PossibleValue::new("f16")
+                .help("IEEE half: Magpie's linear layers only (`bench --model magpie`)"),
+        );
+    }
     PossibleValuesParser::new(values).map(|s| match Precision::from_name(&s) {
         Some(p) => PrecisionArg::Music(p),
         None => PrecisionArg::F16,
@@ -168,7 +185,7 @@ impl TryFrom<PrecisionArg> for Precision {
     fn try_from(p: PrecisionArg) -> anyhow::Result<Precision> {
         match p {
             PrecisionArg::Music(p) => Ok(p),
-            PrecisionArg::F16 => anyhow::bail!(
+            PrecisionArg::F16 => usage_bail!(
                 "--precision f16 is for Magpie's linear layers (`rill bench --model magpie`, \
                  `rill speak --precision f16`); the music model takes {}",
                 Precision::ALL.map(Precision::name).join(", ")
@@ -234,7 +251,7 @@ pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
         .filter(|p| !p.is_empty())
         .collect();
     if parts.len() != 12 {
-        bail!(
+        usage_bail!(
             "--style-codes needs exactly 12 comma-separated codes (MusicCoCa RVQ levels 0..11), got {}",
             parts.len()
         );
@@ -245,7 +262,7 @@ pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
             .parse()
             .with_context(|| format!("--style-codes: {p:?} (code {i}) is not an integer"))?;
         if !(0..=1023).contains(&v) {
-            bail!("--style-codes: code {i} is {v}, but codes must be in 0..1023");
+            usage_bail!("--style-codes: code {i} is {v}, but codes must be in 0..1023");
         }
         out[i] = v as u16;
     }
@@ -260,7 +277,7 @@ pub fn parse_notes(s: &str) -> Result<Vec<u8>> {
             .parse()
             .with_context(|| format!("--notes: {p:?} is not a MIDI pitch number"))?;
         if !(0..=127).contains(&v) {
-            bail!("--notes: pitch {v} is outside the MIDI range 0..127");
+            usage_bail!("--notes: pitch {v} is outside the MIDI range 0..127");
         }
         out.push(v as u8);
     }
@@ -294,7 +311,7 @@ impl ControlArgs {
         ] {
             if let Some(v) = v {
                 if !v.is_finite() {
-                    bail!("{name} must be a finite number, got {v}");
+                    usage_bail!("{name} must be a finite number, got {v}");
                 }
                 *dst = v;
             }
@@ -323,13 +340,13 @@ impl ControlArgs {
             top_k: self.top_k.unwrap_or(base.top_k),
         };
         if !p.temperature.is_finite() || p.temperature < 0.0 {
-            bail!(
+            usage_bail!(
                 "--temperature must be a finite number ≥ 0, got {}",
                 p.temperature
             );
         }
         if !(1..=VOCAB).contains(&p.top_k) {
-            bail!("--top-k must be in 1..={VOCAB}, got {}", p.top_k);
+            usage_bail!("--top-k must be in 1..={VOCAB}, got {}", p.top_k);
         }
         Ok(p)
     }

@@ -19,6 +19,8 @@ use crate::model_source;
 use crate::stats::{summarize, Summary};
 
 #[derive(Debug, Args)]
+// `--model magpie` also takes f16, which the music commands do not offer.
+#[command(mut_arg("precision", |a| a.value_parser(crate::args::precision_parser_with_f16())))]
 pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
