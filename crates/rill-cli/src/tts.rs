@@ -207,6 +207,14 @@ pub fn run(args: TtsArgs) -> Result<()> {
             )));
         }
     }
+    for (flag, value) in [
+        ("--temperature", args.temperature),
+        ("--cfg-scale", args.cfg_scale),
+    ] {
+        if value.is_some_and(|v| !v.is_finite()) {
+            return Err(usage(format!("{flag} must be a finite number")));
+        }
+    }
     if args.output.is_dir() {
         return Err(usage(format!(
             "{} is a directory; give a file name like speech.wav",
@@ -243,6 +251,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
     // usage errors too.
     let plan = voice.plan(&text, &options).map_err(|e| match e {
         TtsError::Invalid(m) => usage(m),
+        e @ TtsError::Model(rill_magpie::MagpieError::InvalidValue { .. }) => usage(e.to_string()),
         e => e.into(),
     })?;
     if plan.utterances.len() > 1 && args.dump.is_some() {
