@@ -39,13 +39,19 @@ fn f16_precision_is_offered_only_where_it_is_taken() {
     for cmd in ["quantize", "generate", "play", "serve", "soak"] {
         let help = rill(&[cmd, "--help"]);
         let text = String::from_utf8_lossy(&help.stdout);
+        // The option's entry: from its line to the next option's.
         let precision = text
-            .split("--precision <PRECISION>")
+            .split("\n      --precision <PRECISION>")
             .nth(1)
             .and_then(|s| s.split("\n      --").next())
+            .and_then(|s| s.split("\n  -").next())
             .unwrap_or_else(|| panic!("{cmd} --help has no --precision: {text}"));
         assert!(precision.contains("int8"), "{cmd}: {precision}");
-        assert!(!precision.contains("f16"), "{cmd} offers f16: {precision}");
+        let words = precision.split(|c: char| !(c.is_alphanumeric() || c == '-'));
+        assert!(
+            !words.into_iter().any(|w| w == "f16"),
+            "{cmd} offers f16: {precision}"
+        );
     }
     let o = rill(&[
         "generate",
