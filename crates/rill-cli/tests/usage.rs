@@ -88,6 +88,14 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
         out,
     ]);
     assert_eq!(refused(&o, "MIDI range"), 2);
+    let generate = |extra: &[&str]| {
+        let mut a = vec!["generate", "--random-weights", "-o", out];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    assert_eq!(refused(&generate(&["--frames", "0"]), "--frames"), 2);
+    let o = generate(&["--frames", "1", "--no-audio"]);
+    assert_eq!(refused(&o, "contradict"), 2);
     // Work that fails: a missing input file.
     let o = speak(&["--text-file", "/no/such/text.txt"]);
     assert_eq!(refused(&o, "/no/such/text.txt"), 1);
