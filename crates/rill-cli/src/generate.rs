@@ -36,7 +36,8 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub seconds: Option<f64>,
 
-    /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
+    /// Output WAV file (48 kHz, 16-bit stereo; `-`: standard output, written when
+    /// the generation ends). The first 40 ms are silent, as
     /// upstream's streaming decoder emits them (its lookahead latency,
     /// rill_spectrostream::OUTPUT_DELAY; not with --resume).
     /// Default when no other output is asked for: rill_output.wav (never

@@ -45,7 +45,8 @@ pub struct TtsArgs {
     #[arg(long, default_value = "en")]
     pub language: String,
 
-    /// Output WAV (16-bit mono, 22.05 kHz; `-`: standard output).
+    /// Output WAV (16-bit mono, 22.05 kHz; `-`: standard output, written when
+    /// the speech ends).
     #[arg(short = 'o', long, value_name = "PATH")]
     pub output: PathBuf,
 
