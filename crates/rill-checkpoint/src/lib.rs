@@ -13,6 +13,8 @@
 //!   `shared/fixtures/mrt2/README.md`, bit-exact with its test vectors.
 //! * [`quantized`]: the pre-quantised file format (`rill quantize`).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod bounded;
 pub mod error;
 pub mod gguf;
@@ -150,6 +152,13 @@ impl Checkpoint {
             source,
         };
         let file = File::open(&path).map_err(io)?;
+        // (Mapping a directory fails with "No such device", which says nothing.)
+        if file.metadata().map_err(io)?.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory; give the checkpoint file in it",
+            )));
+        }
         // SAFETY: the map is read-only; rill never writes checkpoint files while
         // they are mapped. A concurrent external truncation could still raise
         // SIGBUS, which is the accepted contract of every mmap-based loader.

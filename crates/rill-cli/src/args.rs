@@ -1,8 +1,11 @@
-//! Argument groups shared by several commands and their validation.
+//! Argument groups shared by several commands and their validation (whose
+//! errors are usage errors: exit status 2).
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+
+use crate::usage::usage_bail;
 use clap::{Args, ValueEnum};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
@@ -60,7 +63,7 @@ pub const MAX_FRAMES: u64 = 25 * 86_400;
 /// Worker threads: `explicit` (a --threads flag), else $RILL_THREADS, else the core
 /// count; 1..=MAX_THREADS or an error ([`rill_kernels::pool::thread_count`]).
 pub fn thread_count(explicit: Option<usize>) -> Result<usize> {
-    Ok(rill_kernels::pool::thread_count(explicit)?)
+    rill_kernels::pool::thread_count(explicit).map_err(|e| crate::usage::usage(e.to_string()))
 }
 
 impl ModelArgs {
@@ -85,10 +88,10 @@ impl ModelArgs {
         };
         if let Some(n) = self.lm_threads {
             if stages != Stages::TwoStage {
-                bail!("--lm-threads needs --stages two");
+                usage_bail!("--lm-threads needs --stages two");
             }
             if n == 0 || n >= threads.max(2) {
-                bail!("--lm-threads must leave the codec at least one of the {threads} threads, got {n}");
+                usage_bail!("--lm-threads must leave the codec at least one of the {threads} threads, got {n}");
             }
         }
         Ok((stages, threads, self.lm_threads))
@@ -253,7 +256,7 @@ pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
         .filter(|p| !p.is_empty())
         .collect();
     if parts.len() != 12 {
-        bail!(
+        usage_bail!(
             "--style-codes needs exactly 12 comma-separated codes (MusicCoCa RVQ levels 0..11), got {}",
             parts.len()
         );
@@ -264,7 +267,7 @@ pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
             .parse()
             .with_context(|| format!("--style-codes: {p:?} (code {i}) is not an integer"))?;
         if !(0..=1023).contains(&v) {
-            bail!("--style-codes: code {i} is {v}, but codes must be in 0..1023");
+            usage_bail!("--style-codes: code {i} is {v}, but codes must be in 0..1023");
         }
         out[i] = v as u16;
     }
@@ -279,7 +282,7 @@ pub fn parse_notes(s: &str) -> Result<Vec<u8>> {
             .parse()
             .with_context(|| format!("--notes: {p:?} is not a MIDI pitch number"))?;
         if !(0..=127).contains(&v) {
-            bail!("--notes: pitch {v} is outside the MIDI range 0..127");
+            usage_bail!("--notes: pitch {v} is outside the MIDI range 0..127");
         }
         out.push(v as u8);
     }
@@ -313,7 +316,7 @@ impl ControlArgs {
         ] {
             if let Some(v) = v {
                 if !v.is_finite() {
-                    bail!("{name} must be a finite number, got {v}");
+                    usage_bail!("{name} must be a finite number, got {v}");
                 }
                 *dst = v;
             }
@@ -342,13 +345,13 @@ impl ControlArgs {
             top_k: self.top_k.unwrap_or(base.top_k),
         };
         if !p.temperature.is_finite() || p.temperature < 0.0 {
-            bail!(
+            usage_bail!(
                 "--temperature must be a finite number ≥ 0, got {}",
                 p.temperature
             );
         }
         if !(1..=VOCAB).contains(&p.top_k) {
-            bail!("--top-k must be in 1..={VOCAB}, got {}", p.top_k);
+            usage_bail!("--top-k must be in 1..={VOCAB}, got {}", p.top_k);
         }
         Ok(p)
     }

@@ -28,7 +28,7 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "FILE.npy")]
     pub tokens: PathBuf,
 
-    /// Output WAV (48 kHz, 16-bit stereo).
+    /// Output WAV (48 kHz, 16-bit stereo; `-`: standard output).
     #[arg(short = 'o', long, value_name = "FILE.wav")]
     pub output: PathBuf,
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use rill_io::{Array, Data};
 use rill_mrt2::conditioning::Conditioning;
@@ -18,6 +18,7 @@ use crate::output::{PendingFile, WavOut};
 use crate::progress;
 use crate::stats::Timings;
 use crate::tokens::read_tokens;
+use crate::usage::usage_bail;
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
@@ -38,7 +39,8 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub seconds: Option<f64>,
 
-    /// Output WAV file (48 kHz, 16-bit stereo). The first 40 ms are silent, as
+    /// Output WAV file (48 kHz, 16-bit stereo; `-`: standard output, written when
+    /// the generation ends). The first 40 ms are silent, as
     /// upstream's streaming decoder emits them (its lookahead latency,
     /// rill_spectrostream::OUTPUT_DELAY; not with --resume).
     /// Default when no other output is asked for: rill_output.wav (never
@@ -104,9 +106,9 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         None => None,
     };
     let frames = match (args.frames, args.seconds, &forced) {
-        (Some(0), _, _) => bail!("--frames must be at least 1"),
+        (Some(0), _, _) => usage_bail!("--frames must be at least 1"),
         (Some(n), _, Some(f)) if n as usize > f.len() => {
-            bail!(
+            usage_bail!(
                 "--frames {n} is more than the {} frames in --force-tokens",
                 f.len()
             )
@@ -114,22 +116,24 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         (Some(n), _, _) => n as usize,
         (None, Some(s), _) => {
             if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) {
-                bail!("--seconds must be a number in (0, {MAX_SECONDS}] (a day), got {s}");
+                usage_bail!("--seconds must be a number in (0, {MAX_SECONDS}] (a day), got {s}");
             }
             let n = (s * 25.0).floor() as usize;
             if n == 0 {
-                bail!("--seconds {s} is shorter than one 40 ms frame");
+                usage_bail!("--seconds {s} is shorter than one 40 ms frame");
             }
             n
         }
         (None, None, Some(f)) => f.len(),
-        (None, None, None) => bail!("say how much to generate: --frames N or --seconds S"),
+        (None, None, None) => usage_bail!("say how much to generate: --frames N or --seconds S"),
     };
     if args.no_audio && args.save_state.is_some() {
-        bail!("--no-audio and --save-state contradict each other: the state includes the codec's");
+        usage_bail!(
+            "--no-audio and --save-state contradict each other: the state includes the codec's"
+        );
     }
     if args.no_audio && args.output.is_some() {
-        bail!("--no-audio and -o contradict each other");
+        usage_bail!("--no-audio and -o contradict each other");
     }
     // A WAV is written when asked for with -o, or by default when no other output
     // is requested; the codec also runs to fill --dump's audio arrays.

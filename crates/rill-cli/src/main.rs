@@ -1,4 +1,14 @@
 //! `rill`: Magenta RealTime 2 music generation on ordinary CPUs.
+//!
+//! Exit status: 0 on success; 1 when the work fails (a file that cannot be read
+//! or written, a bad checkpoint, an error while generating); 2 for a usage error
+//! (an unknown or missing flag, a value out of range, an empty text, an unknown
+//! speaker, a bad `RILL_ISA`), found before any weights load where no weights are
+//! needed to find it. A path of `-` is
+//! standard input for `--text-file` and standard output for `-o` (the WAV;
+//! messages and progress stay on standard error).
+
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod args;
 mod bench;
@@ -21,6 +31,7 @@ mod synth;
 mod tokens;
 mod tts;
 mod tts_dump;
+mod usage;
 
 use clap::{Parser, Subcommand};
 
@@ -36,7 +47,8 @@ static ALLOC: rill_kernels::huge_pages::HugePageAlloc = rill_kernels::huge_pages
     long_about = "rill runs Google's Magenta RealTime 2 (MRT2) streaming music model on ordinary CPUs: \
 style codes, MIDI notes and drum controls in, 48 kHz stereo audio out, one 40 ms frame at a time.\n\n\
 Quick start without downloading weights:\n    rill generate --random-weights --seconds 4 -o smoke.wav\n\
-With the real checkpoint:\n    rill generate --checkpoint mrt2_small.safetensors --seconds 10 --notes 60,64,67 -o out.wav"
+With the real checkpoint:\n    rill generate --checkpoint mrt2_small.safetensors --seconds 10 --notes 60,64,67 -o out.wav",
+    after_help = usage::AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -78,7 +90,7 @@ fn main() {
     let cli = Cli::parse();
     if let Err(e) = rill_kernels::isa::from_env() {
         eprintln!("error: {e}");
-        std::process::exit(1);
+        std::process::exit(usage::USAGE);
     }
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(a),
@@ -94,7 +106,7 @@ fn main() {
         Command::Speak(a) => tts::run(a),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
-        std::process::exit(1);
+        eprintln!("error: {}", usage::message(&e));
+        std::process::exit(usage::exit_code(&e));
     }
 }

@@ -1,10 +1,14 @@
 //! Output files that are checked before any work starts and appear atomically
 //! ([`rill_io::AtomicFile`]: written as `NAME.partial`, synced and renamed when
 //! complete; an aborted run leaves no truncated file under the final name).
+//! A WAV path of `-` is standard output: the file is built in memory and written
+//! there whole when it is finished (its header then has the right sizes).
 
+use std::cell::RefCell;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Cursor, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::rc::Rc;
 
 use anyhow::{Context, Result};
 use rill_io::AtomicFile;
@@ -34,10 +38,42 @@ impl PendingFile {
     }
 }
 
+/// Whether `path` is `-`, standard input or output.
+pub fn is_std_stream(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// A 16-bit WAV file being written (48 kHz stereo for music, 22.05 kHz mono for speech).
 pub struct WavOut {
-    pending: PendingFile,
-    writer: hound::WavWriter<BufWriter<File>>,
+    target: WavTarget,
+}
+
+enum WavTarget {
+    File {
+        pending: PendingFile,
+        writer: hound::WavWriter<BufWriter<File>>,
+    },
+    /// `-o -`: the WAV in memory until [`WavOut::finish`] writes it to stdout.
+    Stdout(hound::WavWriter<SharedBuf>, SharedBuf),
+}
+
+/// A growable in-memory file that stays readable after its writer is finalised.
+#[derive(Clone, Default)]
+struct SharedBuf(Rc<RefCell<Cursor<Vec<u8>>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Seek for SharedBuf {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.0.borrow_mut().seek(pos)
+    }
 }
 
 impl WavOut {
@@ -47,32 +83,64 @@ impl WavOut {
     }
 
     pub fn create_with(path: &Path, channels: u16, sample_rate: u32) -> Result<WavOut> {
-        let pending = PendingFile::reserve(path)?;
-        let file = File::create(pending.partial_path())
-            .with_context(|| format!("cannot write output {}", path.display()))?;
         let spec = hound::WavSpec {
             channels,
             sample_rate,
             bits_per_sample: 16,
             sample_format: hound::SampleFormat::Int,
         };
+        if is_std_stream(path) {
+            let buf = SharedBuf::default();
+            let writer = hound::WavWriter::new(buf.clone(), spec)
+                .context("cannot start the WAV for standard output")?;
+            return Ok(WavOut {
+                target: WavTarget::Stdout(writer, buf),
+            });
+        }
+        let pending = PendingFile::reserve(path)?;
+        let file = File::create(pending.partial_path())
+            .with_context(|| format!("cannot write output {}", path.display()))?;
         let writer = hound::WavWriter::new(BufWriter::new(file), spec)
             .with_context(|| format!("cannot write WAV {}", path.display()))?;
-        Ok(WavOut { pending, writer })
+        Ok(WavOut {
+            target: WavTarget::File { pending, writer },
+        })
     }
 
     /// Appends interleaved samples.
     pub fn write(&mut self, samples: &[i16]) -> Result<()> {
-        let mut w = self.writer.get_i16_writer(samples.len() as u32);
-        for &s in samples {
-            w.write_sample(s);
+        match &mut self.target {
+            WavTarget::File { writer, .. } => write_samples(writer, samples),
+            WavTarget::Stdout(writer, _) => write_samples(writer, samples),
         }
-        w.flush().context("writing WAV samples")?;
-        Ok(())
     }
 
     pub fn finish(self) -> Result<()> {
-        self.writer.finalize().context("finalising the WAV file")?;
-        self.pending.commit()
+        match self.target {
+            WavTarget::File { pending, writer } => {
+                writer.finalize().context("finalising the WAV file")?;
+                pending.commit()
+            }
+            WavTarget::Stdout(writer, buf) => {
+                writer.finalize().context("finalising the WAV")?;
+                let bytes = buf.0.take().into_inner();
+                let mut out = std::io::stdout().lock();
+                out.write_all(&bytes)
+                    .and_then(|()| out.flush())
+                    .context("cannot write the WAV to standard output")
+            }
+        }
     }
+}
+
+fn write_samples<W: std::io::Write + std::io::Seek>(
+    writer: &mut hound::WavWriter<W>,
+    samples: &[i16],
+) -> Result<()> {
+    let mut w = writer.get_i16_writer(samples.len() as u32);
+    for &s in samples {
+        w.write_sample(s);
+    }
+    w.flush().context("writing WAV samples")?;
+    Ok(())
 }

@@ -5,11 +5,12 @@
 //! writing each frame to a 16-bit mono WAV as it is made; `--dump` / `--force-codes`
 //! are in `tts_dump`.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::WeightFormat;
@@ -19,8 +20,9 @@ use rill_stream::{StagePools, Stages};
 use rill_text::Language;
 
 use crate::args::{names_parser, StagesArg};
-use crate::output::WavOut;
+use crate::output::{is_std_stream, WavOut};
 use crate::progress;
+use crate::usage::usage;
 
 use rill_nanocodec::{SAMPLES_PER_FRAME, SAMPLE_RATE};
 
@@ -34,7 +36,7 @@ pub struct TtsArgs {
     )]
     pub text: Option<String>,
 
-    /// Read the text from this UTF-8 file instead.
+    /// Read the text from this UTF-8 file instead (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
@@ -42,7 +44,8 @@ pub struct TtsArgs {
     #[arg(long, default_value = "en")]
     pub language: String,
 
-    /// Output WAV (16-bit mono, 22.05 kHz).
+    /// Output WAV (16-bit mono, 22.05 kHz; `-`: standard output, written when
+    /// the speech ends).
     #[arg(short = 'o', long, value_name = "PATH")]
     pub output: PathBuf,
 
@@ -151,27 +154,60 @@ fn weights_hint() -> &'static str {
 }
 
 pub fn run(args: TtsArgs) -> Result<()> {
-    let language: Language = args.language.parse()?;
+    // Every check that needs no weights comes first, so a mistake costs no load.
+    let language: Language = args.language.parse().map_err(|e| usage(format!("{e}")))?;
     if language != Language::English {
-        bail!("only English is supported so far");
+        return Err(usage("only English is supported so far"));
     }
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
+        (None, Some(p)) if is_std_stream(p) => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the text from standard input")?;
+            text
+        }
         (None, Some(p)) => std::fs::read_to_string(p)
             .with_context(|| format!("cannot read the text file {}", p.display()))?,
-        (None, None) => bail!("give --text or --text-file"),
+        (None, None) => return Err(usage("give --text or --text-file")),
     };
+    if text.trim().is_empty() {
+        return Err(usage("the text is empty: give some words to speak"));
+    }
+    if args.random_weights.is_some() {
+        // The random voice has the oracle's speakers (a checkpoint's own count is
+        // checked once it is loaded).
+        let speakers = rill_magpie::Config::oracle().speakers;
+        if args.speaker >= speakers {
+            return Err(usage(format!(
+                "speaker {} is out of range: the random-weight voice has speakers 0..{}",
+                args.speaker,
+                speakers - 1
+            )));
+        }
+    }
+    for (flag, value) in [
+        ("--temperature", args.temperature),
+        ("--cfg-scale", args.cfg_scale),
+    ] {
+        if value.is_some_and(|v| !v.is_finite()) {
+            return Err(usage(format!("{flag} must be a finite number")));
+        }
+    }
     if args.output.is_dir() {
-        bail!(
+        return Err(usage(format!(
             "{} is a directory; give a file name like speech.wav",
             args.output.display()
-        );
+        )));
     }
     let threads = crate::args::thread_count(args.threads)?;
     let forced = match &args.force_codes {
         Some(p) => Some(crate::tts_dump::read_forced_codes(p)?),
         None => None,
     };
+    // Reserved now, so an output that cannot be written fails before the load.
+    let wav = WavOut::create_with(&args.output, 1, SAMPLE_RATE)?;
     let t0 = Instant::now();
     let voice = load_voice(
         args.magpie.as_deref(),
@@ -191,12 +227,18 @@ pub fn run(args: TtsArgs) -> Result<()> {
         forced,
         codec_frames: Some(args.codec_frames),
     };
-    let plan = voice.plan(&text, &options)?;
+    // Options the voice refuses (an out-of-range speaker or sampler value) are
+    // usage errors too.
+    let plan = voice.plan(&text, &options).map_err(|e| match e {
+        TtsError::Invalid(m) => usage(m),
+        e @ TtsError::Model(rill_magpie::MagpieError::InvalidValue { .. }) => usage(e.to_string()),
+        e => e.into(),
+    })?;
     if plan.utterances.len() > 1 && args.dump.is_some() {
-        bail!(
+        return Err(usage(format!(
             "--dump records one sentence; the text splits into {}",
             plan.utterances.len()
-        );
+        )));
     }
     let stages = match args.stages {
         Some(StagesArg::One) => Stages::Sequential,
@@ -216,7 +258,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         rill_kernels::isa::active()
     );
     let mut sink = CliSink {
-        wav: WavOut::create_with(&args.output, 1, SAMPLE_RATE)?,
+        wav,
         bar: progress::frames_bar(plan.max_frames() as u64, "speaking"),
         dump: None,
         dump_path: args.dump.clone(),

@@ -43,8 +43,17 @@ fn stderr(o: &Output) -> String {
 
 /// Fails with exit status 1 and an error line containing `needle`.
 fn assert_user_error(o: &Output, needle: &str) {
+    assert_error_status(o, needle, 1);
+}
+
+/// As [`assert_user_error`] for a usage error: exit status 2.
+fn assert_usage_error(o: &Output, needle: &str) {
+    assert_error_status(o, needle, 2);
+}
+
+fn assert_error_status(o: &Output, needle: &str, status: i32) {
     let e = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "stderr: {e}");
+    assert_eq!(o.status.code(), Some(status), "stderr: {e}");
     let line = e
         .lines()
         .find(|l| l.starts_with("error:"))
@@ -241,27 +250,27 @@ fn bad_input_gives_one_clear_line() {
         a.extend_from_slice(extra);
         rill(&a, &d)
     };
-    assert_user_error(&run(&["--style-codes", "1,2,3"]), "exactly 12");
-    assert_user_error(
+    assert_usage_error(&run(&["--style-codes", "1,2,3"]), "exactly 12");
+    assert_usage_error(
         &run(&["--style-codes", "0,0,0,0,0,0,0,0,0,0,0,1024"]),
         "0..1023",
     );
-    assert_user_error(&run(&["--notes", "60,200"]), "MIDI range");
-    assert_user_error(&run(&["--top-k", "0"]), "--top-k");
-    assert_user_error(&run(&["--temperature", "-1"]), "--temperature");
-    assert_user_error(&run(&["--threads", "0"]), "thread count");
-    assert_user_error(&run(&["--threads", "100000"]), "1..=256");
-    assert_user_error(
+    assert_usage_error(&run(&["--notes", "60,200"]), "MIDI range");
+    assert_usage_error(&run(&["--top-k", "0"]), "--top-k");
+    assert_usage_error(&run(&["--temperature", "-1"]), "--temperature");
+    assert_usage_error(&run(&["--threads", "0"]), "thread count");
+    assert_usage_error(&run(&["--threads", "100000"]), "1..=256");
+    assert_usage_error(
         &run(&["--stages", "one", "--lm-threads", "1"]),
         "--stages two",
     );
-    assert_user_error(
+    assert_usage_error(
         &run(&["--threads", "2", "--lm-threads", "2"]),
         "--lm-threads",
     );
     let with_env = |k: &str, v: &str| rill_env(&base, &d, &[(k, v)]);
-    assert_user_error(&with_env("RILL_ISA", "avx-512"), "portable, avx2");
-    assert_user_error(&with_env("RILL_THREADS", "two"), "RILL_THREADS");
+    assert_usage_error(&with_env("RILL_ISA", "avx-512"), "portable, avx2");
+    assert_usage_error(&with_env("RILL_THREADS", "two"), "RILL_THREADS");
     assert_user_error(
         &run(&["--force-tokens", "/nonexistent/t.npy"]),
         "/nonexistent/t.npy",

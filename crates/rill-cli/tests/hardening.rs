@@ -31,19 +31,28 @@ fn assert_refused(o: &Output, needle: &str) {
     );
 }
 
-/// `--precision f16` is Magpie's; the music model refuses it and says where it applies.
+/// `--precision f16` is Magpie's: the music commands do not offer it (a usage
+/// error listing what they take), `rill bench` (whose `--model magpie` takes it)
+/// does.
 #[test]
-fn f16_precision_is_refused_by_the_music_model() {
-    let o = rill(&[
-        "quantize",
-        "--checkpoint",
-        "no-such.safetensors",
-        "--precision",
-        "f16",
-        "-o",
-        "x",
-    ]);
-    assert_refused(&o, "Magpie");
+fn f16_precision_is_offered_only_where_it_is_taken() {
+    for cmd in ["quantize", "generate", "play", "serve", "soak"] {
+        let help = rill(&[cmd, "--help"]);
+        let text = String::from_utf8_lossy(&help.stdout);
+        // The option's entry: from its line to the next option's.
+        let precision = text
+            .split("\n      --precision <PRECISION>")
+            .nth(1)
+            .and_then(|s| s.split("\n      --").next())
+            .and_then(|s| s.split("\n  -").next())
+            .unwrap_or_else(|| panic!("{cmd} --help has no --precision: {text}"));
+        assert!(precision.contains("int8"), "{cmd}: {precision}");
+        let words = precision.split(|c: char| !(c.is_alphanumeric() || c == '-'));
+        assert!(
+            !words.into_iter().any(|w| w == "f16"),
+            "{cmd} offers f16: {precision}"
+        );
+    }
     let o = rill(&[
         "generate",
         "--random-weights",
@@ -54,7 +63,14 @@ fn f16_precision_is_refused_by_the_music_model() {
         "-o",
         "x.wav",
     ]);
-    assert_refused(&o, "Magpie");
+    assert_eq!(o.status.code(), Some(2));
+    assert_refused(&o, "f16");
+    let help = rill(&["bench", "--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("f16:"),
+        "bench --help does not offer f16: {text}"
+    );
 }
 
 #[test]

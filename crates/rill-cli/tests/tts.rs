@@ -86,7 +86,7 @@ fn tts_rejects_other_languages_and_bad_speakers() {
             .args(&args)
             .output()
             .unwrap();
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: a usage error");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{args:?}: {err}");
     }
@@ -202,11 +202,12 @@ fn tts_dump_matches_the_oracle_recording() {
     let want = rill_io::Npz::read(rill_testkit::require_magpie("model_cached.npz")).unwrap();
     let (ts, tokens) = got.i64("text_tokens").unwrap();
     assert_eq!((ts, tokens), want.i64("text_tokens").unwrap());
-    // Measured on the Xeon (AVX-512): encoder 6.9e-6, hidden 4.8e-6, LT logits 1.2e-5.
+    // Measured on the Xeon (AVX-512): encoder 6.9e-6, hidden 4.8e-6, LT logits 1.2e-5;
+    // on an AMD EPYC (AVX2): 6.94e-6, 4.89e-6, 1.13e-5. Each bound is about twice that.
     for (key, tol) in [
-        ("text_encoder_out", 1e-4),
-        ("dec_hidden", 1e-4),
-        ("lt_logits", 1e-3),
+        ("text_encoder_out", 1.4e-5),
+        ("dec_hidden", 1e-5),
+        ("lt_logits", 2.4e-5),
     ] {
         let (gs, g) = got.f32(key).unwrap();
         let (ws, w) = want.f32(key).unwrap();
@@ -230,7 +231,8 @@ fn tts_dump_matches_the_oracle_recording() {
     let (_, want_audio) = codec.f32("audio").unwrap();
     let d = rill_testkit::max_abs_diff(&audio, &want_audio);
     eprintln!("dump audio: max |Δ| {d:.2e}");
-    assert!(d <= 2e-4, "audio: max |Δ| {d}");
+    // Measured 1.42e-5 on an AMD EPYC (AVX2); twice that.
+    assert!(d <= 2.9e-5, "audio: max |Δ| {d}");
     let (fs, final_logits) = got.f32("final_logits_raw").unwrap();
     assert_eq!(fs, vec![32, 2, 8 * 2024]);
     assert!(final_logits.iter().all(|v| v.is_finite()));
@@ -270,7 +272,9 @@ fn tts_force_codes_teacher_forces_the_decoder() {
     let (_, hidden) = got.f32("dec_hidden").unwrap();
     let (_, want_hidden) = want.f32("dec_hidden").unwrap();
     let d = rill_testkit::max_abs_diff(&hidden, &want_hidden);
-    assert!(d <= 1e-4, "teacher-forced dec_hidden: max |Δ| {d}");
+    eprintln!("teacher-forced dec_hidden: max |Δ| {d:.2e}");
+    // Measured 4.89e-6 on an AMD EPYC (AVX2); twice that.
+    assert!(d <= 1e-5, "teacher-forced dec_hidden: max |Δ| {d}");
     let (_, sampled) = got.i64("lt_codes").unwrap();
     assert_ne!(
         sampled, codes,

@@ -123,10 +123,13 @@ fn check(name: &str) {
         "{name}: encoder {enc:.2e}; free-running codes equal for {equal}/{steps} steps; \
          teacher-forced hidden {hid:.2e}, LT logits {lt_err:.2e}, audio {audio:.2e}"
     );
-    assert!(enc <= 1.5e-5, "{name}: text encoder {enc}");
+    // The worst of the three recordings, measured on an AMD EPYC (AVX2 tier):
+    // encoder 9.06e-6, hidden 5.01e-6, LT logits 1.24e-5, audio 1.61e-5. Each
+    // bound is about twice that.
+    assert!(enc <= 1.8e-5, "{name}: text encoder {enc}");
     assert!(hid <= 1e-5, "{name}: decoder hidden {hid}");
-    assert!(lt_err <= 2e-5, "{name}: LT logits {lt_err}");
-    assert!(audio <= 2e-5, "{name}: audio {audio}");
+    assert!(lt_err <= 2.5e-5, "{name}: LT logits {lt_err}");
+    assert!(audio <= 3.2e-5, "{name}: audio {audio}");
 }
 
 #[test]

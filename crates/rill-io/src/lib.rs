@@ -5,6 +5,8 @@
 //! Files are untrusted: every size in a header is checked against the bytes really
 //! present before anything is allocated (see `npy.rs` and [`Npz::read`]).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod atomic;
 mod npy;
 

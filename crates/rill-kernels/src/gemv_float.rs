@@ -11,12 +11,24 @@ use crate::isa::Tier;
 pub(crate) trait FloatWeight: Copy {
     fn to_f32(self) -> f32;
     /// 16 weights as a zmm of f32.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 16 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX-512F (and AVX-512BW for the 16-bit weights).
     #[cfg(target_arch = "x86_64")]
     unsafe fn load16(p: *const Self) -> std::arch::x86_64::__m512;
     /// 8 weights as a ymm of f32.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 8 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX2 (and F16C for f16 weights).
     #[cfg(target_arch = "x86_64")]
     unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
     /// 4 weights as a NEON vector of f32.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 4 consecutive weights (no alignment needed);
+    /// NEON is part of every AArch64 CPU.
     #[cfg(target_arch = "aarch64")]
     unsafe fn load4(p: *const Self) -> std::arch::aarch64::float32x4_t;
 }
@@ -26,20 +38,35 @@ impl FloatWeight for f32 {
     fn to_f32(self) -> f32 {
         self
     }
+    /// # Safety
+    /// `p` must be valid for reading 16 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX-512F (and AVX-512BW for the 16-bit weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load16(p: *const f32) -> std::arch::x86_64::__m512 {
-        std::arch::x86_64::_mm512_loadu_ps(p)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe { std::arch::x86_64::_mm512_loadu_ps(p) }
     }
+    /// # Safety
+    /// `p` must be valid for reading 8 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX2 (and F16C for f16 weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
-        std::arch::x86_64::_mm256_loadu_ps(p)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
     }
+    /// # Safety
+    /// `p` must be valid for reading 4 consecutive weights (no alignment needed);
+    /// NEON is part of every AArch64 CPU.
     #[cfg(target_arch = "aarch64")]
     #[inline(always)]
     unsafe fn load4(p: *const f32) -> std::arch::aarch64::float32x4_t {
-        std::arch::aarch64::vld1q_f32(p)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe { std::arch::aarch64::vld1q_f32(p) }
     }
 }
 
@@ -49,25 +76,46 @@ impl FloatWeight for u16 {
     fn to_f32(self) -> f32 {
         bf16_to_f32(self)
     }
+    /// # Safety
+    /// `p` must be valid for reading 16 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX-512F (and AVX-512BW for the 16-bit weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load16(p: *const u16) -> std::arch::x86_64::__m512 {
-        use std::arch::x86_64::*;
-        let h = _mm256_loadu_si256(p as *const __m256i);
-        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::x86_64::*;
+            let h = _mm256_loadu_si256(p as *const __m256i);
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+        }
     }
+    /// # Safety
+    /// `p` must be valid for reading 8 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX2 (and F16C for f16 weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(p: *const u16) -> std::arch::x86_64::__m256 {
-        use std::arch::x86_64::*;
-        let h = _mm_loadu_si128(p as *const __m128i);
-        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::x86_64::*;
+            let h = _mm_loadu_si128(p as *const __m128i);
+            _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+        }
     }
+    /// # Safety
+    /// `p` must be valid for reading 4 consecutive weights (no alignment needed);
+    /// NEON is part of every AArch64 CPU.
     #[cfg(target_arch = "aarch64")]
     #[inline(always)]
     unsafe fn load4(p: *const u16) -> std::arch::aarch64::float32x4_t {
-        use std::arch::aarch64::*;
-        vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p)))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::aarch64::*;
+            vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p)))
+        }
     }
 }
 
@@ -77,33 +125,54 @@ impl FloatWeight for half::f16 {
     fn to_f32(self) -> f32 {
         half::f16::to_f32(self)
     }
+    /// # Safety
+    /// `p` must be valid for reading 16 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX-512F (and AVX-512BW for the 16-bit weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load16(p: *const half::f16) -> std::arch::x86_64::__m512 {
-        use std::arch::x86_64::*;
-        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::x86_64::*;
+            _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+        }
     }
+    /// # Safety
+    /// `p` must be valid for reading 8 consecutive weights (no alignment needed), and
+    /// the CPU must support AVX2 (and F16C for f16 weights).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(p: *const half::f16) -> std::arch::x86_64::__m256 {
-        use std::arch::x86_64::*;
-        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::x86_64::*;
+            _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+        }
     }
+    /// # Safety
+    /// `p` must be valid for reading 4 consecutive weights (no alignment needed);
+    /// NEON is part of every AArch64 CPU.
     #[cfg(target_arch = "aarch64")]
     #[inline(always)]
     unsafe fn load4(p: *const half::f16) -> std::arch::aarch64::float32x4_t {
-        use std::arch::aarch64::*;
-        let h = vld1_u16(p as *const u16);
-        let out: float32x4_t;
-        // SAFETY: `fcvtl` (half → single, base ARMv8 FP) only reads and writes
-        // registers; the f16 vector types are not stable in Rust, so asm.
-        std::arch::asm!(
-            "fcvtl {o:v}.4s, {i:v}.4h",
-            i = in(vreg) h,
-            o = out(vreg) out,
-            options(pure, nomem, nostack)
-        );
-        out
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            use std::arch::aarch64::*;
+            let h = vld1_u16(p as *const u16);
+            let out: float32x4_t;
+            // SAFETY: `fcvtl` (half → single, base ARMv8 FP) only reads and writes
+            // registers; the f16 vector types are not stable in Rust, so asm.
+            std::arch::asm!(
+                "fcvtl {o:v}.4s, {i:v}.4h",
+                i = in(vreg) h,
+                o = out(vreg) out,
+                options(pure, nomem, nostack)
+            );
+            out
+        }
     }
 }
 
@@ -203,6 +272,9 @@ mod x86 {
                 x: [&[f32]; V],
                 y: [&mut [f32]; V],
             ) {
+// SAFETY: the caller upholds this function's `# Safety` contract, which is what
+// the unsafe operations below rely on.
+unsafe {
                 let nv = cols / $lanes * $lanes;
                 let tail = |p: *const W, x: &[f32], s: &mut f32| {
                     for c in nv..cols {
@@ -255,6 +327,7 @@ mod x86 {
                     }
                 }
             }
+}
         };
     }
 
@@ -290,59 +363,63 @@ mod arm {
         x: [&[f32]; V],
         y: [&mut [f32]; V],
     ) {
-        let n8 = cols / 8 * 8;
-        let tail = |p: *const W, x: &[f32], s: &mut f32| {
-            for c in n8..cols {
-                *s += (*p.add(c)).to_f32() * x[c];
-            }
-        };
-        let n = y[0].len();
-        let s = n / 4;
-        for r in 0..s {
-            let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut a = [[[vdupq_n_f32(0.0); 2]; 4]; V];
-            let mut c = 0;
-            while c < n8 {
-                let mut wv = [[vdupq_n_f32(0.0); 2]; 4];
-                for k in 0..4 {
-                    let p = w.as_ptr().add(rows[k] * cols + c);
-                    wv[k] = [W::load4(p), W::load4(p.add(4))];
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let n8 = cols / 8 * 8;
+            let tail = |p: *const W, x: &[f32], s: &mut f32| {
+                for c in n8..cols {
+                    *s += (*p.add(c)).to_f32() * x[c];
+                }
+            };
+            let n = y[0].len();
+            let s = n / 4;
+            for r in 0..s {
+                let rows = [r, r + s, r + 2 * s, r + 3 * s];
+                let mut a = [[[vdupq_n_f32(0.0); 2]; 4]; V];
+                let mut c = 0;
+                while c < n8 {
+                    let mut wv = [[vdupq_n_f32(0.0); 2]; 4];
+                    for k in 0..4 {
+                        let p = w.as_ptr().add(rows[k] * cols + c);
+                        wv[k] = [W::load4(p), W::load4(p.add(4))];
+                    }
+                    for v in 0..V {
+                        let xp = x[v].as_ptr().add(c);
+                        let (x0, x1) = (vld1q_f32(xp), vld1q_f32(xp.add(4)));
+                        for k in 0..4 {
+                            a[v][k][0] = vfmaq_f32(a[v][k][0], wv[k][0], x0);
+                            a[v][k][1] = vfmaq_f32(a[v][k][1], wv[k][1], x1);
+                        }
+                    }
+                    c += 8;
                 }
                 for v in 0..V {
-                    let xp = x[v].as_ptr().add(c);
-                    let (x0, x1) = (vld1q_f32(xp), vld1q_f32(xp.add(4)));
                     for k in 0..4 {
-                        a[v][k][0] = vfmaq_f32(a[v][k][0], wv[k][0], x0);
-                        a[v][k][1] = vfmaq_f32(a[v][k][1], wv[k][1], x1);
+                        let mut sum = vaddvq_f32(vaddq_f32(a[v][k][0], a[v][k][1]));
+                        tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
+                        y[v][rows[k]] = sum;
                     }
                 }
-                c += 8;
             }
-            for v in 0..V {
-                for k in 0..4 {
-                    let mut sum = vaddvq_f32(vaddq_f32(a[v][k][0], a[v][k][1]));
-                    tail(w.as_ptr().add(rows[k] * cols), x[v], &mut sum);
-                    y[v][rows[k]] = sum;
+            for r in 4 * s..n {
+                let p = w.as_ptr().add(r * cols);
+                let mut a = [[vdupq_n_f32(0.0); 2]; V];
+                let mut c = 0;
+                while c < n8 {
+                    let (w0, w1) = (W::load4(p.add(c)), W::load4(p.add(c + 4)));
+                    for v in 0..V {
+                        let xp = x[v].as_ptr().add(c);
+                        a[v][0] = vfmaq_f32(a[v][0], w0, vld1q_f32(xp));
+                        a[v][1] = vfmaq_f32(a[v][1], w1, vld1q_f32(xp.add(4)));
+                    }
+                    c += 8;
                 }
-            }
-        }
-        for r in 4 * s..n {
-            let p = w.as_ptr().add(r * cols);
-            let mut a = [[vdupq_n_f32(0.0); 2]; V];
-            let mut c = 0;
-            while c < n8 {
-                let (w0, w1) = (W::load4(p.add(c)), W::load4(p.add(c + 4)));
                 for v in 0..V {
-                    let xp = x[v].as_ptr().add(c);
-                    a[v][0] = vfmaq_f32(a[v][0], w0, vld1q_f32(xp));
-                    a[v][1] = vfmaq_f32(a[v][1], w1, vld1q_f32(xp.add(4)));
+                    let mut sum = vaddvq_f32(vaddq_f32(a[v][0], a[v][1]));
+                    tail(p, x[v], &mut sum);
+                    y[v][r] = sum;
                 }
-                c += 8;
-            }
-            for v in 0..V {
-                let mut sum = vaddvq_f32(vaddq_f32(a[v][0], a[v][1]));
-                tail(p, x[v], &mut sum);
-                y[v][r] = sum;
             }
         }
     }

@@ -215,11 +215,17 @@ fn blocks_generic(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
 mod x86 {
     use super::*;
 
+    /// # Safety
+    /// The CPU must support AVX-512F and AVX-512BW; `b + n` blocks must exist in `m`
+    /// and `x`, `out` must be sized as for [`Mlx8::run_blocks`].
     #[target_feature(enable = "avx512f,avx512bw")]
     pub(super) unsafe fn blocks_avx512(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
         blocks_generic(m, b, n, x, out)
     }
 
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `b + n` blocks must exist in `m` and `x`,
+    /// `out` must be sized as for [`Mlx8::run_blocks`].
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn blocks_avx2(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
         blocks_generic(m, b, n, x, out)

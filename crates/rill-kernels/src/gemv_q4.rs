@@ -102,33 +102,37 @@ mod arm {
         xq: &[i16],
         y: &mut [f32],
     ) {
-        let groups = cols / AFFINE_GROUP;
-        let mask = vdupq_n_u8(0x0f);
-        for (r, out) in y.iter_mut().enumerate() {
-            let row = packed.as_ptr().add(r * cols / 2);
-            let mut acc = 0f32;
-            for g in 0..groups {
-                let b = vld1q_u8(row.add(g * 16));
-                let lo = vandq_u8(b, mask);
-                let hi = vshrq_n_u8::<4>(b);
-                let x = xq.as_ptr().add(g * 32);
-                let w = [
-                    vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(lo))),
-                    vreinterpretq_s16_u16(vmovl_high_u8(lo)),
-                    vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(hi))),
-                    vreinterpretq_s16_u16(vmovl_high_u8(hi)),
-                ];
-                let mut d0 = vdupq_n_s32(0);
-                let mut d1 = vdupq_n_s32(0);
-                for (k, wk) in w.iter().enumerate() {
-                    let xk = vld1q_s16(x.add(8 * k));
-                    d0 = vmlal_s16(d0, vget_low_s16(*wk), vget_low_s16(xk));
-                    d1 = vmlal_high_s16(d1, *wk, xk);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let groups = cols / AFFINE_GROUP;
+            let mask = vdupq_n_u8(0x0f);
+            for (r, out) in y.iter_mut().enumerate() {
+                let row = packed.as_ptr().add(r * cols / 2);
+                let mut acc = 0f32;
+                for g in 0..groups {
+                    let b = vld1q_u8(row.add(g * 16));
+                    let lo = vandq_u8(b, mask);
+                    let hi = vshrq_n_u8::<4>(b);
+                    let x = xq.as_ptr().add(g * 32);
+                    let w = [
+                        vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(lo))),
+                        vreinterpretq_s16_u16(vmovl_high_u8(lo)),
+                        vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(hi))),
+                        vreinterpretq_s16_u16(vmovl_high_u8(hi)),
+                    ];
+                    let mut d0 = vdupq_n_s32(0);
+                    let mut d1 = vdupq_n_s32(0);
+                    for (k, wk) in w.iter().enumerate() {
+                        let xk = vld1q_s16(x.add(8 * k));
+                        d0 = vmlal_s16(d0, vget_low_s16(*wk), vget_low_s16(xk));
+                        d1 = vmlal_high_s16(d1, *wk, xk);
+                    }
+                    let s = vaddvq_s32(vaddq_s32(d0, d1));
+                    acc += scales[r * groups + g] * s as f32;
                 }
-                let s = vaddvq_s32(vaddq_s32(d0, d1));
-                acc += scales[r * groups + g] * s as f32;
+                *out = acc;
             }
-            *out = acc;
         }
     }
 }
@@ -140,13 +144,20 @@ mod x86 {
     use std::arch::x86_64::*;
 
     /// 32 packed nibbles → 32 bytes, weights 0..15 in the low half, 16..31 high.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 16 bytes, and the CPU must support AVX2.
     #[inline(always)]
     unsafe fn unpack32(p: *const u8) -> __m256i {
-        let b = _mm_loadu_si128(p as *const __m128i);
-        let m = _mm_set1_epi8(0x0f);
-        let lo = _mm_and_si128(b, m);
-        let hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-        _mm256_set_m128i(hi, lo)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let b = _mm_loadu_si128(p as *const __m128i);
+            let m = _mm_set1_epi8(0x0f);
+            let lo = _mm_and_si128(b, m);
+            let hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+            _mm256_set_m128i(hi, lo)
+        }
     }
 
     /// # Safety
@@ -159,38 +170,42 @@ mod x86 {
         xq: &[i16],
         y: &mut [f32],
     ) {
-        let groups = cols / AFFINE_GROUP;
-        let n = y.len();
-        let s = n / 4;
-        let (pp, xp, sp) = (packed.as_ptr(), xq.as_ptr(), scales.as_ptr());
-        let row = |r: usize, acc: __m512, g: usize, xv: __m512i| -> __m512 {
-            let q = _mm512_cvtepu8_epi16(unpack32(pp.add(r * cols / 2 + g * 16)));
-            let d = _mm512_dpwssd_epi32(_mm512_setzero_si512(), q, xv);
-            _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(d),
-                _mm512_set1_ps(*sp.add(r * groups + g)),
-                acc,
-            )
-        };
-        for r in 0..s {
-            let rows = [r, r + s, r + 2 * s, r + 3 * s];
-            let mut acc = [_mm512_setzero_ps(); 4];
-            for g in 0..groups {
-                let xv = _mm512_loadu_si512(xp.add(g * 32) as *const _);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let groups = cols / AFFINE_GROUP;
+            let n = y.len();
+            let s = n / 4;
+            let (pp, xp, sp) = (packed.as_ptr(), xq.as_ptr(), scales.as_ptr());
+            let row = |r: usize, acc: __m512, g: usize, xv: __m512i| -> __m512 {
+                let q = _mm512_cvtepu8_epi16(unpack32(pp.add(r * cols / 2 + g * 16)));
+                let d = _mm512_dpwssd_epi32(_mm512_setzero_si512(), q, xv);
+                _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(d),
+                    _mm512_set1_ps(*sp.add(r * groups + g)),
+                    acc,
+                )
+            };
+            for r in 0..s {
+                let rows = [r, r + s, r + 2 * s, r + 3 * s];
+                let mut acc = [_mm512_setzero_ps(); 4];
+                for g in 0..groups {
+                    let xv = _mm512_loadu_si512(xp.add(g * 32) as *const _);
+                    for j in 0..4 {
+                        acc[j] = row(rows[j], acc[j], g, xv);
+                    }
+                }
                 for j in 0..4 {
-                    acc[j] = row(rows[j], acc[j], g, xv);
+                    y[rows[j]] = _mm512_reduce_add_ps(acc[j]);
                 }
             }
-            for j in 0..4 {
-                y[rows[j]] = _mm512_reduce_add_ps(acc[j]);
+            for r in 4 * s..n {
+                let mut acc = _mm512_setzero_ps();
+                for g in 0..groups {
+                    acc = row(r, acc, g, _mm512_loadu_si512(xp.add(g * 32) as *const _));
+                }
+                y[r] = _mm512_reduce_add_ps(acc);
             }
-        }
-        for r in 4 * s..n {
-            let mut acc = _mm512_setzero_ps();
-            for g in 0..groups {
-                acc = row(r, acc, g, _mm512_loadu_si512(xp.add(g * 32) as *const _));
-            }
-            y[r] = _mm512_reduce_add_ps(acc);
         }
     }
 
@@ -204,20 +219,24 @@ mod x86 {
         xq: &[i16],
         y: &mut [f32],
     ) {
-        let groups = cols / AFFINE_GROUP;
-        for (r, out) in y.iter_mut().enumerate() {
-            let mut acc = _mm256_setzero_ps();
-            for g in 0..groups {
-                let b = unpack32(packed.as_ptr().add(r * cols / 2 + g * 16));
-                let q0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
-                let q1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
-                let x0 = _mm256_loadu_si256(xq.as_ptr().add(g * 32) as *const __m256i);
-                let x1 = _mm256_loadu_si256(xq.as_ptr().add(g * 32 + 16) as *const __m256i);
-                let d = _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
-                let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let groups = cols / AFFINE_GROUP;
+            for (r, out) in y.iter_mut().enumerate() {
+                let mut acc = _mm256_setzero_ps();
+                for g in 0..groups {
+                    let b = unpack32(packed.as_ptr().add(r * cols / 2 + g * 16));
+                    let q0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
+                    let q1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
+                    let x0 = _mm256_loadu_si256(xq.as_ptr().add(g * 32) as *const __m256i);
+                    let x1 = _mm256_loadu_si256(xq.as_ptr().add(g * 32 + 16) as *const __m256i);
+                    let d = _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
+                    let sc = _mm256_set1_ps(*scales.get_unchecked(r * groups + g));
+                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc);
+                }
+                *out = hsum256(acc);
             }
-            *out = hsum256(acc);
         }
     }
 }

@@ -108,11 +108,15 @@ mod mapping {
     /// # Safety
     /// `p` came from `map(size, _)` and is not used afterwards.
     pub(super) unsafe fn unmap(p: *mut u8, size: usize) {
-        // The mapping starts at the huge-page boundary below the block (its colour
-        // offset is under 2 MB) and ends where `map` rounded it to.
-        let start = p as usize / HUGE_PAGE * HUGE_PAGE;
-        let len = (p as usize - start + size).next_multiple_of(page_size());
-        libc::munmap(start as *mut libc::c_void, len);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            // The mapping starts at the huge-page boundary below the block (its colour
+            // offset is under 2 MB) and ends where `map` rounded it to.
+            let start = p as usize / HUGE_PAGE * HUGE_PAGE;
+            let len = (p as usize - start + size).next_multiple_of(page_size());
+            libc::munmap(start as *mut libc::c_void, len);
+        }
     }
 }
 
@@ -121,6 +125,8 @@ mod mapping {
     pub(super) fn map(_: usize, _: usize) -> *mut u8 {
         unreachable!("only Linux maps large blocks itself")
     }
+    /// # Safety
+    /// Never called: only Linux maps large blocks itself.
     pub(super) unsafe fn unmap(_: *mut u8, _: usize) {
         unreachable!("only Linux maps large blocks itself")
     }
@@ -131,43 +137,67 @@ mod mapping {
 // allocation and its release) lie in mappings of their own at an offset that is a
 // multiple of the layout's alignment, are zero when fresh, and are unmapped once.
 unsafe impl GlobalAlloc for HugePageAlloc {
+    /// # Safety
+    /// As [`GlobalAlloc::alloc`].
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if is_large(layout) {
-            mapping::map(layout.size(), layout.align())
-        } else {
-            System.alloc(layout)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            if is_large(layout) {
+                mapping::map(layout.size(), layout.align())
+            } else {
+                System.alloc(layout)
+            }
         }
     }
 
+    /// # Safety
+    /// As [`GlobalAlloc::alloc_zeroed`].
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if is_large(layout) {
-            mapping::map(layout.size(), layout.align())
-        } else {
-            System.alloc_zeroed(layout)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            if is_large(layout) {
+                mapping::map(layout.size(), layout.align())
+            } else {
+                System.alloc_zeroed(layout)
+            }
         }
     }
 
+    /// # Safety
+    /// As [`GlobalAlloc::dealloc`].
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if is_large(layout) {
-            mapping::unmap(ptr, layout.size())
-        } else {
-            System.dealloc(ptr, layout)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            if is_large(layout) {
+                mapping::unmap(ptr, layout.size())
+            } else {
+                System.dealloc(ptr, layout)
+            }
         }
     }
 
+    /// # Safety
+    /// As [`GlobalAlloc::realloc`].
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY (of the layout): the caller guarantees that `new_size` with this
-        // alignment is a valid layout.
-        let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
-        if !is_large(layout) && !is_large(new_layout) {
-            return System.realloc(ptr, layout, new_size);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            // SAFETY (of the layout): the caller guarantees that `new_size` with this
+            // alignment is a valid layout.
+            let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+            if !is_large(layout) && !is_large(new_layout) {
+                return System.realloc(ptr, layout, new_size);
+            }
+            let q = self.alloc(new_layout);
+            if !q.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            q
         }
-        let q = self.alloc(new_layout);
-        if !q.is_null() {
-            std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
-            self.dealloc(ptr, layout);
-        }
-        q
     }
 }
 

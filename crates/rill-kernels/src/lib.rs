@@ -6,6 +6,8 @@
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
 //! * [`metrics`]: how close two signals are (cosine, largest difference, SNR).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod buf;
 pub mod huge_pages;
 pub mod isa;

@@ -29,12 +29,16 @@ mod x86 {
     /// The CPU must support AVX.
     #[inline(always)]
     pub(crate) unsafe fn hsum256(v: __m256) -> f32 {
-        let lo = _mm256_castps256_ps128(v);
-        let hi = _mm256_extractf128_ps(v, 1);
-        let s = _mm_add_ps(lo, hi);
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        _mm_cvtss_f32(s)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let lo = _mm256_castps256_ps128(v);
+            let hi = _mm256_extractf128_ps(v, 1);
+            let s = _mm_add_ps(lo, hi);
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+            _mm_cvtss_f32(s)
+        }
     }
 }
 
@@ -53,15 +57,19 @@ mod arm {
     #[inline]
     #[target_feature(enable = "neon,dotprod")]
     pub(crate) unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-        let mut acc = acc;
-        // SAFETY: register-only arithmetic; the caller guarantees dotprod.
-        std::arch::asm!(
-            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack)
-        );
-        acc
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            let mut acc = acc;
+            // SAFETY: register-only arithmetic; the caller guarantees dotprod.
+            std::arch::asm!(
+                "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+                acc = inout(vreg) acc,
+                a = in(vreg) a,
+                b = in(vreg) b,
+                options(pure, nomem, nostack)
+            );
+            acc
+        }
     }
 }

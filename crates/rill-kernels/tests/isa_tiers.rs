@@ -1,7 +1,9 @@
 //! Which SIMD tiers this machine's tests exercise. Every test that loops over the
 //! tiers says so on stderr; this one turns a missing tier into a failure when CI
 //! names the tiers it must cover: `RILL_REQUIRE_ISA=avx512,avx2,portable`
-//! (names as `RILL_ISA` takes them; `avx512` means AVX-512 with VNNI).
+//! (names as `RILL_ISA` takes them; `avx512` means AVX-512 with VNNI). `.ci/run`
+//! sets it to every tier the CPU's feature flags (`/proc/cpuinfo`) allow, so a
+//! tier that detection misses fails CI instead of going untested.
 
 use rill_kernels::isa::{self, Isa, TIER_NAMES};
 

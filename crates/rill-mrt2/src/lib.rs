@@ -16,6 +16,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod attention;
 pub mod conditioning;
 pub mod config;

@@ -12,6 +12,8 @@
 //!   release the GIL while generating, hand out numpy arrays without copies and turn
 //!   every error (and any panic) into a Python exception.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod controls;
 pub mod error;
 pub mod model;

@@ -15,6 +15,8 @@
 //! [`limits::MAX_MESSAGE_BYTES`] closes that socket with one error, and so does
 //! `--idle-timeout` without a stream or a message.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod limits;
 pub mod protocol;
 pub mod rate;

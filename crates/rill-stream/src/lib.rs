@@ -13,6 +13,8 @@
 //! * [`Snapshot`]: a stream's whole state, in memory or as a state file
 //!   ([`Snapshot::to_bytes`], [`Snapshot::from_bytes`], [`Snapshot::save`], [`Snapshot::load`]).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod engine;
 pub mod generator;
 pub mod notes;

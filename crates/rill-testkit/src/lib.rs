@@ -1,6 +1,8 @@
 //! Shared test support: where the reference recordings live, synthetic
 //! checkpoints cached between test runs, and parity metrics.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -190,15 +192,31 @@ pub fn allocations() -> usize {
 
 // SAFETY: forwards every call to the system allocator; only counts them.
 unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    /// # Safety
+    /// As [`GlobalAlloc::alloc`].
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        std::alloc::System.alloc(l)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::alloc::System.alloc(l)
+        }
     }
+    /// # Safety
+    /// As [`GlobalAlloc::dealloc`].
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
-        std::alloc::System.dealloc(p, l)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe { std::alloc::System.dealloc(p, l) }
     }
+    /// # Safety
+    /// As [`GlobalAlloc::realloc`].
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        std::alloc::System.realloc(p, l, n)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::alloc::System.realloc(p, l, n)
+        }
     }
 }

@@ -30,6 +30,8 @@
 //! assert_eq!(ids.last(), Some(&2361));
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod g2p;
 mod lexicon;
 mod sentences;

@@ -25,62 +25,66 @@ pub unsafe fn blocks_avx512<const A: usize>(
     out: &mut [[f32; 4 * BLOCK]; A],
     prefetch_bytes: usize,
 ) {
-    let groups = m.groups();
-    let ones = _mm512_set1_epi8(1);
-    let mut acc = [[_mm512_setzero_ps(); 4]; A];
-    for g in 0..groups {
-        let mut dh = [[_mm512_setzero_si512(); 4]; A];
-        let mut dl = [[_mm512_setzero_si512(); 4]; A];
-        let mut qsum = [_mm512_setzero_si512(); 4];
-        for j in 0..QUADS {
-            let mut h = [_mm512_setzero_si512(); A];
-            let mut l = [_mm512_setzero_si512(); A];
-            for a in 0..A {
-                let (hp, lp) = (
-                    acts[a].hi.as_ptr() as *const i32,
-                    acts[a].lo.as_ptr() as *const i32,
-                );
-                h[a] = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
-                l[a] = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+    // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+    // the unsafe operations below rely on.
+    unsafe {
+        let groups = m.groups();
+        let ones = _mm512_set1_epi8(1);
+        let mut acc = [[_mm512_setzero_ps(); 4]; A];
+        for g in 0..groups {
+            let mut dh = [[_mm512_setzero_si512(); 4]; A];
+            let mut dl = [[_mm512_setzero_si512(); 4]; A];
+            let mut qsum = [_mm512_setzero_si512(); 4];
+            for j in 0..QUADS {
+                let mut h = [_mm512_setzero_si512(); A];
+                let mut l = [_mm512_setzero_si512(); A];
+                for a in 0..A {
+                    let (hp, lp) = (
+                        acts[a].hi.as_ptr() as *const i32,
+                        acts[a].lo.as_ptr() as *const i32,
+                    );
+                    h[a] = _mm512_set1_epi32(hp.add(g * QUADS + j).read_unaligned());
+                    l[a] = _mm512_set1_epi32(lp.add(g * QUADS + j).read_unaligned());
+                }
+                for k in 0..blocks.len() {
+                    let p =
+                        m.q.as_ptr()
+                            .add(((blocks[k] * groups + g) * QUADS + j) * BLOCK * 4);
+                    prefetch(p, prefetch_bytes);
+                    let w = _mm512_loadu_si512(p as *const _);
+                    qsum[k] = _mm512_dpbusd_epi32(qsum[k], w, ones);
+                    for a in 0..A {
+                        dh[a][k] = _mm512_dpbusd_epi32(dh[a][k], w, h[a]);
+                        dl[a][k] = _mm512_dpbusd_epi32(dl[a][k], w, l[a]);
+                    }
+                }
             }
             for k in 0..blocks.len() {
-                let p =
-                    m.q.as_ptr()
-                        .add(((blocks[k] * groups + g) * QUADS + j) * BLOCK * 4);
-                prefetch(p, prefetch_bytes);
-                let w = _mm512_loadu_si512(p as *const _);
-                qsum[k] = _mm512_dpbusd_epi32(qsum[k], w, ones);
+                let meta = m.meta.as_ptr().add(Q8::meta_at(blocks[k] * groups + g));
+                // 128·Σq of the low byte's shift, from the weights already in registers.
+                let c = _mm512_slli_epi32::<7>(qsum[k]);
+                let sc = _mm512_loadu_ps(meta as *const f32);
+                let n = _mm512_cvtepu8_epi32(_mm_loadu_si128(meta.add(BLOCK) as *const __m128i));
                 for a in 0..A {
-                    dh[a][k] = _mm512_dpbusd_epi32(dh[a][k], w, h[a]);
-                    dl[a][k] = _mm512_dpbusd_epi32(dl[a][k], w, l[a]);
+                    let d = _mm512_add_epi32(
+                        _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
+                        c,
+                    );
+                    // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+                    let xs = _mm512_set1_epi32(acts[a].sums[g] as i32);
+                    let d = _mm512_sub_epi32(d, _mm512_mullo_epi32(n, xs));
+                    acc[a][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[a][k]);
                 }
             }
         }
-        for k in 0..blocks.len() {
-            let meta = m.meta.as_ptr().add(Q8::meta_at(blocks[k] * groups + g));
-            // 128·Σq of the low byte's shift, from the weights already in registers.
-            let c = _mm512_slli_epi32::<7>(qsum[k]);
-            let sc = _mm512_loadu_ps(meta as *const f32);
-            let n = _mm512_cvtepu8_epi32(_mm_loadu_si128(meta.add(BLOCK) as *const __m128i));
-            for a in 0..A {
-                let d = _mm512_add_epi32(
-                    _mm512_add_epi32(_mm512_slli_epi32(dh[a][k], 8), dl[a][k]),
-                    c,
+        for a in 0..A {
+            let sx = _mm512_set1_ps(acts[a].scale);
+            for k in 0..blocks.len() {
+                _mm512_storeu_ps(
+                    out[a].as_mut_ptr().add(k * BLOCK),
+                    _mm512_mul_ps(sx, acc[a][k]),
                 );
-                // |Σxq| < 2^21, so the f32 group sum is an exact integer.
-                let xs = _mm512_set1_epi32(acts[a].sums[g] as i32);
-                let d = _mm512_sub_epi32(d, _mm512_mullo_epi32(n, xs));
-                acc[a][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[a][k]);
             }
-        }
-    }
-    for a in 0..A {
-        let sx = _mm512_set1_ps(acts[a].scale);
-        for k in 0..blocks.len() {
-            _mm512_storeu_ps(
-                out[a].as_mut_ptr().add(k * BLOCK),
-                _mm512_mul_ps(sx, acc[a][k]),
-            );
         }
     }
 }
@@ -99,46 +103,52 @@ pub unsafe fn blocks_avx2(
     out: &mut [f32],
     prefetch_bytes: usize,
 ) {
-    let groups = m.groups();
-    let nb = blocks.len();
-    // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
-    let mut acc = [[_mm_setzero_ps(); 4]; 4];
-    for g in 0..groups {
-        // |Σxq| < 2^21, so the f32 group sum is an exact integer.
-        let xs = _mm_set1_epi32(act.sums[g] as i32);
-        for k in 0..nb {
-            let b = blocks[k];
-            let mut d = [_mm256_setzero_si256(); 4];
-            for j in 0..QUADS {
-                // The quad's 4 int16 activations, broadcast to every 64-bit lane.
-                let x = _mm256_set1_epi64x(
-                    (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
-                );
-                let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
-                prefetch(p, prefetch_bytes);
+    // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+    // the unsafe operations below rely on.
+    unsafe {
+        let groups = m.groups();
+        let nb = blocks.len();
+        // Four rows per register: [r0 p0, r0 p1, r1 p0, …] partial sums.
+        let mut acc = [[_mm_setzero_ps(); 4]; 4];
+        for g in 0..groups {
+            // |Σxq| < 2^21, so the f32 group sum is an exact integer.
+            let xs = _mm_set1_epi32(act.sums[g] as i32);
+            for k in 0..nb {
+                let b = blocks[k];
+                let mut d = [_mm256_setzero_si256(); 4];
+                for j in 0..QUADS {
+                    // The quad's 4 int16 activations, broadcast to every 64-bit lane.
+                    let x = _mm256_set1_epi64x(
+                        (act.xq.as_ptr().add(g * GROUP + 4 * j) as *const i64).read_unaligned(),
+                    );
+                    let p = m.q.as_ptr().add(((b * groups + g) * QUADS + j) * BLOCK * 4);
+                    prefetch(p, prefetch_bytes);
+                    for q4 in 0..4 {
+                        let w =
+                            _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
+                        d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
+                    }
+                }
+                let meta = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
                 for q4 in 0..4 {
-                    let w = _mm256_cvtepu8_epi16(_mm_loadu_si128(p.add(16 * q4) as *const __m128i));
-                    d[q4] = _mm256_add_epi32(d[q4], _mm256_madd_epi16(w, x));
+                    // Fold the two partial sums of each row: lanes (0,1)→row 0, …
+                    let s = _mm256_hadd_epi32(d[q4], d[q4]);
+                    let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
+                    let rows = _mm256_castsi256_si128(s);
+                    let n =
+                        _mm_cvtepu8_epi32(_mm_cvtsi32_si128(meta.add(BLOCK + q4).read() as i32));
+                    let rows = _mm_sub_epi32(rows, _mm_mullo_epi32(n, xs));
+                    let sc = _mm_loadu_ps(meta.add(4 * q4) as *const f32);
+                    acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
                 }
             }
-            let meta = m.meta.as_ptr().add(Q8::meta_at(b * groups + g));
-            for q4 in 0..4 {
-                // Fold the two partial sums of each row: lanes (0,1)→row 0, …
-                let s = _mm256_hadd_epi32(d[q4], d[q4]);
-                let s = _mm256_permute4x64_epi64(s, 0b1101_1000);
-                let rows = _mm256_castsi256_si128(s);
-                let n = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(meta.add(BLOCK + q4).read() as i32));
-                let rows = _mm_sub_epi32(rows, _mm_mullo_epi32(n, xs));
-                let sc = _mm_loadu_ps(meta.add(4 * q4) as *const f32);
-                acc[k][q4] = _mm_fmadd_ps(_mm_cvtepi32_ps(rows), sc, acc[k][q4]);
-            }
         }
-    }
-    let sx = _mm_set1_ps(act.scale);
-    for k in 0..nb {
-        for q4 in 0..4 {
-            let v = _mm_mul_ps(sx, acc[k][q4]);
-            _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+        let sx = _mm_set1_ps(act.scale);
+        for k in 0..nb {
+            for q4 in 0..4 {
+                let v = _mm_mul_ps(sx, acc[k][q4]);
+                _mm_storeu_ps(out.as_mut_ptr().add(k * BLOCK + 4 * q4), v);
+            }
         }
     }
 }

@@ -86,11 +86,17 @@ impl<T> OnceCell<T> {
     /// # Safety
     /// No other thread accesses the cell concurrently.
     unsafe fn take(&self) -> T {
-        (*self.0.get()).take().expect("pool task ran once")
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe { (*self.0.get()).take().expect("pool task ran once") }
     }
     /// # Safety
     /// As [`OnceCell::take`].
     unsafe fn put(&self, v: T) {
-        *self.0.get() = Some(v);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which is what
+        // the unsafe operations below rely on.
+        unsafe {
+            *self.0.get() = Some(v);
+        }
     }
 }
