@@ -82,54 +82,63 @@ pub enum Wire {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WireControls {
+    /// 12 MusicCoCa codes 0..=1023, or null (masked).
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub style_codes: Option<Value>,
+    /// The MIDI pitches held now (at most 128 of 0..=127).
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub notes: Option<Value>,
+    /// `"on"`, `"off"` or null (masked).
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub drums: Option<Value>,
+    /// Sampling temperature, 0..=10 (0 = greedy).
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub temperature: Option<Value>,
+    /// Tokens kept per step, 1..=12294.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub top_k: Option<Value>,
+    /// Guidance of the style, −1..=7.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cfg_musiccoca: Option<Value>,
+    /// Guidance of the notes, −1..=7.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cfg_notes: Option<Value>,
+    /// Guidance of the drums, −1..=7.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cfg_drums: Option<Value>,
+    /// The sampler's seed (a u64): the stream's with `start`, a reseed with `control`.
     #[serde(
         default,
         deserialize_with = "present",
