@@ -79,63 +79,61 @@ pub enum Wire {
 
 /// The controls of a `start` or `control` message; `None` = absent, and a JSON
 /// `null` is `Some(Value::Null)` (it means "masked" for style and drums).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WireControls {
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// 12 MusicCoCa codes 0..=1023, or null (masked).
+    #[serde(default, deserialize_with = "present")]
     pub style_codes: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// The MIDI pitches held now (at most 128 of 0..=127).
+    #[serde(default, deserialize_with = "present")]
     pub notes: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// `"on"`, `"off"` or null (masked).
+    #[serde(default, deserialize_with = "present")]
     pub drums: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Sampling temperature, 0..=10 (0 = greedy).
+    #[serde(default, deserialize_with = "present")]
     pub temperature: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Tokens kept per step, 1..=12294.
+    #[serde(default, deserialize_with = "present")]
     pub top_k: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Guidance of the style, −1..=7.
+    #[serde(default, deserialize_with = "present")]
     pub cfg_musiccoca: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Guidance of the notes, −1..=7.
+    #[serde(default, deserialize_with = "present")]
     pub cfg_notes: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Guidance of the drums, −1..=7.
+    #[serde(default, deserialize_with = "present")]
     pub cfg_drums: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// The sampler's seed (a u64): the stream's with `start`, a reseed with `control`.
+    #[serde(default, deserialize_with = "present")]
     pub seed: Option<Value>,
+}
+
+/// Only the fields present (`None` = absent; a `null` is sent as `null`).
+impl Serialize for WireControls {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let fields = [
+            ("style_codes", &self.style_codes),
+            ("notes", &self.notes),
+            ("drums", &self.drums),
+            ("temperature", &self.temperature),
+            ("top_k", &self.top_k),
+            ("cfg_musiccoca", &self.cfg_musiccoca),
+            ("cfg_notes", &self.cfg_notes),
+            ("cfg_drums", &self.cfg_drums),
+            ("seed", &self.seed),
+        ];
+        let mut map = s.serialize_map(None)?;
+        for (name, value) in fields {
+            if let Some(v) = value {
+                map.serialize_entry(name, v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// A field that is present, `null` included.
@@ -419,6 +417,14 @@ mod tests {
     fn messages_round_trip() {
         let start = serde_json::to_string(&Wire::Start(WireControls::default())).unwrap();
         assert_eq!(start, r#"{"type":"start"}"#);
+        let masked = Wire::Control(WireControls {
+            style_codes: Some(Value::Null),
+            seed: Some(7.into()),
+            ..WireControls::default()
+        });
+        let text = serde_json::to_string(&masked).unwrap();
+        assert_eq!(text, r#"{"type":"control","style_codes":null,"seed":7}"#);
+        assert_eq!(serde_json::from_str::<Wire>(&text).unwrap(), masked);
         assert_eq!(
             parse(&start).unwrap(),
             ClientMsg::Start {
