@@ -17,7 +17,12 @@ use crate::pipeline::{StagePools, FRAME_PCM};
 
 /// Real-time factor of one stream with these pools: median frame time / 40 ms,
 /// after a warm-up, measured exactly as the scheduler will run it.
-pub(super) fn measure_rtf(lm: &Arc<Mrt2>, codec: &Arc<Codec>, pool: &StagePools, frames: usize) -> f32 {
+pub(super) fn measure_rtf(
+    lm: &Arc<Mrt2>,
+    codec: &Arc<Codec>,
+    pool: &StagePools,
+    frames: usize,
+) -> f32 {
     const WARMUP: usize = 3;
     let mut g = Generator::new(lm.clone(), codec.clone(), 0, pool);
     let mut pcm = vec![0i16; FRAME_PCM];
