@@ -4,10 +4,16 @@
 //! * [`pool`]: a persistent worker pool in which the caller participates.
 //! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
+//! * [`matmul`]: weight-once products of one matrix with several input rows (Magpie).
+//! * [`conv`]: the implicit-GEMM convolution kernels of the SpectroStream and
+//!   NanoCodec decoders, per SIMD tier.
 
 pub mod buf;
+pub mod conv;
+mod disjoint;
 pub mod huge_pages;
 pub mod isa;
+pub mod matmul;
 pub mod matrix;
 pub mod ops;
 pub mod ops_bf16;
@@ -22,6 +28,7 @@ mod gemv_q4;
 pub mod simd;
 
 pub use buf::AVec;
+pub use disjoint::DisjointOut;
 pub use isa::{Isa, Tier};
 pub use matrix::{
     all_exact_f16, GemvScratch, Matrix, MatrixArrays, MatrixArraysError, WeightFormat,

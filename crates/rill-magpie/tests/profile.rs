@@ -50,8 +50,8 @@ fn profile_steps() {
 #[test]
 #[ignore]
 fn profile_two_rows() {
+    use rill_kernels::matmul::{matmul, MatmulScratch};
     use rill_kernels::{Matrix, WeightFormat};
-    use rill_magpie::gemm::{matmul, MatmulScratch};
     let pool = Pool::new(2);
     let mut scratch = MatmulScratch::new();
     for (rows, cols, count) in [(2304, 768, 40), (768, 3072, 40), (16192, 768, 6)] {
@@ -97,8 +97,8 @@ fn profile_two_rows() {
 #[test]
 #[ignore]
 fn profile_prefill_matmul() {
+    use rill_kernels::matmul::{matmul, MatmulScratch};
     use rill_kernels::{Matrix, WeightFormat};
-    use rill_magpie::gemm::{matmul, MatmulScratch};
     let threads = std::env::var("RILL_THREADS")
         .ok()
         .and_then(|s| s.parse().ok())

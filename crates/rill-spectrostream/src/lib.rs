@@ -30,12 +30,15 @@ mod decoder;
 mod error;
 mod grid;
 mod istft;
-mod kernels;
 mod numerics;
 mod pcm;
 mod rvq;
 mod state;
 mod winograd;
+
+/// The convolution kernels (per SIMD tier, with the Winograd tile transforms) live in
+/// `rill-kernels`; this crate chooses the convolutions and drives them.
+use rill_kernels::conv::grid as kernels;
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};

@@ -7,8 +7,8 @@
 use std::arch::aarch64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
+use crate::conv::by_row_groups;
 
 const H: usize = 4;
 

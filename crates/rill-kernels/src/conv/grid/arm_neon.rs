@@ -9,24 +9,23 @@
 
 use std::arch::aarch64::*;
 
-use super::simd::{by_row_groups, W_I16};
+use super::simd::{EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_I16};
 use super::{Epilogue, Tile, PANEL};
+use crate::conv::by_row_groups;
 
 /// `exp(min(x, 0))`, operation for operation the AVX2 / AVX-512 `exp_nonpos`.
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn exp_nonpos(x: float32x4_t) -> float32x4_t {
-    let x = vmaxq_f32(vdupq_n_f32(-87.0), vminq_f32(vdupq_n_f32(0.0), x));
+    let x = vmaxq_f32(vdupq_n_f32(EXP_MIN), vminq_f32(vdupq_n_f32(0.0), x));
     // Round to nearest, ties to even (as `_MM_FROUND_TO_NEAREST_INT`).
     let n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(std::f32::consts::LOG2_E)));
-    let r = vfmsq_f32(x, n, vdupq_n_f32(0.693_359_4));
-    let r = vfmsq_f32(r, n, vdupq_n_f32(-2.121_944_4e-4));
-    let mut p = vdupq_n_f32(1.987_569_1e-4);
-    p = vfmaq_f32(vdupq_n_f32(1.398_199_9e-3), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.333_452e-3), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.166_579_6e-2), p, r);
-    p = vfmaq_f32(vdupq_n_f32(0.166_666_65), p, r);
-    p = vfmaq_f32(vdupq_n_f32(0.5), p, r);
+    let r = vfmsq_f32(x, n, vdupq_n_f32(EXP_LN2_HI));
+    let r = vfmsq_f32(r, n, vdupq_n_f32(EXP_LN2_LO));
+    let mut p = vdupq_n_f32(EXP_POLY[0]);
+    for &c in &EXP_POLY[1..] {
+        p = vfmaq_f32(vdupq_n_f32(c), p, r);
+    }
     let y = vfmaq_f32(r, p, vmulq_f32(r, r));
     let y = vaddq_f32(y, vdupq_n_f32(1.0));
     // `n` is integral, so truncation converts it exactly.
@@ -180,7 +179,7 @@ pub(super) unsafe fn epilogue<const M: usize>(
 pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     for p in 0..t.ncols.div_ceil(PANEL) {
         let nvalid = PANEL.min(t.ncols - p * PANEL);
-        by_row_groups!(t, micro::<_, W>(p, nvalid));
+        by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W>(p, nvalid));
     }
 }
 

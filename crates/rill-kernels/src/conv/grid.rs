@@ -1,9 +1,10 @@
-//! Implicit-GEMM convolution kernels: `out[row, n] = epi(bias[n] + Σ_tap Σ_ci in[row_base + tap + ci]·W[tap·cin + ci, n])`.
+//! SpectroStream's implicit-GEMM convolution kernels: `out[row, n] = epi(bias[n] + Σ_tap Σ_ci in[row_base + tap + ci]·W[tap·cin + ci, n])`.
 //!
-//! Every convolution of the decoder (1×1, 3×3, 7×7, and each stride phase of a
-//! transposed convolution) is one or more [`Job`]s of this form: a set of output rows
-//! given by an affine [`RowMap`] over (group, time, freq), each reading `taps.len()`
-//! contiguous runs of `cin` input channels at fixed offsets from the row's base.
+//! Every convolution of MRT2's SpectroStream decoder (1×1, 3×3, 7×7, and each stride
+//! phase of a transposed convolution) is one or more [`Job`]s of this form: a set of
+//! output rows given by an affine [`RowMap`] over (group, time, freq), each reading
+//! `taps.len()` contiguous runs of `cin` input channels at fixed offsets from the
+//! row's base.
 //!
 //! * Weights are packed once at load time ([`Packed`]): for `n ≥ 16` in panels of 16
 //!   columns (`[panel][k][16]`, what the SIMD micro-kernels stream); for narrow
@@ -22,11 +23,8 @@
 //!   with FP16): 4 rows × 16 columns of half-precision FMAs (8 lanes each), each
 //!   partial sum of [`HALF_CHUNK`] products added into f32 accumulators.
 
-use std::marker::PhantomData;
-
-use rill_kernels::{Isa, Pool, Tier};
-
-use crate::grid::AVec;
+use super::{pack_panels, pad_to_panels, run_jobs};
+use crate::{AVec, DisjointOut, Isa, Pool, Tier};
 #[cfg(target_arch = "x86_64")]
 use simd::W_F16;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -39,17 +37,17 @@ mod arm_neon;
 mod portable;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod simd;
+pub mod winograd;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx512;
 
-/// Columns per packed weight panel (one zmm).
-pub(crate) const PANEL: usize = 16;
+pub use super::PANEL;
 /// Columns per task.
-pub(crate) const BLOCK_N: usize = 64;
+pub const BLOCK_N: usize = 64;
 /// Rows per task: 8 micro-kernel calls of 6 rows reuse the task's weight block from L2.
-pub(crate) const BLOCK_M: usize = 48;
+pub const BLOCK_M: usize = 48;
 /// Products summed in half precision before the partial sum is added, in f32, to
 /// the accumulator (fp16 arithmetic). Each half FMA rounds to 11 bits of the partial
 /// sum, so the length trades fidelity for operations: on the C2 fixture under qemu
@@ -57,7 +55,7 @@ pub(crate) const BLOCK_M: usize = 48;
 /// the f32 codec and 44.0 dB, 16 gives 1 − 3.2e-5 and 41.9 dB (the bar is
 /// 0.9999) with a third fewer vector operations (see `arm_fp16`).
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) const HALF_CHUNK: usize = 16;
+pub const HALF_CHUNK: usize = 16;
 /// Half arithmetic: the largest weight of a matrix is scaled into
 /// `[2^(E−1), 2^E)` (exact, once at load).
 const HALF_WEIGHT_MAX_LOG2: i32 = 3;
@@ -76,7 +74,7 @@ const HALF_INPUT_MAX_LOG2: i32 = 15 - HALF_WEIGHT_MAX_LOG2 - HALF_CHUNK.ilog2() 
 /// non-finite `max_abs` (NaN and ∞ propagate as in f32); `s` is bounded so `2^s`
 /// and `2^-s` stay normal f32 values.
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn half_input_log2(max_abs: f32) -> i32 {
+pub fn half_input_log2(max_abs: f32) -> i32 {
     if !(max_abs > 0.0 && max_abs.is_finite()) {
         return 0;
     }
@@ -85,7 +83,7 @@ pub(crate) fn half_input_log2(max_abs: f32) -> i32 {
 
 /// What happens to `bias + Σ` before it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Epilogue {
+pub enum Epilogue {
     /// `out = y`.
     Store,
     /// `out = elu(y)` (the next layer's pre-activation, fused).
@@ -105,7 +103,7 @@ enum Layout {
 
 /// The weights of one implicit GEMM, `k = taps.len()·cin` by `n`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Packed {
+pub struct Packed {
     pub k: usize,
     pub n: usize,
     pub cin: usize,
@@ -122,7 +120,7 @@ pub(crate) struct Packed {
 
 /// A two-byte weight format for the early, weight-bandwidth-bound layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EarlyWeights {
+pub enum EarlyWeights {
     F16,
     I16,
 }
@@ -145,23 +143,12 @@ enum Narrow {
 
 impl Packed {
     /// Packs `w`, given as `[taps][cin][n]` row-major (tap-major `k`), and `bias[n]`.
-    pub(crate) fn new(w: &[f32], taps: Vec<isize>, cin: usize, n: usize, bias: &[f32]) -> Packed {
+    pub fn new(w: &[f32], taps: Vec<isize>, cin: usize, n: usize, bias: &[f32]) -> Packed {
         let k = taps.len() * cin;
         assert_eq!(w.len(), k * n, "packed weight size");
         assert_eq!(bias.len(), n, "bias size");
-        let np = n.div_ceil(PANEL);
-        let mut b = AVec::zeros(np * PANEL);
-        b[..n].copy_from_slice(bias);
         let (layout, data) = if n >= PANEL {
-            let mut d = AVec::zeros(np * k * PANEL);
-            for p in 0..np {
-                for kk in 0..k {
-                    for j in 0..PANEL.min(n - p * PANEL) {
-                        d[(p * k + kk) * PANEL + j] = w[kk * n + p * PANEL + j];
-                    }
-                }
-            }
-            (Layout::Panels, d)
+            (Layout::Panels, pack_panels(k, n, |kk, col| w[kk * n + col]))
         } else {
             let mut d = AVec::zeros(n * k);
             for kk in 0..k {
@@ -179,12 +166,12 @@ impl Packed {
             layout,
             data,
             narrow: None,
-            bias: b,
+            bias: pad_to_panels(bias),
         }
     }
 
     /// Stores the weights as `format` (f16 rounding or int16 quantisation).
-    pub(crate) fn narrow_to(&mut self, format: EarlyWeights, isa: Isa) {
+    pub fn narrow_to(&mut self, format: EarlyWeights, isa: Isa) {
         match format {
             EarlyWeights::F16 => self.round_to_f16(isa),
             EarlyWeights::I16 => self.quantize_i16(isa),
@@ -195,7 +182,7 @@ impl Packed {
     /// f16 panel kernel (AVX-512) the panels are stored as halves and widened in the
     /// kernel, halving the bytes streamed per use; elsewhere the rounded values are
     /// kept as f32, which computes the same products.
-    pub(crate) fn round_to_f16(&mut self, isa: Isa) {
+    pub fn round_to_f16(&mut self, isa: Isa) {
         for v in self.data.iter_mut() {
             *v = f16_to_f32(f32_to_f16(*v));
         }
@@ -213,7 +200,7 @@ impl Packed {
     /// the int16 values and scale each column's sum once (the same bits on AVX2,
     /// AVX-512 and NEON); elsewhere the dequantised f32 weights, whose products
     /// round differently (within a few f32 ulps of the sum).
-    pub(crate) fn quantize_i16(&mut self, isa: Isa) {
+    pub fn quantize_i16(&mut self, isa: Isa) {
         let np = self.n.div_ceil(PANEL);
         let mut scale = AVec::zeros(np * PANEL);
         let col_of = |i: usize| match self.layout {
@@ -248,7 +235,7 @@ impl Packed {
     /// ([`half_input_log2`]), so no checkpoint's activations can overflow a partial
     /// sum and small ones keep half's full precision. Both scales are undone exactly
     /// when a partial sum is added to the f32 accumulator.
-    pub(crate) fn use_half_arithmetic(&mut self, isa: Isa) {
+    pub fn use_half_arithmetic(&mut self, isa: Isa) {
         if !isa.fp16() || self.layout != Layout::Panels || self.narrow.is_some() {
             return;
         }
@@ -266,7 +253,7 @@ impl Packed {
     }
 
     /// Whether the kernels compute this matrix in half precision.
-    pub(crate) fn half_arithmetic(&self) -> bool {
+    pub fn half_arithmetic(&self) -> bool {
         matches!(self.narrow, Some(Narrow::HalfMath { .. }))
     }
 
@@ -291,7 +278,7 @@ fn has_narrow_kernel(isa: Isa, format: EarlyWeights) -> bool {
 /// Output rows of a job: row `m` ↔ `(i0, i1, i2)` with `i2` fastest, and
 /// `input = in_base + Σ i·in_strides`, `output = out_base + Σ i·out_strides` (elements).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RowMap {
+pub struct RowMap {
     pub dims: [usize; 3],
     pub in_strides: [usize; 3],
     pub in_base: usize,
@@ -341,7 +328,7 @@ impl RowMap {
 }
 
 /// One implicit GEMM writing into the output buffer of a [`gemm`] call.
-pub(crate) struct Job<'a> {
+pub struct Job<'a> {
     pub w: &'a Packed,
     pub rows: RowMap,
     pub input: &'a [f32],
@@ -376,21 +363,8 @@ impl Job<'_> {
     }
 }
 
-/// A raw output pointer shared by the tasks of one [`gemm`] call.
-#[derive(Clone, Copy)]
-struct OutPtr<'a> {
-    ptr: *mut f32,
-    _life: PhantomData<&'a mut [f32]>,
-}
-// SAFETY: tasks write disjoint (row, column-block) regions of the output: rows of
-// one call map to distinct output positions (each job covers its own rows, the
-// stride phases of a transposed convolution cover disjoint output positions) and
-// column blocks do not overlap.
-unsafe impl Send for OutPtr<'_> {}
-unsafe impl Sync for OutPtr<'_> {}
-
 /// Arguments of one task-sized kernel call.
-pub(crate) struct Tile<'a> {
+pub struct Tile<'a> {
     /// Input base pointer of each row.
     pub a: &'a [*const f32],
     /// Output pointer of each row, already offset to the tile's first column.
@@ -433,37 +407,29 @@ pub(crate) struct Tile<'a> {
 }
 
 /// Runs every job (all writing into `out`) over the pool.
-pub(crate) fn gemm(isa: Isa, jobs: &[Job<'_>], out: &mut [f32], pool: &Pool) {
+pub fn gemm(isa: Isa, jobs: &[Job<'_>], out: &mut [f32], pool: &Pool) {
     for j in jobs {
         j.check_bounds(out.len());
     }
-    // Each job's first task, counted once here instead of (with two divisions per
-    // job) in every task.
     assert!(
         jobs.len() <= MAX_JOBS,
         "{} jobs in one gemm call",
         jobs.len()
     );
-    let mut first = [0usize; MAX_JOBS + 1];
-    for (i, j) in jobs.iter().enumerate() {
-        first[i + 1] = first[i] + j.tasks();
+    let mut tasks = [0usize; MAX_JOBS];
+    for (t, j) in tasks.iter_mut().zip(jobs) {
+        *t = j.tasks();
     }
-    let total = first[jobs.len()];
-    let optr = OutPtr {
-        ptr: out.as_mut_ptr(),
-        _life: PhantomData,
-    };
-    pool.run(total, &|task| {
-        // The last job starting at or before `task` (empty jobs share its start).
-        let ji = first[1..=jobs.len()].partition_point(|&f| f <= task);
-        run_task(isa, &jobs[ji], task - first[ji], optr);
+    let optr = DisjointOut::new(out);
+    run_jobs(pool, &tasks[..jobs.len()], &|ji, task| {
+        run_task(isa, &jobs[ji], task, optr)
     });
 }
 
 /// Most jobs of one [`gemm`] call (the Winograd 3×3 convolution's 36 positions).
 const MAX_JOBS: usize = 64;
 
-fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
+fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: DisjointOut<'_>) {
     let w = job.w;
     let nb = w.n.div_ceil(BLOCK_N);
     let (mb, cb) = (task / nb, task % nb);
@@ -477,8 +443,12 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     job.rows.for_rows(r0..r1, |io, oo| {
         // In bounds: checked for the extreme rows in `check_bounds`.
         a[i] = job.input[io..].as_ptr();
-        // SAFETY: `oo + c0 + ncols <= out.len()` by `check_bounds`.
-        c[i] = unsafe { out.ptr.add(oo + c0) };
+        // SAFETY: `oo + c0 + ncols <= out.len()` by `check_bounds`; tasks write
+        // disjoint (row, column-block) regions of the output: rows of one call map to
+        // distinct output positions (each job covers its own rows, the stride phases
+        // of a transposed convolution cover disjoint output positions) and column
+        // blocks do not overlap.
+        c[i] = unsafe { out.at(oo + c0) };
         i += 1;
     });
     let n = r1 - r0;
@@ -569,24 +539,24 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
 
 /// IEEE half bits of `v`, rounded to nearest even (what `vcvtps2ph` does with
 /// round-to-nearest); overflow gives ±inf, NaN stays NaN.
-pub(crate) fn f32_to_f16(v: f32) -> u16 {
+pub fn f32_to_f16(v: f32) -> u16 {
     half::f16::from_f32(v).to_bits()
 }
 
 /// The f32 value of IEEE half bits `h` (exact).
-pub(crate) fn f16_to_f32(h: u16) -> f32 {
+pub fn f16_to_f32(h: u16) -> f32 {
     half::f16::from_bits(h).to_f32()
 }
 
 /// `dst[i] = elu(src[i])` with the same ELU as the fused epilogue of the kernels.
-pub(crate) fn elu_copy(isa: Isa, src: &[f32], dst: &mut [f32]) {
+pub fn elu_copy(isa: Isa, src: &[f32], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len());
     // SAFETY: both slices hold `len` floats.
     unsafe { elu_raw(isa, src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
 /// `x[i] = elu(x[i])` with the same ELU as the fused epilogue of the kernels.
-pub(crate) fn elu_in_place(isa: Isa, x: &mut [f32]) {
+pub fn elu_in_place(isa: Isa, x: &mut [f32]) {
     let p = x.as_mut_ptr();
     // SAFETY: `x` holds `len` floats; the backends read each element before writing it.
     unsafe { elu_raw(isa, p, p, x.len()) }

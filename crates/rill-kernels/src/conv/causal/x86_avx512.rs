@@ -10,8 +10,8 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
+use crate::conv::{by_row_groups, prefetch_elems};
 
 /// Floats ahead of the current weights to prefetch (4 KB).
 const PREFETCH: usize = 1024;
@@ -127,11 +127,11 @@ unsafe fn micro<const M: usize, const NV: usize, const HALF: bool>(
                 let o = bo + v * t.b_stride;
                 bv[v] = if HALF {
                     let bp = t.b16.add(o);
-                    _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                    prefetch_elems(bp, PREFETCH);
                     _mm512_cvtph_ps(_mm256_loadu_si256(bp as *const __m256i))
                 } else {
                     let bp = t.b.add(o);
-                    _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                    prefetch_elems(bp, PREFETCH);
                     _mm512_loadu_ps(bp)
                 };
             }

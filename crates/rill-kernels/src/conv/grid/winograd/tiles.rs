@@ -1,15 +1,17 @@
 //! The tile transform bodies, generic over the tile size and written once: `#[inline(always)]`
 //! so that each per-tier entry point in [`super::tier`] compiles them for its own vectors.
 //!
-//! * [`input_tile`] / [`output_tile`]: the 2-D transforms of [`super::WinoConv3x3`];
-//! * [`col_in`] / [`col_out`]: the time-only transforms of [`super::WinoConvT`].
+//! * [`input_tile`] / [`output_tile`]: the 2-D transforms of the Winograd 3×3
+//!   convolution;
+//! * [`col_in`] / [`col_out`]: the time-only transforms of the Winograd transposed
+//!   convolution (freq stride phases).
 
 use super::transform::{at, bt, V};
 use super::L;
-use crate::kernels::Epilogue;
+use crate::conv::grid::Epilogue;
 
 /// Arguments of an input-tile transform.
-pub(super) struct InArgs {
+pub struct InArgs {
     /// The tile's first grid element (row `ti·mt`, column `tf·mf`).
     pub src: *const f32,
     pub row_stride: usize,
@@ -24,7 +26,7 @@ pub(super) struct InArgs {
 }
 
 /// Arguments of an output-tile transform.
-pub(super) struct OutArgs {
+pub struct OutArgs {
     /// Output position of the tile's first row and column.
     pub dst: *mut f32,
     pub row_stride: usize,
@@ -40,7 +42,7 @@ pub(super) struct OutArgs {
 
 /// One column of a time-only transform: `c` channels at `src + k·src_stride` in,
 /// at `dst + k·dst_stride` out (element offsets).
-pub(super) struct ColArgs {
+pub struct ColArgs {
     pub src: usize,
     pub src_stride: usize,
     pub dst: usize,

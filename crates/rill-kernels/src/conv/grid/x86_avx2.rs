@@ -8,8 +8,9 @@
 
 use std::arch::x86_64::*;
 
-use super::simd::{by_row_groups, prefetch_ahead, W_F16, W_I16};
+use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
+use crate::conv::by_row_groups;
 
 // Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv selects where
 // AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
@@ -18,19 +19,20 @@ use super::{Epilogue, Tile, PANEL};
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_nonpos(x: __m256) -> __m256 {
-    let x = _mm256_max_ps(_mm256_set1_ps(-87.0), _mm256_min_ps(_mm256_setzero_ps(), x));
+    let x = _mm256_max_ps(
+        _mm256_set1_ps(EXP_MIN),
+        _mm256_min_ps(_mm256_setzero_ps(), x),
+    );
     let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
         x,
         _mm256_set1_ps(std::f32::consts::LOG2_E),
     ));
-    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
-    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
-    let mut p = _mm256_set1_ps(1.987_569_1e-4);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.398_199_9e-3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.333_452e-3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.166_579_6e-2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.166_666_65));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5));
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
+    let mut p = _mm256_set1_ps(EXP_POLY[0]);
+    for &c in &EXP_POLY[1..] {
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+    }
     let y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
     let y = _mm256_add_ps(y, _mm256_set1_ps(1.0));
     let e = _mm256_slli_epi32::<23>(_mm256_add_epi32(
@@ -195,7 +197,7 @@ unsafe fn epilogue<const M: usize>(
 pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     for p in 0..t.ncols.div_ceil(PANEL) {
         let nvalid = PANEL.min(t.ncols - p * PANEL);
-        by_row_groups!(t, micro::<_, W>(p, nvalid));
+        by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W>(p, nvalid));
     }
 }
 

@@ -8,8 +8,9 @@
 
 use std::arch::x86_64::*;
 
-use super::simd::{by_row_groups, prefetch_ahead, W_F16, W_I16};
+use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
 use super::{Epilogue, Tile, PANEL};
+use crate::conv::by_row_groups;
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
 #[inline]
@@ -28,18 +29,19 @@ unsafe fn elu(x: __m512) -> __m512 {
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_nonpos(x: __m512) -> __m512 {
     // Operand order keeps NaN: MIN/MAX return the second operand if either is NaN.
-    let x = _mm512_max_ps(_mm512_set1_ps(-87.0), _mm512_min_ps(_mm512_setzero_ps(), x));
+    let x = _mm512_max_ps(
+        _mm512_set1_ps(EXP_MIN),
+        _mm512_min_ps(_mm512_setzero_ps(), x),
+    );
     let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
         _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
     );
-    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), x);
-    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.121_944_4e-4), r);
-    let mut p = _mm512_set1_ps(1.987_569_1e-4);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.398_199_9e-3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.333_452e-3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.166_579_6e-2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.166_666_65));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5));
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
+    let mut p = _mm512_set1_ps(EXP_POLY[0]);
+    for &c in &EXP_POLY[1..] {
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    }
     let y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
     let y = _mm512_add_ps(y, _mm512_set1_ps(1.0));
     let e = _mm512_slli_epi32::<23>(_mm512_add_epi32(
@@ -182,11 +184,11 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
     if t.ncols == 4 * PANEL {
-        by_row_groups!(t, micro::<_, 4, W>(0, 4 * PANEL));
+        by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 4, W>(0, 4 * PANEL));
     } else {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_row_groups!(t, micro::<_, 1, W>(p * PANEL, nvalid));
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 1, W>(p * PANEL, nvalid));
         }
     }
 }

@@ -6,8 +6,8 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::by_row_groups;
 use super::{SnakeParams, Tile, PANEL};
+use crate::conv::{by_row_groups, prefetch_elems};
 
 /// Floats ahead of the current weights to prefetch (4 KB; see the AVX-512 kernel).
 const PREFETCH: usize = 1024;
@@ -124,14 +124,14 @@ unsafe fn micro<const M: usize, const HALF: bool>(
             // Prefetching past the panel's end is harmless (no fault, no effect).
             let (b0, b1) = if HALF {
                 let bp = t.b16.add(bo);
-                _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                prefetch_elems(bp, PREFETCH);
                 (
                     _mm256_cvtph_ps(_mm_loadu_si128(bp as *const __m128i)),
                     _mm256_cvtph_ps(_mm_loadu_si128(bp.add(H) as *const __m128i)),
                 )
             } else {
                 let bp = t.b.add(bo);
-                _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH) as *const i8);
+                prefetch_elems(bp, PREFETCH);
                 (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(H)))
             };
             for m in 0..M {

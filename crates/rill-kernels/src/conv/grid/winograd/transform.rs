@@ -7,7 +7,7 @@ use std::ops::{Add, Mul, Sub};
 use super::L;
 
 /// `G` of `F(m, 3)` (`α × 3`), in f64 for the weight transform.
-pub(super) fn g_matrix(m: usize) -> &'static [[f64; 3]] {
+pub fn g_matrix(m: usize) -> &'static [[f64; 3]] {
     const G2: [[f64; 3]; 4] = [
         [1.0, 0.0, 0.0],
         [0.5, 0.5, 0.5],

@@ -1,10 +1,10 @@
-//! Implicit-GEMM kernels of the causal 1-D convolutions, and the HalfSnake.
+//! NanoCodec's implicit-GEMM kernels of the causal 1-D convolutions, and the HalfSnake.
 //!
 //! A convolution over channels-last rows (`[time][channel]`, the causal history
 //! rows stored in front of the current ones) is
 //! `out[t][n] = epi(bias[n] + Σ_tap Σ_ci in[t·s + tap + ci] · W[tap·cin + ci][n])`,
 //! where the tap offsets `j·dilation·cin` address the input rows the tap reads, so
-//! no im2col copy is made (the approach of `rill-spectrostream`'s kernels, in 1-D).
+//! no im2col copy is made (the approach of [`super::grid`], in 1-D).
 //!
 //! * Weights are packed once ([`Packed`]) in panels of 16 output channels
 //!   (`[panel][k][16]`, zero-padded), what the micro-kernels stream.
@@ -22,29 +22,23 @@
 //!   HalfSnake ([`snake`]: the same operation sequence, no FMA, on every tier, so
 //!   the activation is bit-identical across tiers).
 
-use std::marker::PhantomData;
-
-use rill_kernels::{Isa, Pool, Tier};
+use super::{pack_panels, pad_to_panels, run_jobs};
+use crate::{AVec, DisjointOut, Isa, Pool, Tier};
 
 #[cfg(target_arch = "aarch64")]
 mod arm_neon;
 mod portable;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod simd;
 mod winograd;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
 mod x86_avx512;
 
-pub(crate) use winograd::{winograd_many, WinogradConv, WinogradJob, WinogradScratch, MAX_CONVS};
+pub use winograd::{winograd_many, WinogradConv, WinogradJob, WinogradScratch, MAX_CONVS};
 
-pub(crate) use rill_kernels::AVec;
-
-/// Output channels per packed weight panel (one zmm).
-pub(crate) const PANEL: usize = 16;
+pub use super::PANEL;
 /// Most panels per task (the AVX-512 micro-kernel's width).
-pub(crate) const MAX_TILE_PANELS: usize = 3;
+pub const MAX_TILE_PANELS: usize = 3;
 
 /// Column tiles of an `n`-column GEMM: `(first panel, panels)` of tile `i` of
 /// `tiles(n)`, the panels spread as evenly as possible.
@@ -59,11 +53,11 @@ fn tiles(n: usize) -> usize {
     n.div_ceil(PANEL).div_ceil(MAX_TILE_PANELS)
 }
 /// Rows per task.
-pub(crate) const BLOCK_M: usize = 32;
+pub const BLOCK_M: usize = 32;
 
 /// HalfSnake parameters padded to whole panels: lanes `< half` are snake lanes.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SnakeParams {
+pub struct SnakeParams {
     pub channels: usize,
     pub half: usize,
     pub alpha: AVec,
@@ -71,17 +65,20 @@ pub(crate) struct SnakeParams {
 }
 
 impl SnakeParams {
-    pub(crate) fn new(hs: &crate::weights::HalfSnake) -> SnakeParams {
-        let padded = hs.channels.div_ceil(PANEL) * PANEL;
-        let mut alpha = AVec::zeros(padded);
+    /// Pads a HalfSnake of `channels` channels whose first `channels / 2` are snake
+    /// channels with `alpha[c]` and `alpha_inv[c]` (`1 / (alpha + 1e-9)`, as torch
+    /// computes it); the rest are LeakyReLU channels.
+    pub fn new(channels: usize, alpha: &[f32], alpha_inv: &[f32]) -> SnakeParams {
+        let padded = channels.div_ceil(PANEL) * PANEL;
+        let half = channels / 2;
+        let mut a = AVec::zeros(padded);
         let mut inv = AVec::zeros(padded);
-        let half = hs.channels / 2;
-        alpha[..half].copy_from_slice(&hs.alpha[..half]);
-        inv[..half].copy_from_slice(&hs.alpha_inv[..half]);
+        a[..half].copy_from_slice(&alpha[..half]);
+        inv[..half].copy_from_slice(&alpha_inv[..half]);
         SnakeParams {
-            channels: hs.channels,
+            channels,
             half,
-            alpha,
+            alpha: a,
             inv,
         }
     }
@@ -89,7 +86,7 @@ impl SnakeParams {
 
 /// What happens to `bias + Σ` before it is written.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Epilogue<'a> {
+pub enum Epilogue<'a> {
     /// `out = y`.
     Store,
     /// `out = out + y` (the residual sum `x + conv(…)`).
@@ -100,7 +97,7 @@ pub(crate) enum Epilogue<'a> {
 
 /// The weights of one implicit GEMM, `k = taps.len()·cin` by `n`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Packed {
+pub struct Packed {
     pub k: usize,
     pub n: usize,
     pub cin: usize,
@@ -118,7 +115,7 @@ pub(crate) struct Packed {
 impl Packed {
     /// Packs a torch-layout conv weight `[n][cin][taps]` (row stride of the input
     /// rows = `cin`, tap `j` reading input row `j·dilation` of the window).
-    pub(crate) fn conv(
+    pub fn conv(
         w: &[f32],
         bias: &[f32],
         n: usize,
@@ -129,18 +126,8 @@ impl Packed {
         assert_eq!(w.len(), n * cin * kernel, "conv weight size");
         assert_eq!(bias.len(), n, "bias size");
         let k = cin * kernel;
-        let np = n.div_ceil(PANEL);
-        let mut data = AVec::zeros(np * k * PANEL);
-        for o in 0..n {
-            let (p, j) = (o / PANEL, o % PANEL);
-            for ci in 0..cin {
-                for tap in 0..kernel {
-                    data[(p * k + tap * cin + ci) * PANEL + j] = w[(o * cin + ci) * kernel + tap];
-                }
-            }
-        }
-        let mut b = AVec::zeros(np * PANEL);
-        b[..n].copy_from_slice(bias);
+        // Row `kk = tap·cin + ci` of the packed matrix.
+        let data = pack_panels(k, n, |kk, o| w[(o * cin + kk % cin) * kernel + kk / cin]);
         let taps = (0..kernel).map(|j| j * dilation * cin).collect();
         Packed {
             k,
@@ -149,7 +136,7 @@ impl Packed {
             taps,
             data,
             half: None,
-            bias: b,
+            bias: pad_to_panels(bias),
         }
     }
 
@@ -157,8 +144,8 @@ impl Packed {
     /// in NVIDIA's F16 GGUF): the kernels widen them to the same f32 values, so
     /// the results do not change by a bit, and a bandwidth-bound layer reads half
     /// the bytes. Otherwise nothing changes. Returns whether it converted.
-    pub(crate) fn store_as_half(&mut self) -> bool {
-        let exact = rill_kernels::all_exact_f16(&self.data);
+    pub fn store_as_half(&mut self) -> bool {
+        let exact = crate::all_exact_f16(&self.data);
         if exact {
             let bits = self.data.iter().map(|&v| half::f16::from_f32(v).to_bits());
             self.half = Some(bits.collect());
@@ -168,19 +155,19 @@ impl Packed {
     }
 
     /// Whether the panels are stored as half.
-    pub(crate) fn is_half(&self) -> bool {
+    pub fn is_half(&self) -> bool {
         self.half.is_some()
     }
 
     /// Input rows a window spans before its output row (`(kernel − 1)·dilation`).
-    pub(crate) fn history_rows(&self) -> usize {
+    pub fn history_rows(&self) -> usize {
         self.taps.last().copied().unwrap_or(0) / self.cin.max(1)
     }
 }
 
 /// Whether `isa`'s kernels read half panels ([`Packed::store_as_half`]): the x86 tiers
 /// (F16C / AVX-512F conversions). NEON and portable keep f32 panels.
-pub(crate) fn reads_half_panels(isa: Isa) -> bool {
+pub fn reads_half_panels(isa: Isa) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         matches!(isa.tier(), Tier::Avx2 | Tier::Avx512)
@@ -194,7 +181,7 @@ pub(crate) fn reads_half_panels(isa: Isa) -> bool {
 
 /// One GEMM: output row `m` reads input from `in_base + m·in_stride` (+ taps) and
 /// writes `out[out_base + m·out_stride ..][..n]`.
-pub(crate) struct Job<'a> {
+pub struct Job<'a> {
     pub w: &'a Packed,
     pub input: &'a [f32],
     pub in_base: usize,
@@ -236,47 +223,8 @@ impl Job<'_> {
     }
 }
 
-/// The output pointer shared by the tasks of one [`gemm`] (or
-/// [`half_snake_rows`]) call.
-#[derive(Clone, Copy)]
-struct OutPtr<'a> {
-    ptr: *mut f32,
-    _life: PhantomData<&'a mut [f32]>,
-}
-// SAFETY: the tasks of one call write disjoint (row block, column block) regions
-// (or rows, for the HalfSnake) of their job's output (distinct rows map to distinct output offsets:
-// `out_stride ≥ n`), and the jobs of one `gemm_many` call have distinct outputs
-// (distinct `&mut` slices).
-unsafe impl Send for OutPtr<'_> {}
-unsafe impl Sync for OutPtr<'_> {}
-
-impl<'a> OutPtr<'a> {
-    fn new(out: &'a mut [f32]) -> Self {
-        OutPtr {
-            ptr: out.as_mut_ptr(),
-            _life: PhantomData,
-        }
-    }
-
-    fn null() -> Self {
-        OutPtr {
-            ptr: std::ptr::null_mut(),
-            _life: PhantomData,
-        }
-    }
-
-    /// The output element `offset` (a method, so closures capture the whole
-    /// `Sync` wrapper rather than its raw-pointer field).
-    ///
-    /// # Safety
-    /// `offset` lies inside the output.
-    unsafe fn at(&self, offset: usize) -> *mut f32 {
-        self.ptr.add(offset)
-    }
-}
-
 /// Arguments of one task-sized micro-kernel call.
-pub(crate) struct Tile<'a> {
+pub struct Tile<'a> {
     /// Input base pointer of each row.
     pub a: &'a [*const f32],
     /// Output pointer of each row at the tile's first column.
@@ -300,43 +248,33 @@ pub(crate) struct Tile<'a> {
 }
 
 /// `out = epi(conv(input))` for one job, spread over the pool.
-pub(crate) fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
+pub fn gemm(isa: Isa, job: &Job<'_>, out: &mut [f32], pool: &Pool) {
     gemm_many(isa, std::slice::from_ref(job), &mut [out], pool);
 }
 
 /// Most jobs of one [`gemm_many`] call: the 7 Winograd points and the direct rows
 /// of 4 branch convolutions.
-pub(crate) const MAX_JOBS: usize = 32;
+pub const MAX_JOBS: usize = 32;
 
-/// Independent GEMMs, job `i` writing `outs[i]`, in one pool dispatch: fewer
-/// synchronisations per frame and more tasks to share between threads.
-pub(crate) fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], pool: &Pool) {
+/// Independent GEMMs, job `i` writing `outs[i]`, in one pool dispatch ([`run_jobs`]).
+pub fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], pool: &Pool) {
     assert!(
         jobs.len() == outs.len() && jobs.len() <= MAX_JOBS,
         "gemm_many job count"
     );
     let mut tasks = [0usize; MAX_JOBS];
-    let mut ptrs = [OutPtr {
-        ptr: std::ptr::null_mut(),
-        _life: PhantomData,
-    }; MAX_JOBS];
+    let mut ptrs = [DisjointOut::null(); MAX_JOBS];
     for (i, (job, out)) in jobs.iter().zip(outs.iter_mut()).enumerate() {
         job.check_bounds(out.len());
         tasks[i] = job.tasks();
-        ptrs[i].ptr = out.as_mut_ptr();
+        ptrs[i] = DisjointOut::new(out);
     }
-    let total = tasks.iter().sum();
-    pool.run(total, &|mut task| {
-        let mut i = 0;
-        while task >= tasks[i] {
-            task -= tasks[i];
-            i += 1;
-        }
-        run_task(isa, &jobs[i], task, ptrs[i]);
+    run_jobs(pool, &tasks[..jobs.len()], &|i, task| {
+        run_task(isa, &jobs[i], task, ptrs[i])
     });
 }
 
-fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
+fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: DisjointOut<'_>) {
     let w = job.w;
     assert!(
         w.half.is_none() || reads_half_panels(isa),
@@ -355,8 +293,11 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: OutPtr<'_>) {
     let mut c = [std::ptr::null_mut::<f32>(); BLOCK_M];
     for (i, m) in (r0..r1).enumerate() {
         a[i] = job.input[job.in_base + m * job.in_stride..].as_ptr();
-        // SAFETY: `out_base + m·out_stride + c0 + ncols ≤ out.len()` by `check_bounds`.
-        c[i] = unsafe { out.ptr.add(job.out_base + m * job.out_stride + c0) };
+        // SAFETY: `out_base + m·out_stride + c0 + ncols ≤ out.len()` by `check_bounds`;
+        // the tasks of one call write disjoint (row block, column block) regions of
+        // their job's output (distinct rows map to distinct offsets: `out_stride ≥ n`,
+        // checked), and the jobs of one `gemm_many` call have distinct outputs.
+        c[i] = unsafe { out.at(job.out_base + m * job.out_stride + c0) };
     }
     let n = r1 - r0;
     let snake = match job.epi {
@@ -409,7 +350,7 @@ const SNAKE_TASK_ELEMS: usize = 8192;
 /// spread over `pool` in groups of rows (element-wise, so the bits do not depend
 /// on the split; an assisting pipeline stage can take part, [`Pool::assist`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn half_snake_rows(
+pub fn half_snake_rows(
     isa: Isa,
     p: &SnakeParams,
     src: &[f32],
@@ -425,10 +366,7 @@ pub(crate) fn half_snake_rows(
     let ch = p.channels;
     assert!((rows - 1) * src_stride + ch <= src.len() && (rows - 1) * dst_stride + ch <= dst.len());
     let per_task = (SNAKE_TASK_ELEMS / ch.max(1)).max(1);
-    let out = OutPtr {
-        ptr: dst.as_mut_ptr(),
-        _life: PhantomData,
-    };
+    let out = DisjointOut::new(dst);
     pool.run(rows.div_ceil(per_task), &|t| {
         for r in t * per_task..((t + 1) * per_task).min(rows) {
             let s = &src[r * src_stride..r * src_stride + ch];
