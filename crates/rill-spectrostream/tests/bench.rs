@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
-use rill_spectrostream::LEVELS;
 use rill_kernels::Pool;
+use rill_spectrostream::LEVELS;
 
 #[test]
 #[ignore]

@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
-use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME};
 use rill_kernels::Pool;
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME};
 
 #[test]
 fn c2_codec_parity() {

@@ -6,8 +6,8 @@
 mod common;
 
 use common::*;
-use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME};
 use rill_kernels::Pool;
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME};
 
 #[test]
 fn d1_codec_parity() {

@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, LEVELS};
 use rill_kernels::Pool;
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, LEVELS};
 
 /// (min audio SNR dB, min STFT cosine) per mode, just under the lowest measured
 /// over D1, D2, D3, C2 on the Xeon (AVX-512) guest: f16 63.5–64.6 dB, 1 − cosine

@@ -13,8 +13,8 @@ mod common;
 
 use common::*;
 use rill_checkpoint::Checkpoint;
-use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, Rescale, LEVELS};
 use rill_kernels::Pool;
+use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, Rescale, LEVELS};
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 use rill_kernels::Pool;
+use rill_spectrostream::{LEVELS, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN};
 
 #[global_allocator]
 static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;

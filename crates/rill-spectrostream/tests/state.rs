@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use rill_checkpoint::state_arrays::StateArrayError;
-use rill_spectrostream::{CodecError, LEVELS, SAMPLES_PER_FRAME};
 use rill_kernels::Pool;
+use rill_spectrostream::{CodecError, LEVELS, SAMPLES_PER_FRAME};
 
 fn d1_frames(n: usize) -> Vec<[u32; LEVELS]> {
     let z = rill_testkit::fixture("D1.npz");
@@ -167,7 +167,11 @@ fn ids_outside_their_level_are_rejected_and_change_nothing() {
     let mut audio = vec![1f32; SAMPLES_PER_FRAME * 2];
     let mut stft = vec![1f32; 4 * 480 * 4];
     // A reserved id, the next level's first id, and garbage: each names its level.
-    for (level, id) in [(0, 5), (3, rill_spectrostream::level_ids(4).start), (11, u32::MAX)] {
+    for (level, id) in [
+        (0, 5),
+        (3, rill_spectrostream::level_ids(4).start),
+        (11, u32::MAX),
+    ] {
         let mut ids = good[1];
         ids[level] = id;
         let err = codec

@@ -2,11 +2,11 @@
 #![allow(dead_code)]
 
 use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_kernels::Pool;
 use rill_spectrostream::{
     float_to_int16, BatchedOutput, Codec, CodecState, LEVELS, SAMPLES_PER_FRAME,
     STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
 };
-use rill_kernels::Pool;
 
 /// The codec of the portable random-weight checkpoint `seed` (synthesised once, cached).
 pub fn codec(seed: u64) -> Codec {
