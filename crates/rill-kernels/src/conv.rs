@@ -10,8 +10,8 @@
 //! Both compute `out[row, n] = epi(bias[n] + Σ_tap Σ_ci in[row_base + tap + ci]·W[tap·cin + ci, n])`
 //! with weights packed in 16-column panels, every output element one FMA chain in a
 //! fixed order, so the results depend neither on the thread count nor on the number
-//! of rows of a call. Shared here: the panel width and packing ([`PANEL`],
-//! [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
+//! of rows of a call. Shared here: the packed weights ([`grid::Packed`], one type for
+//! both), the panel width and packing ([`PANEL`], [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
 //! ([`run_jobs`]), the row blocking around the micro-kernels ([`by_row_groups`]), the
 //! weight prefetch of the x86 kernels, and the `#[target_feature]` entry points of
 //! code written once for every x86 tier ([`x86_entry_points`]); the disjoint output
@@ -21,6 +21,7 @@ use crate::{AVec, Pool};
 
 pub mod causal;
 pub mod grid;
+mod packed;
 #[cfg(test)]
 mod test_data;
 

@@ -22,7 +22,9 @@
 //!   HalfSnake ([`snake`]: the same operation sequence, no FMA, on every tier, so
 //!   the activation is bit-identical across tiers).
 
-use super::{pack_panels, pad_to_panels, run_jobs};
+use super::packed::Narrow;
+pub use super::packed::{reads_half_panels, Packed};
+use super::run_jobs;
 use crate::{AVec, DisjointOut, Isa, Pool, Tier};
 
 #[cfg(target_arch = "aarch64")]
@@ -95,90 +97,6 @@ pub enum Epilogue<'a> {
     Snake(&'a SnakeParams),
 }
 
-/// The weights of one implicit GEMM, `k = taps.len()·cin` by `n`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Packed {
-    pub k: usize,
-    pub n: usize,
-    pub cin: usize,
-    /// Element offset of each tap's channel run from an output row's input base.
-    pub taps: Vec<usize>,
-    /// `[n/16 panels][k][16]`, zero-padded columns (empty when `half` holds them).
-    data: AVec,
-    /// The same panels as IEEE half bits, when every weight is exactly a half
-    /// ([`Packed::store_as_half`]): half the bytes to stream, the same values.
-    half: Option<Vec<u16>>,
-    /// Bias, zero-padded to whole panels.
-    bias: AVec,
-}
-
-impl Packed {
-    /// Packs a torch-layout conv weight `[n][cin][taps]` (row stride of the input
-    /// rows = `cin`, tap `j` reading input row `j·dilation` of the window).
-    pub fn conv(
-        w: &[f32],
-        bias: &[f32],
-        n: usize,
-        cin: usize,
-        kernel: usize,
-        dilation: usize,
-    ) -> Packed {
-        assert_eq!(w.len(), n * cin * kernel, "conv weight size");
-        assert_eq!(bias.len(), n, "bias size");
-        let k = cin * kernel;
-        // Row `kk = tap·cin + ci` of the packed matrix.
-        let data = pack_panels(k, n, |kk, o| w[(o * cin + kk % cin) * kernel + kk / cin]);
-        let taps = (0..kernel).map(|j| j * dilation * cin).collect();
-        Packed {
-            k,
-            n,
-            cin,
-            taps,
-            data,
-            half: None,
-            bias: pad_to_panels(bias),
-        }
-    }
-
-    /// Stores the panels as IEEE half if every weight is exactly representable (as
-    /// in NVIDIA's F16 GGUF): the kernels widen them to the same f32 values, so
-    /// the results do not change by a bit, and a bandwidth-bound layer reads half
-    /// the bytes. Otherwise nothing changes. Returns whether it converted.
-    pub fn store_as_half(&mut self) -> bool {
-        let exact = crate::all_exact_f16(&self.data);
-        if exact {
-            let bits = self.data.iter().map(|&v| half::f16::from_f32(v).to_bits());
-            self.half = Some(bits.collect());
-            self.data = AVec::zeros(0);
-        }
-        exact
-    }
-
-    /// Whether the panels are stored as half.
-    pub fn is_half(&self) -> bool {
-        self.half.is_some()
-    }
-
-    /// Input rows a window spans before its output row (`(kernel − 1)·dilation`).
-    pub fn history_rows(&self) -> usize {
-        self.taps.last().copied().unwrap_or(0) / self.cin.max(1)
-    }
-}
-
-/// Whether `isa`'s kernels read half panels ([`Packed::store_as_half`]): the x86 tiers
-/// (F16C / AVX-512F conversions). NEON and portable keep f32 panels.
-pub fn reads_half_panels(isa: Isa) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        matches!(isa.tier(), Tier::Avx2 | Tier::Avx512)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = isa;
-        false
-    }
-}
-
 /// One GEMM: output row `m` reads input from `in_base + m·in_stride` (+ taps) and
 /// writes `out[out_base + m·out_stride ..][..n]`.
 pub struct Job<'a> {
@@ -203,9 +121,9 @@ impl Job<'_> {
             return;
         }
         let last_in = self.in_base + (self.rows - 1) * self.in_stride;
-        let max_tap = self.w.taps.iter().copied().max().unwrap_or(0);
+        let (lo, hi) = self.w.tap_range();
         assert!(
-            last_in + max_tap + self.w.cin <= self.input.len(),
+            lo >= 0 && last_in + hi as usize + self.w.cin <= self.input.len(),
             "conv job reads outside its input"
         );
         assert!(
@@ -229,7 +147,7 @@ pub struct Tile<'a> {
     pub a: &'a [*const f32],
     /// Output pointer of each row at the tile's first column.
     pub c: &'a [*mut f32],
-    pub taps: &'a [usize],
+    pub taps: &'a [isize],
     pub cin: usize,
     /// The packed panel of the tile's first column (f32 panels).
     pub b: *const f32,
@@ -277,7 +195,15 @@ pub fn gemm_many(isa: Isa, jobs: &[Job<'_>], outs: &mut [&mut [f32]], pool: &Poo
 fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: DisjointOut<'_>) {
     let w = job.w;
     assert!(
-        w.half.is_none() || reads_half_panels(isa),
+        w.layout == super::packed::Layout::Panels,
+        "the causal conv kernels read panels"
+    );
+    assert!(
+        match &w.narrow {
+            None => true,
+            Some(Narrow::F16(_)) => reads_half_panels(isa),
+            Some(_) => false,
+        },
         "half panels given to a tier that reads f32 panels"
     );
     // Column tile major: the row blocks of one tile run back to back, so its
@@ -313,13 +239,13 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: DisjointOut<'_>) {
         c: &c[..n],
         taps: &w.taps,
         cin: w.cin,
-        b: match w.half {
+        b: match w.narrow {
             None => w.data[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
             Some(_) => std::ptr::null(),
         },
-        b16: match &w.half {
-            Some(h) => h[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
-            None => std::ptr::null(),
+        b16: match &w.narrow {
+            Some(Narrow::F16(h)) => h[(c0 / PANEL) * w.k * PANEL..].as_ptr(),
+            _ => std::ptr::null(),
         },
         b_stride: w.k * PANEL,
         ncols,

@@ -123,7 +123,7 @@ unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], 
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
-            ap[m] = a[m].add(off);
+            ap[m] = a[m].offset(off);
         }
         for ci in 0..t.cin {
             let mut b = [vdupq_n_f32(0.0); 4];

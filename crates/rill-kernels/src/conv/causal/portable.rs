@@ -91,7 +91,7 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
                 for ci in 0..t.cin {
                     let w = std::slice::from_raw_parts(bp, PANEL);
                     for m in 0..mr {
-                        let a = *t.a[r + m].add(off + ci);
+                        let a = *t.a[r + m].offset(off).add(ci);
                         for j in 0..PANEL {
                             acc[m][j] += a * w[j];
                         }

@@ -118,7 +118,7 @@ unsafe fn micro<const M: usize, const HALF: bool>(
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
-            ap[m] = a[m].add(off);
+            ap[m] = a[m].offset(off);
         }
         for ci in 0..t.cin {
             // Prefetching past the panel's end is harmless (no fault, no effect).

@@ -118,7 +118,7 @@ unsafe fn micro<const M: usize, const NV: usize, const HALF: bool>(
     for &off in t.taps {
         let mut ap = [std::ptr::null::<f32>(); M];
         for m in 0..M {
-            ap[m] = a[m].add(off);
+            ap[m] = a[m].offset(off);
         }
         for ci in 0..t.cin {
             let mut bv = [_mm512_setzero_ps(); NV];

@@ -2,6 +2,9 @@
 
 use super::*;
 #[cfg(target_arch = "aarch64")]
+use crate::conv::packed::Narrow;
+use crate::conv::packed::{has_narrow_kernel, Layout};
+#[cfg(target_arch = "aarch64")]
 use crate::conv::test_data::snr_db;
 use crate::conv::test_data::{bits_hash, rand_vec};
 
