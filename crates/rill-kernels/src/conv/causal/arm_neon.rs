@@ -14,6 +14,9 @@ const H: usize = 4;
 
 /// [`super::portable::sin`] on 4 lanes, the same operations in the same order
 /// (every product and sum rounded separately).
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn sin(x: float32x4_t) -> float32x4_t {
@@ -47,6 +50,9 @@ unsafe fn sin(x: float32x4_t) -> float32x4_t {
 }
 
 /// Lanes `< valid` set (all-ones).
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn lanes_below(valid: usize) -> uint32x4_t {
@@ -54,6 +60,8 @@ unsafe fn lanes_below(valid: usize) -> uint32x4_t {
     vcltq_u32(vld1q_u32(idx.as_ptr()), vdupq_n_u32(valid.min(H) as u32))
 }
 
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn half_snake(
@@ -74,6 +82,9 @@ unsafe fn half_snake(
 }
 
 /// Loads `valid.min(4)` floats, zeros elsewhere.
+///
+/// # Safety
+/// The CPU supports NEON; `p` is valid for `valid.min(4)` floats.
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn load_part(p: *const f32, valid: usize) -> float32x4_t {
@@ -86,6 +97,9 @@ unsafe fn load_part(p: *const f32, valid: usize) -> float32x4_t {
 }
 
 /// Stores the first `valid.min(4)` lanes.
+///
+/// # Safety
+/// The CPU supports NEON; `p` is valid for `valid.min(4)` floats.
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn store_part(p: *mut f32, v: float32x4_t, valid: usize) {
@@ -115,6 +129,9 @@ pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], p: usize) {
@@ -143,6 +160,9 @@ unsafe fn micro<const M: usize>(t: &Tile<'_>, a: &[*const f32], c: &[*mut f32], 
     epilogue(t, &res, c, p);
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "neon")]
 unsafe fn epilogue<const M: usize>(

@@ -17,6 +17,9 @@ const H: usize = 8;
 // where AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
 
 /// [`super::portable::sin`] on 8 lanes, the same operations in the same order.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn sin(x: __m256) -> __m256 {
@@ -59,6 +62,9 @@ unsafe fn sin(x: __m256) -> __m256 {
 }
 
 /// Lanes `< valid` set (all-ones), as a float blend / maskstore mask.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn lanes_below(valid: usize) -> __m256i {
@@ -69,6 +75,8 @@ unsafe fn lanes_below(valid: usize) -> __m256i {
     )
 }
 
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn half_snake(x: __m256, alpha: __m256, inv: __m256, snake_lanes: usize) -> __m256 {
@@ -104,6 +112,9 @@ pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn micro<const M: usize, const HALF: bool>(
@@ -147,6 +158,9 @@ unsafe fn micro<const M: usize, const HALF: bool>(
     epilogue(t, &res, c, p);
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn epilogue<const M: usize>(t: &Tile<'_>, res: &[[__m256; 2]; M], c: &[*mut f32], p: usize) {
@@ -187,6 +201,9 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {

@@ -17,6 +17,9 @@ use crate::conv::{by_row_groups, prefetch_elems};
 const PREFETCH: usize = 1024;
 
 /// [`super::portable::sin`] on 16 lanes, the same operations in the same order.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn sin(x: __m512) -> __m512 {
@@ -58,6 +61,9 @@ unsafe fn sin(x: __m512) -> __m512 {
 }
 
 /// HalfSnake of 16 lanes whose first `snake_lanes` (saturating) are snake lanes.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn half_snake(x: __m512, alpha: __m512, inv: __m512, snake_lanes: usize) -> __m512 {
@@ -104,6 +110,10 @@ pub(super) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
 }
 
 /// `M` rows × `NV` panels starting at panel `p0` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn micro<const M: usize, const NV: usize, const HALF: bool>(
@@ -155,6 +165,9 @@ unsafe fn micro<const M: usize, const NV: usize, const HALF: bool>(
     epilogue(t, &res, c, p0);
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx512f")]
 unsafe fn epilogue<const M: usize, const NV: usize>(
@@ -197,6 +210,9 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile_of<const HALF: bool>(t: &Tile<'_>) {

@@ -143,6 +143,10 @@ struct Scales {
 
 /// The largest |input| the tile reads (every row's run of `cin` channels at each
 /// tap), NaNs ignored (they propagate through the products as in f32).
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn largest_input(t: &Tile<'_>) -> f32 {
@@ -166,6 +170,10 @@ unsafe fn largest_input(t: &Tile<'_>) -> f32 {
 }
 
 /// `M` rows × one 16-column panel `p` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon,fp16")]
 unsafe fn micro<const M: usize>(

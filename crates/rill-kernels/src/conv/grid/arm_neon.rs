@@ -14,6 +14,9 @@ use super::{Epilogue, Tile, PANEL};
 use crate::conv::by_row_groups;
 
 /// `exp(min(x, 0))`, operation for operation the AVX2 / AVX-512 `exp_nonpos`.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn exp_nonpos(x: float32x4_t) -> float32x4_t {
@@ -33,6 +36,8 @@ unsafe fn exp_nonpos(x: float32x4_t) -> float32x4_t {
     vmulq_f32(y, vreinterpretq_f32_s32(e))
 }
 
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn elu(x: float32x4_t) -> float32x4_t {
@@ -62,6 +67,10 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
 }
 
 /// `M` rows × one 16-column panel `p` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn micro<const M: usize, const W: u8>(
@@ -114,6 +123,10 @@ unsafe fn micro<const M: usize, const W: u8>(
 }
 
 /// `epi(acc + bias)` for 4 columns; `cur` holds the 4 values Accumulate adds to.
+///
+/// # Safety
+/// The CPU supports this function's target features; with
+/// `Epilogue::Accumulate`, `cur` is valid for the lanes it reads.
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn finish(
@@ -130,6 +143,9 @@ unsafe fn finish(
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn epilogue<const M: usize>(

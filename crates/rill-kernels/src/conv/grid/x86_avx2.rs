@@ -16,6 +16,9 @@ use crate::conv::by_row_groups;
 // AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
 
 /// `exp(min(x, 0))`, operation for operation the AVX-512 `exp_nonpos`.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_nonpos(x: __m256) -> __m256 {
@@ -42,6 +45,8 @@ unsafe fn exp_nonpos(x: __m256) -> __m256 {
     _mm256_mul_ps(y, _mm256_castsi256_ps(e))
 }
 
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn elu(x: __m256) -> __m256 {
@@ -72,6 +77,10 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
 }
 
 /// `M` rows × one 16-column panel `p` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn micro<const M: usize, const W: u8>(
@@ -139,6 +148,10 @@ unsafe fn micro<const M: usize, const W: u8>(
 }
 
 /// `epi(acc + bias)` for 8 columns; `cur` holds the 8 values Accumulate adds to.
+///
+/// # Safety
+/// The CPU supports this function's target features; with
+/// `Epilogue::Accumulate`, `cur` is valid for the lanes it reads.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn finish(epi: Epilogue, acc: __m256, bias: __m256, cur: *const f32) -> __m256 {
@@ -150,6 +163,9 @@ unsafe fn finish(epi: Epilogue, acc: __m256, bias: __m256, cur: *const f32) -> _
     }
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn epilogue<const M: usize>(
@@ -249,6 +265,10 @@ pub(super) unsafe fn narrow(t: &Tile<'_>) {
 
 /// Rows `r0..r0 + R` × columns `j0..j0 + C` of [`narrow`]: every weight load feeds
 /// `R` FMAs and every input load `C`.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn narrow_block<const R: usize, const C: usize>(

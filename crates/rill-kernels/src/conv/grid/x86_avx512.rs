@@ -13,6 +13,9 @@ use super::{Epilogue, Tile, PANEL};
 use crate::conv::by_row_groups;
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn elu(x: __m512) -> __m512 {
@@ -25,6 +28,9 @@ unsafe fn elu(x: __m512) -> __m512 {
 /// `[-ln2/2, ln2/2]`, ≤ 2 ulp), inputs clamped to `[-87, 0]` so `2^n` stays a normal
 /// number (for x < −87 the ELU is −1 exactly either way). NaN propagates.
 /// The AVX2 twin performs the identical sequence of operations.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_nonpos(x: __m512) -> __m512 {
@@ -80,6 +86,10 @@ fn lane_mask(valid: usize) -> __mmask16 {
 }
 
 /// `M` rows × `NV`·16 columns starting at column `col` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
@@ -149,6 +159,9 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
     epilogue(t, &res, c, col, nvalid);
 }
 
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx512f")]
 unsafe fn epilogue<const M: usize, const NV: usize>(
@@ -195,6 +208,9 @@ pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
 
 /// Horizontal sum, pairing lanes (l, l+8), (l, l+4), (l, l+2), (l, l+1) like
 /// the portable `reduce16`.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn reduce16(v: __m512) -> f32 {
@@ -240,6 +256,10 @@ pub(super) unsafe fn narrow(t: &Tile<'_>) {
 }
 
 /// Rows `r0..r0 + R` × columns `j0..j0 + C` of [`narrow`].
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn narrow_block<const R: usize, const C: usize>(t: &Tile<'_>, r0: usize, j0: usize) {
