@@ -11,7 +11,7 @@
 //! with weights packed in 16-column panels, every output element one FMA chain in a
 //! fixed order, so the results depend neither on the thread count nor on the number
 //! of rows of a call. Shared here: the packed weights ([`grid::Packed`], one type for
-//! both), the panel width and packing ([`PANEL`], [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
+//! both), the row description of a job ([`RowMap`]), the panel width and packing ([`PANEL`], [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
 //! ([`run_jobs`]), the row blocking around the micro-kernels ([`by_row_groups`]), the
 //! weight prefetch of the x86 kernels, and the `#[target_feature]` entry points of
 //! code written once for every x86 tier ([`x86_entry_points`]); the disjoint output
@@ -27,6 +27,78 @@ mod test_data;
 
 /// Output columns per packed weight panel (one zmm, two ymm, four NEON registers).
 pub const PANEL: usize = 16;
+
+/// The output rows of a job, for both codecs' kernels: row `m` ↔ `(i0, i1, i2)` with `i2` fastest, and
+/// `input = in_base + Σ i·in_strides`, `output = out_base + Σ i·out_strides` (elements).
+#[derive(Debug, Clone, Copy)]
+pub struct RowMap {
+    pub dims: [usize; 3],
+    pub in_strides: [usize; 3],
+    pub in_base: usize,
+    pub out_strides: [usize; 3],
+    pub out_base: usize,
+}
+
+impl RowMap {
+    /// `rows` rows in a line, row `m` reading at `in_base + m·in_stride` and writing
+    /// at `out_base + m·out_stride` (NanoCodec's 1-D jobs).
+    pub fn strided(
+        rows: usize,
+        in_base: usize,
+        in_stride: usize,
+        out_base: usize,
+        out_stride: usize,
+    ) -> RowMap {
+        RowMap {
+            dims: [1, rows, 1],
+            in_strides: [0, in_stride, 0],
+            in_base,
+            out_strides: [0, out_stride, 0],
+            out_base,
+        }
+    }
+
+    /// Rows of the map.
+    pub fn rows(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// Calls `f(input offset, output offset)` for each row of `rows`, in order; the
+    /// row index is split into its three coordinates once, then stepped.
+    #[inline]
+    pub(crate) fn for_rows(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, usize)) {
+        let [d0, d1, d2] = self.dims;
+        let m = rows.start;
+        let (mut i0, mut i1, mut i2) = (m / (d2 * d1), (m / d2) % d1, m % d2);
+        let [a0, a1, a2] = self.in_strides;
+        let [b0, b1, b2] = self.out_strides;
+        for _ in rows {
+            debug_assert!(i0 < d0);
+            f(
+                self.in_base + i0 * a0 + i1 * a1 + i2 * a2,
+                self.out_base + i0 * b0 + i1 * b1 + i2 * b2,
+            );
+            i2 += 1;
+            if i2 == d2 {
+                i2 = 0;
+                i1 += 1;
+                if i1 == d1 {
+                    i1 = 0;
+                    i0 += 1;
+                }
+            }
+        }
+    }
+
+    /// The input and output offsets of the last row (the largest).
+    pub(crate) fn max_offsets(&self) -> (usize, usize) {
+        let last = |d: [usize; 3], s: [usize; 3]| (0..3).map(|i| (d[i] - 1) * s[i]).sum::<usize>();
+        (
+            self.in_base + last(self.dims, self.in_strides),
+            self.out_base + last(self.dims, self.out_strides),
+        )
+    }
+}
 
 /// Weights `w(kk, col)` of a `k × n` matrix packed in panels of [`PANEL`] columns,
 /// `[n/16 panels][k][16]`, zero-padded: what the SIMD micro-kernels stream.

@@ -21,7 +21,8 @@ use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
 use crate::kernels::{
-    gemm, half_snake_rows, Epilogue, Job, Packed, SnakeParams, WinogradConv, WinogradScratch,
+    gemm, half_snake_rows, Epilogue, Job, Packed, RowMap, SnakeParams, WinogradConv,
+    WinogradScratch,
 };
 use crate::weights::{ConvTranspose1d, HalfSnake, Weights};
 
@@ -355,11 +356,7 @@ impl Decoder {
         let job = Job {
             w: &self.pre_conv,
             input: &b.latents.data,
-            in_base: 0,
-            in_stride: LATENT_DIM,
-            rows: t,
-            out_base: 0,
-            out_stride: c0,
+            rows: RowMap::strided(t, 0, LATENT_DIM, 0, c0),
             epi: Epilogue::Store,
         };
         gemm(isa, &job, &mut b.x, pool);

@@ -25,6 +25,7 @@
 use super::packed::Narrow;
 pub use super::packed::{reads_half_panels, Packed};
 use super::run_jobs;
+pub use super::RowMap;
 use crate::{AVec, DisjointOut, Isa, Pool, Tier};
 
 #[cfg(target_arch = "aarch64")]
@@ -97,40 +98,42 @@ pub enum Epilogue<'a> {
     Snake(&'a SnakeParams),
 }
 
-/// One GEMM: output row `m` reads input from `in_base + m·in_stride` (+ taps) and
-/// writes `out[out_base + m·out_stride ..][..n]`.
+/// One GEMM: output row `m` reads input from `rows`' input offset of row `m` (+ taps)
+/// and writes `n` values at its output offset ([`RowMap::strided`] for the usual
+/// `in_base + m·in_stride`, `out_base + m·out_stride`).
 pub struct Job<'a> {
     pub w: &'a Packed,
     pub input: &'a [f32],
-    pub in_base: usize,
-    pub in_stride: usize,
-    pub rows: usize,
-    pub out_base: usize,
-    pub out_stride: usize,
+    pub rows: RowMap,
     pub epi: Epilogue<'a>,
 }
 
 impl Job<'_> {
     fn tasks(&self) -> usize {
-        self.rows.div_ceil(BLOCK_M) * tiles(self.w.n)
+        self.rows.rows().div_ceil(BLOCK_M) * tiles(self.w.n)
     }
 
     /// Panics unless every read and write stays inside the buffers (a bug, not input).
     fn check_bounds(&self, out_len: usize) {
-        if self.rows == 0 {
+        let rows = self.rows.rows();
+        if rows == 0 {
             return;
         }
-        let last_in = self.in_base + (self.rows - 1) * self.in_stride;
+        let (last_in, last_out) = self.rows.max_offsets();
         let (lo, hi) = self.w.tap_range();
         assert!(
             lo >= 0 && last_in + hi as usize + self.w.cin <= self.input.len(),
             "conv job reads outside its input"
         );
+        let [d0, d1, d2] = self.rows.dims;
+        let [s0, s1, s2] = self.rows.out_strides;
         assert!(
-            self.rows == 1 || self.out_stride >= self.w.n,
+            rows == 1
+                || ((d0 == 1 || s0 >= self.w.n)
+                    && (d1 == 1 || s1 >= self.w.n)
+                    && (d2 == 1 || s2 >= self.w.n)),
             "conv job rows overlap"
         );
-        let last_out = self.out_base + (self.rows - 1) * self.out_stride;
         assert!(
             last_out + self.w.n <= out_len,
             "conv job writes outside its output"
@@ -208,23 +211,25 @@ fn run_task(isa: Isa, job: &Job<'_>, task: usize, out: DisjointOut<'_>) {
     );
     // Column tile major: the row blocks of one tile run back to back, so its
     // weights (≤ 3 panels) are read from memory once and then from cache.
-    let row_blocks = job.rows.div_ceil(BLOCK_M);
+    let row_blocks = job.rows.rows().div_ceil(BLOCK_M);
     let (mb, cb) = (task % row_blocks, task / row_blocks);
     let r0 = mb * BLOCK_M;
-    let r1 = (r0 + BLOCK_M).min(job.rows);
+    let r1 = (r0 + BLOCK_M).min(job.rows.rows());
     let (p0, np) = tile_panels(w.n, cb);
     let c0 = p0 * PANEL;
     let ncols = (np * PANEL).min(w.n - c0);
     let mut a = [std::ptr::null::<f32>(); BLOCK_M];
     let mut c = [std::ptr::null_mut::<f32>(); BLOCK_M];
-    for (i, m) in (r0..r1).enumerate() {
-        a[i] = job.input[job.in_base + m * job.in_stride..].as_ptr();
-        // SAFETY: `out_base + m·out_stride + c0 + ncols ≤ out.len()` by `check_bounds`;
-        // the tasks of one call write disjoint (row block, column block) regions of
-        // their job's output (distinct rows map to distinct offsets: `out_stride ≥ n`,
-        // checked), and the jobs of one `gemm_many` call have distinct outputs.
-        c[i] = unsafe { out.at(job.out_base + m * job.out_stride + c0) };
-    }
+    let mut i = 0;
+    job.rows.for_rows(r0..r1, |io, oo| {
+        a[i] = job.input[io..].as_ptr();
+        // SAFETY: `oo + c0 + ncols ≤ out.len()` by `check_bounds`; the tasks of one
+        // call write disjoint (row block, column block) regions of their job's output
+        // (distinct rows map to distinct offsets at least `n` apart, checked), and the
+        // jobs of one `gemm_many` call have distinct outputs.
+        c[i] = unsafe { out.at(oo + c0) };
+        i += 1;
+    });
     let n = r1 - r0;
     let snake = match job.epi {
         Epilogue::Snake(p) => Some((

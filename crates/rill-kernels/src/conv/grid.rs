@@ -25,6 +25,7 @@
 //!   partial sum of [`HALF_CHUNK`] products added into f32 accumulators.
 
 use super::run_jobs;
+pub use super::RowMap;
 use crate::{DisjointOut, Isa, Pool, Tier};
 #[cfg(target_arch = "x86_64")]
 use simd::W_F16;
@@ -62,58 +63,6 @@ pub enum Epilogue {
     Elu,
     /// `out = out + y` (residual sum).
     Accumulate,
-}
-
-/// Output rows of a job: row `m` ↔ `(i0, i1, i2)` with `i2` fastest, and
-/// `input = in_base + Σ i·in_strides`, `output = out_base + Σ i·out_strides` (elements).
-#[derive(Debug, Clone, Copy)]
-pub struct RowMap {
-    pub dims: [usize; 3],
-    pub in_strides: [usize; 3],
-    pub in_base: usize,
-    pub out_strides: [usize; 3],
-    pub out_base: usize,
-}
-
-impl RowMap {
-    fn rows(&self) -> usize {
-        self.dims.iter().product()
-    }
-
-    /// Calls `f(input offset, output offset)` for each row of `rows`, in order; the
-    /// row index is split into its three coordinates once, then stepped.
-    #[inline]
-    fn for_rows(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, usize)) {
-        let [d0, d1, d2] = self.dims;
-        let m = rows.start;
-        let (mut i0, mut i1, mut i2) = (m / (d2 * d1), (m / d2) % d1, m % d2);
-        let [a0, a1, a2] = self.in_strides;
-        let [b0, b1, b2] = self.out_strides;
-        for _ in rows {
-            debug_assert!(i0 < d0);
-            f(
-                self.in_base + i0 * a0 + i1 * a1 + i2 * a2,
-                self.out_base + i0 * b0 + i1 * b1 + i2 * b2,
-            );
-            i2 += 1;
-            if i2 == d2 {
-                i2 = 0;
-                i1 += 1;
-                if i1 == d1 {
-                    i1 = 0;
-                    i0 += 1;
-                }
-            }
-        }
-    }
-
-    fn max_offsets(&self) -> (usize, usize) {
-        let last = |d: [usize; 3], s: [usize; 3]| (0..3).map(|i| (d[i] - 1) * s[i]).sum::<usize>();
-        (
-            self.in_base + last(self.dims, self.in_strides),
-            self.out_base + last(self.dims, self.out_strides),
-        )
-    }
 }
 
 /// One implicit GEMM writing into the output buffer of a [`gemm`] call.

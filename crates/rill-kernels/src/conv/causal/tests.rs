@@ -72,11 +72,7 @@ fn conv_with(
     let job = Job {
         w: &p,
         input: &input,
-        in_base: 0,
-        in_stride: cin,
-        rows,
-        out_base: 5,
-        out_stride: stride,
+        rows: RowMap::strided(rows, 0, cin, 5, stride),
         epi,
     };
     gemm(isa, &job, &mut out, pool);

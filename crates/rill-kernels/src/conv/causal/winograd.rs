@@ -32,7 +32,7 @@
 
 use crate::{DisjointOut, Isa, Pool};
 
-use super::{gemm_many, AVec, Epilogue, Job, Packed, MAX_JOBS};
+use super::{gemm_many, AVec, Epilogue, Job, Packed, RowMap, MAX_JOBS};
 use crate::conv::run_jobs;
 
 /// Output rows per tile, and taps per group.
@@ -365,11 +365,13 @@ fn frame(
             return Job {
                 w: &w.direct,
                 input: job.input,
-                in_base: (r0 + d) * c,
-                in_stride: c,
-                rows: job.frame_rows - covered,
-                out_base: job.out_base + r0 * job.out_stride,
-                out_stride: job.out_stride,
+                rows: RowMap::strided(
+                    job.frame_rows - covered,
+                    (r0 + d) * c,
+                    c,
+                    job.out_base + r0 * job.out_stride,
+                    job.out_stride,
+                ),
                 epi: if job.accumulate {
                     Epilogue::Accumulate
                 } else {
@@ -381,11 +383,7 @@ fn frame(
         Job {
             w: &w.points[k],
             input: &v[i][k * run..(k + 1) * run],
-            in_base: 0,
-            in_stride: c,
-            rows: covered / TILE,
-            out_base: 0,
-            out_stride: w.n,
+            rows: RowMap::strided(covered / TILE, 0, c, 0, w.n),
             epi: Epilogue::Store,
         }
     });

@@ -209,11 +209,7 @@ fn winograd_speed() {
             let job = Job {
                 w: &p,
                 input: &input,
-                in_base: d * c,
-                in_stride: c,
-                rows,
-                out_base: 0,
-                out_stride: c,
+                rows: RowMap::strided(rows, d * c, c, 0, c),
                 epi: Epilogue::Store,
             };
             crate::conv::causal::gemm(isa, &job, &mut out, &pool);
