@@ -10,8 +10,8 @@
 use rill_kernels::{ops, GemvScratch, Matrix, Pool, WeightFormat};
 
 use crate::error::Result;
-use crate::gemm::{matmul, MatmulScratch};
 use crate::weights::Weights;
+use rill_kernels::matmul::{matmul, MatmulScratch};
 
 /// `torch.nn.LayerNorm` epsilon.
 pub const LN_EPS: f32 = 1e-5;

@@ -14,7 +14,8 @@
 //! * [`rng`], [`sampler`]: torch's CPU generator and `multinomial`, bit for bit.
 //! * [`prior`]: the attention prior that walks the text.
 //! * [`session`]: one utterance, frame by frame.
-//! * [`gemm`]: weight-once products for the multi-row calls (encoder, prefill).
+//! * The multi-row products (encoder, prefill) are `rill_kernels::matmul` (weight-once,
+//!   the tier resolved once per scratch).
 //!
 //! ```no_run
 //! # use std::sync::Arc;
@@ -39,9 +40,10 @@
 //! frame stacking (v2607), contexts shorter than 110 frames, EOS detection methods
 //! other than `argmax_or_multinomial_any`.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod config;
 pub mod error;
-pub mod gemm;
 pub mod layers;
 pub mod load;
 pub mod model;

@@ -8,9 +8,9 @@ use rill_kernels::{ops, GemvScratch, Matrix, Pool};
 
 use crate::config::Config;
 use crate::error::{MagpieError, Result};
-use crate::gemm::{matmul, MatmulScratch};
 use crate::layers::{linear, CrossInput, KvPast, LayerNorm, LayerScratch, SeqIo, TransformerLayer};
 use crate::weights::Weights;
+use rill_kernels::matmul::{matmul, MatmulScratch};
 
 /// Most sequences one decoder call runs (conditional + CFG unconditional).
 pub const MAX_BATCH: usize = 2;

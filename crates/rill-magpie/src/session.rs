@@ -14,12 +14,12 @@ use rill_kernels::Pool;
 
 use crate::config::InferenceParams;
 use crate::error::{MagpieError, Result};
-use crate::gemm::MatmulScratch;
 use crate::layers::{KvPast, LayerScratch, SeqIo};
 use crate::model::{CrossMemory, DecoderCache, DecoderOut, Model, PriorUse, MAX_BATCH};
 use crate::prior::AttentionPrior;
 use crate::rng::Mt19937;
 use crate::sampler::{argmax, mask_forbidden, pick, softmax_temperature, top_k};
+use rill_kernels::matmul::MatmulScratch;
 
 /// Codebooks per frame of the v2602 model.
 pub const CODEBOOKS: usize = 8;

@@ -49,8 +49,8 @@ fn profile_steps() {
 #[test]
 #[ignore]
 fn profile_two_rows() {
+    use rill_kernels::matmul::{matmul, MatmulScratch};
     use rill_kernels::{Matrix, WeightFormat};
-    use rill_magpie::gemm::{matmul, MatmulScratch};
     let pool = Pool::new(2);
     let mut scratch = MatmulScratch::new();
     for (rows, cols, count) in [(2304, 768, 40), (768, 3072, 40), (16192, 768, 6)] {
@@ -96,8 +96,8 @@ fn profile_two_rows() {
 #[test]
 #[ignore]
 fn profile_prefill_matmul() {
+    use rill_kernels::matmul::{matmul, MatmulScratch};
     use rill_kernels::{Matrix, WeightFormat};
-    use rill_magpie::gemm::{matmul, MatmulScratch};
     let threads = rill_kernels::pool::env_threads()
         .expect("RILL_THREADS")
         .unwrap_or(2);

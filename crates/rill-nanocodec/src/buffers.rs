@@ -2,7 +2,7 @@
 //! rows in front of the current ones. The history rows of a convolution's input
 //! buffer *are* that convolution's streaming state.
 
-use crate::kernels::AVec;
+use rill_kernels::AVec;
 
 /// Rows of `c` floats: `hist` history rows, then up to `max_t` current rows.
 #[derive(Debug, Clone, PartialEq)]

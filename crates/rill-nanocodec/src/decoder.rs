@@ -13,7 +13,7 @@
 //! sum into the skip conv's; stages 1–3 run their residual convs as Winograd
 //! F(4,4) ([`crate::kernels`]'s `winograd`, [`branches`]).
 
-use rill_kernels::{Isa, Pool};
+use rill_kernels::{AVec, Isa, Pool};
 
 mod branches;
 
@@ -21,9 +21,15 @@ use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
 use crate::kernels::{
-    gemm, half_snake_rows, AVec, Epilogue, Job, Packed, SnakeParams, WinogradConv, WinogradScratch,
+    gemm, half_snake_rows, Epilogue, Job, Packed, RowMap, SnakeParams, WinogradConv,
+    WinogradScratch,
 };
-use crate::weights::{ConvTranspose1d, Weights};
+use crate::weights::{ConvTranspose1d, HalfSnake, Weights};
+
+/// The HalfSnake `hs` padded for the kernels' epilogue.
+fn snake_params(hs: &HalfSnake) -> SnakeParams {
+    SnakeParams::new(hs.channels, &hs.alpha, &hs.alpha_inv)
+}
 
 /// One residual block, packed.
 struct Block {
@@ -230,16 +236,16 @@ impl Decoder {
                         chain
                             .iter()
                             .map(|b| Block {
-                                input_act: SnakeParams::new(&b.input_activation),
+                                input_act: snake_params(&b.input_activation),
                                 input_conv: pack(&b.input_conv),
-                                skip_act: SnakeParams::new(&b.skip_activation),
+                                skip_act: snake_params(&b.skip_activation),
                                 skip_conv: pack(&b.skip_conv),
                             })
                             .collect()
                     })
                     .collect();
                 Stage {
-                    act: SnakeParams::new(&s.activation),
+                    act: snake_params(&s.activation),
                     up: UpConv::new(&s.up),
                     res,
                     channels: s.up.cout,
@@ -258,7 +264,7 @@ impl Decoder {
             cfg,
             pre_conv: pack(&w.pre_conv),
             stages,
-            post_act: SnakeParams::new(&w.post_activation),
+            post_act: snake_params(&w.post_activation),
             post_w,
             post_b: pc.bias[0],
         }
@@ -350,11 +356,7 @@ impl Decoder {
         let job = Job {
             w: &self.pre_conv,
             input: &b.latents.data,
-            in_base: 0,
-            in_stride: LATENT_DIM,
-            rows: t,
-            out_base: 0,
-            out_stride: c0,
+            rows: RowMap::strided(t, 0, LATENT_DIM, 0, c0),
             epi: Epilogue::Store,
         };
         gemm(isa, &job, &mut b.x, pool);

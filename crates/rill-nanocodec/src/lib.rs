@@ -30,18 +30,23 @@
 //! channels, 8 rows per frame) streams 94 MB of weights per frame and is bound by
 //! memory bandwidth, the later stages by FMA throughput.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod buffers;
 pub mod config;
 mod decoder;
 mod error;
 pub mod fsq;
-mod kernels;
 pub mod load;
 mod pcm;
 mod state;
 pub mod state_dict;
 mod walk;
 pub mod weights;
+
+/// The convolution kernels (per SIMD tier, with their Winograd and HalfSnake) live in
+/// `rill-kernels`; this crate chooses the convolutions and drives them.
+use rill_kernels::conv::causal as kernels;
 
 use rill_kernels::{Isa, Pool};
 

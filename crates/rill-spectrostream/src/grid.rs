@@ -5,8 +5,8 @@
 //! tap, a contiguous run of input channels. With the history rows stored in front
 //! of the current rows and the freq padding stored as real zero columns, a tap is a
 //! fixed element offset from the output position's base, so convolutions run as
-//! implicit GEMMs without im2col copies (see `kernels`). The history rows *are* the
-//! streaming state of the layer that reads the grid.
+//! implicit GEMMs without im2col copies (see `rill_kernels::conv::grid`). The history
+//! rows *are* the streaming state of the layer that reads the grid.
 
 pub(crate) use rill_kernels::AVec;
 

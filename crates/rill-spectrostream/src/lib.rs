@@ -23,6 +23,8 @@
 //!   number of threads.
 //! * [`float_to_int16`] is the sampler's output conversion (gain 0.5).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod act;
 pub mod config;
 mod conv;
@@ -30,12 +32,15 @@ mod decoder;
 mod error;
 mod grid;
 mod istft;
-mod kernels;
 mod numerics;
 mod pcm;
 mod rvq;
 mod state;
 mod winograd;
+
+/// The convolution kernels (per SIMD tier, with the Winograd tile transforms) live in
+/// `rill-kernels`; this crate chooses the convolutions and drives them.
+use rill_kernels::conv::grid as kernels;
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};

@@ -26,41 +26,19 @@
 //! The transforms use plain f32 multiplies and adds (no FMA contraction) in a fixed
 //! order, compiled per SIMD tier; every tier computes the same bits for them.
 //!
-//! Parts: [`transform`] (the `F(m, 3)` matrices), [`tiles`] (the tile transform
-//! bodies, generic over the tile size), [`tier`] (those bodies compiled per SIMD tier,
-//! and the dispatch to them), [`conv3x3`] and [`conv_t`] (the two convolutions).
+//! Parts: the tile transforms, per SIMD tier, are `rill_kernels::conv::grid::winograd`;
+//! here are [`conv3x3`] and [`conv_t`] (the two convolutions: tiling, weights,
+//! scratch and the three passes over the pool).
 
 mod conv3x3;
 mod conv_t;
-mod tier;
-mod tiles;
-mod transform;
 
 pub(crate) use conv3x3::WinoConv3x3;
 pub(crate) use conv_t::WinoConvT;
 
 use crate::grid::AVec;
-
-/// Lanes per transform vector (channels processed together).
-const L: usize = 16;
-
-/// Winograd tile sizes supported per axis (outputs per tile).
-pub(crate) fn supported(m: usize) -> bool {
-    m == 2 || m == 4
-}
-
-/// A raw pointer shared by transform tasks that write disjoint tiles.
-#[derive(Clone, Copy)]
-struct SharedMut(*mut f32);
-// SAFETY: every task writes only the tiles it was given (disjoint between tasks).
-unsafe impl Send for SharedMut {}
-unsafe impl Sync for SharedMut {}
-
-impl SharedMut {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
+pub(crate) use crate::kernels::winograd::supported;
+use crate::kernels::winograd::L;
 
 /// Transform scratch of one Winograd convolution (owned by the stream's buffers).
 #[derive(Clone, PartialEq)]

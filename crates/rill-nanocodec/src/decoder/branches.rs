@@ -7,8 +7,8 @@ use rill_kernels::{Isa, Pool};
 
 use super::{Buffers, Decoder, ResConv, Stage};
 use crate::kernels::{
-    gemm_many, half_snake_rows, winograd_many, Epilogue, Job, Packed, WinogradConv, WinogradJob,
-    MAX_CONVS,
+    gemm_many, half_snake_rows, winograd_many, Epilogue, Job, Packed, RowMap, WinogradConv,
+    WinogradJob, MAX_CONVS,
 };
 
 /// Which convolution of the residual blocks.
@@ -93,12 +93,8 @@ impl Decoder {
         let direct_job = |j: usize, w| Job {
             w,
             input: &b.input_act[i][j][m].data,
-            in_base: 0,
-            in_stride: c,
-            rows: n,
             // The skip conv's input: its history rows, then the current ones.
-            out_base: s.res[j][m].skip_conv.history_rows() * c,
-            out_stride: c,
+            rows: RowMap::strided(n, 0, c, s.res[j][m].skip_conv.history_rows() * c, c),
             epi: Epilogue::Snake(&s.res[j][m].skip_act),
         };
         let outs = b.skip_act[i]
@@ -148,11 +144,7 @@ impl Decoder {
         let direct_job = |j: usize, w| Job {
             w,
             input: &b.skip_act[i][j][m].data,
-            in_base: 0,
-            in_stride: c,
-            rows: n,
-            out_base: 0,
-            out_stride: c,
+            rows: RowMap::strided(n, 0, c, 0, c),
             epi: Epilogue::Accumulate,
         };
         let outs = b.branch.iter_mut().enumerate();

@@ -1,12 +1,10 @@
 //! [`WinoConv3x3`]: the stride-1 3×3 convolution in the Winograd domain, `F(mt×mf, 3×3)`.
 
-use rill_kernels::{Isa, Pool};
+use rill_kernels::{DisjointOut, Isa, Pool};
 
-use super::tier::dispatch;
-use super::tiles::{InArgs, OutArgs};
-use super::transform::g_matrix;
-use super::{supported, SharedMut, WinoScratch, L};
+use super::{supported, WinoScratch, L};
 use crate::grid::{AVec, Grid, GridShape};
+use crate::kernels::winograd::{self as tiles, g_matrix, InArgs, OutArgs};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
 
 /// Most transformed positions (`F(4×4, 3×3)`: 6 × 6).
@@ -177,7 +175,8 @@ impl WinoConv3x3 {
         }
 
         // 1. Input transform.
-        let v = SharedMut(scratch.v.as_mut_ptr());
+        // Tasks write disjoint tiles (columns) of V.
+        let v = DisjointOut::new(&mut scratch.v);
         let inp = &input.data[..];
         pool.run(geo.tasks(), &|task| {
             geo.for_tiles_of(task, |g, ti, tf, tile| {
@@ -185,7 +184,7 @@ impl WinoConv3x3 {
                 // grid, columns clipped to the grid) and writes only its own slots of
                 // V (`nxi·tiles·cin` floats, checked above).
                 unsafe {
-                    input_tile(isa, self, input, inp.as_ptr(), g, ti, tf, v.get(), tile);
+                    input_tile(isa, self, input, inp.as_ptr(), g, ti, tf, v.at(0), tile);
                 }
             })
         });
@@ -209,8 +208,9 @@ impl WinoConv3x3 {
         gemm(isa, &jobs[..nxi], &mut scratch.m, pool);
 
         // 3. Output transform, bias, epilogue.
-        let op = SharedMut(out.data.as_mut_ptr());
         let out_len = out.data.len();
+        // Tasks write disjoint output tiles.
+        let op = DisjointOut::new(&mut out.data);
         let m = &scratch.m[..];
         pool.run(geo.tasks(), &|task| {
             geo.for_tiles_of(task, |g, ti, tf, tile| {
@@ -222,7 +222,7 @@ impl WinoConv3x3 {
                         isa,
                         self,
                         o,
-                        op.get(),
+                        op.at(0),
                         out_len,
                         m.as_ptr(),
                         g,
@@ -240,7 +240,7 @@ impl WinoConv3x3 {
 /// Transforms input tile `(g, ti, tf)` of `input` into `V` on `isa`'s tier.
 ///
 /// # Safety
-/// See [`super::tiles::input_tile`].
+/// See `rill_kernels::conv::grid::winograd::input_tile`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn input_tile(
     isa: Isa,
@@ -253,27 +253,30 @@ unsafe fn input_tile(
     v: *mut f32,
     tile: usize,
 ) {
-    let s = input.shape;
-    let max_col = s.cols();
-    assert!((ti * c.mt + c.mt + 2) <= s.rows());
-    let base = s.at(g, ti * c.mt, tf * c.mf);
-    let args = InArgs {
-        src: src.add(base),
-        row_stride: s.row_stride(),
-        col_stride: s.c,
-        valid_cols: max_col - tf * c.mf,
-        cin: c.cin,
-        v,
-        tile,
-    };
-    dispatch!(isa, [c.mt, c.mf], input_tile(args))
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let s = input.shape;
+        let max_col = s.cols();
+        assert!((ti * c.mt + c.mt + 2) <= s.rows());
+        let base = s.at(g, ti * c.mt, tf * c.mf);
+        let args = InArgs {
+            src: src.add(base),
+            row_stride: s.row_stride(),
+            col_stride: s.c,
+            valid_cols: max_col - tf * c.mf,
+            cin: c.cin,
+            v,
+            tile,
+        };
+        tiles::input_tile(isa, c.mt, c.mf, args)
+    }
 }
 
 /// Transforms output tile `(g, ti, tf)` from `M` into `out` on `isa`'s tier, then
 /// applies the ELU if `epi` asks for it.
 ///
 /// # Safety
-/// See [`super::tiles::output_tile`].
+/// See `rill_kernels::conv::grid::winograd::output_tile`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn output_tile(
     isa: Isa,
@@ -288,26 +291,31 @@ unsafe fn output_tile(
     tile: usize,
     epi: Epilogue,
 ) {
-    let ncols = c.mf.min(c.f - tf * c.mf);
-    let first = o.interior(g, ti * c.mt, tf * c.mf);
-    let last = o.interior(g, ti * c.mt + c.mt - 1, tf * c.mf) + ncols * o.c;
-    assert!(last <= out_len, "winograd output tile outside the grid");
-    let args = OutArgs {
-        dst: out.add(first),
-        row_stride: o.row_stride(),
-        ncols,
-        cout: c.cout,
-        m,
-        tile,
-        bias: c.bias.as_ptr(),
-        epi,
-    };
-    dispatch!(isa, [c.mt, c.mf], output_tile(&args));
-    if epi == Epilogue::Elu {
-        for r in 0..c.mt {
-            let seg =
-                std::slice::from_raw_parts_mut(out.add(first + r * o.row_stride()), ncols * o.c);
-            elu_in_place(isa, seg);
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let ncols = c.mf.min(c.f - tf * c.mf);
+        let first = o.interior(g, ti * c.mt, tf * c.mf);
+        let last = o.interior(g, ti * c.mt + c.mt - 1, tf * c.mf) + ncols * o.c;
+        assert!(last <= out_len, "winograd output tile outside the grid");
+        let args = OutArgs {
+            dst: out.add(first),
+            row_stride: o.row_stride(),
+            ncols,
+            cout: c.cout,
+            m,
+            tile,
+            bias: c.bias.as_ptr(),
+            epi,
+        };
+        tiles::output_tile(isa, c.mt, c.mf, &args);
+        if epi == Epilogue::Elu {
+            for r in 0..c.mt {
+                let seg = std::slice::from_raw_parts_mut(
+                    out.add(first + r * o.row_stride()),
+                    ncols * o.c,
+                );
+                elu_in_place(isa, seg);
+            }
         }
     }
 }

@@ -1,13 +1,11 @@
 //! [`WinoConvT`]: the transposed convolution with time stride 1 and 3 time taps, with
 //! Winograd `F(mt, 3)` along time.
 
-use rill_kernels::{Isa, Pool};
+use rill_kernels::{DisjointOut, Isa, Pool};
 
-use super::tier::dispatch;
-use super::tiles::ColArgs;
-use super::transform::g_matrix;
-use super::{supported, SharedMut, WinoScratch, L};
+use super::{supported, WinoScratch, L};
 use crate::grid::{AVec, Grid};
+use crate::kernels::winograd::{self as tiles, g_matrix, ColArgs};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
 
 /// A transposed convolution with time stride 1 and 3 time taps (`decoder_2..6`) with
@@ -175,7 +173,8 @@ impl WinoConvT {
 
         // 1. Input transform along time, every column (padding columns included).
         let ncb = cols.div_ceil(COLS_PER_TASK);
-        let v = SharedMut(scratch.v.as_mut_ptr());
+        // Tasks write disjoint tiles (columns) of V.
+        let v = DisjointOut::new(&mut scratch.v);
         let src = &input.data[..];
         pool.run(groups * nti * ncb, &|task| {
             let (gt, cb) = (task / ncb, task % ncb);
@@ -193,7 +192,7 @@ impl WinoConvT {
                 // SAFETY: reads the α rows of one column inside `input` (asserted);
                 // writes this column's slots of V (`vlen` floats, checked above),
                 // disjoint from every other task's.
-                unsafe { dispatch!(isa, [self.mt], col_in(src.as_ptr(), v.get(), &args)) };
+                unsafe { tiles::col_in(isa, self.mt, src.as_ptr(), v.at(0), &args) };
             }
         });
 
@@ -220,8 +219,9 @@ impl WinoConvT {
 
         // 3. Output transform along time, bias, epilogue.
         let njb = njm.div_ceil(COLS_PER_TASK);
-        let op = SharedMut(out.data.as_mut_ptr());
         let out_len = out.data.len();
+        // Tasks write disjoint output tiles.
+        let op = DisjointOut::new(&mut out.data);
         let m = &scratch.m[..];
         let m_len = m.len();
         pool.run(nph * groups * nti * njb, &|task| {
@@ -245,14 +245,18 @@ impl WinoConvT {
                 // SAFETY: in bounds (asserted); each (phase, g, row tile, j) output
                 // position is written by one task only.
                 unsafe {
-                    dispatch!(
+                    tiles::col_out(
                         isa,
-                        [self.mt],
-                        col_out(m.as_ptr(), op.get(), &args, self.bias.as_ptr(), epi)
+                        self.mt,
+                        m.as_ptr(),
+                        op.at(0),
+                        &args,
+                        self.bias.as_ptr(),
+                        epi,
                     );
                     if epi == Epilogue::Elu {
                         for r in 0..self.mt {
-                            let d = op.get().add(args.dst + r * args.dst_stride);
+                            let d = op.at(0).add(args.dst + r * args.dst_stride);
                             elu_in_place(isa, std::slice::from_raw_parts_mut(d, self.cout));
                         }
                     }

@@ -6,28 +6,28 @@ use super::{SnakeParams, Tile, PANEL};
 /// Cephes `sinf` constants (as published; f32 rounding): 4/π, π/4 split in
 /// three, and the sine and cosine polynomials.
 #[allow(clippy::excessive_precision)]
-pub(crate) const FOPI: f32 = 1.27323954473516;
-pub(crate) const DP1: f32 = 0.78515625;
+pub const FOPI: f32 = 1.27323954473516;
+pub const DP1: f32 = 0.78515625;
 #[allow(clippy::excessive_precision)]
-pub(crate) const DP2: f32 = 2.4187564849853515625e-4;
+pub const DP2: f32 = 2.4187564849853515625e-4;
 #[allow(clippy::excessive_precision)]
-pub(crate) const DP3: f32 = 3.77489497744594108e-8;
+pub const DP3: f32 = 3.77489497744594108e-8;
 #[allow(clippy::excessive_precision)]
-pub(crate) const SIN: [f32; 3] = [-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1];
+pub const SIN: [f32; 3] = [-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1];
 #[allow(clippy::excessive_precision)]
-pub(crate) const COS: [f32; 3] = [
+pub const COS: [f32; 3] = [
     2.443315711809948e-5,
     -1.388731625493765e-3,
     4.166664568298827e-2,
 ];
 /// LeakyReLU slope (torch's default).
-pub(crate) const LRELU_SLOPE: f32 = 0.01;
+pub const LRELU_SLOPE: f32 = 0.01;
 
 /// `sin(x)`, Cephes `sinf` (≤ 2 ulp for |x| < 8192, degrading beyond), with every
 /// operation rounded separately (no FMA) so that the SIMD versions, which do the
 /// same operations, give the same bits.
 #[inline]
-pub(crate) fn sin(x: f32) -> f32 {
+pub fn sin(x: f32) -> f32 {
     let sign = x.to_bits() & 0x8000_0000;
     let ax = f32::from_bits(x.to_bits() & 0x7fff_ffff);
     // Truncation like `cvttps2dq`; out-of-range values give i32::MIN there, so
@@ -51,7 +51,7 @@ pub(crate) fn sin(x: f32) -> f32 {
 
 /// One HalfSnake lane: `x + inv·sin(α·x)²` for snake lanes, else LeakyReLU(0.01).
 #[inline]
-pub(crate) fn half_snake(x: f32, alpha: f32, inv: f32, snake: bool) -> f32 {
+pub fn half_snake(x: f32, alpha: f32, inv: f32, snake: bool) -> f32 {
     if snake {
         let s = sin(alpha * x);
         x + inv * (s * s)
@@ -63,7 +63,7 @@ pub(crate) fn half_snake(x: f32, alpha: f32, inv: f32, snake: bool) -> f32 {
 }
 
 /// HalfSnake of one row of `p.channels` values.
-pub(crate) fn half_snake_run(p: &SnakeParams, src: &[f32], dst: &mut [f32]) {
+pub fn half_snake_run(p: &SnakeParams, src: &[f32], dst: &mut [f32]) {
     for (c, (d, &x)) in dst.iter_mut().zip(src).enumerate() {
         *d = half_snake(x, p.alpha[c], p.inv[c], c < p.half);
     }
@@ -76,44 +76,47 @@ const MR: usize = 4;
 /// # Safety
 /// The tile's pointers must be valid (see `Tile`).
 pub(super) unsafe fn tile(t: &Tile<'_>) {
-    // This tier reads f32 panels only (`reads_half_panels`; `run_task` checks).
-    debug_assert!(t.b16.is_null());
-    let panels = t.ncols.div_ceil(PANEL);
-    for p in 0..panels {
-        let b = t.b.add(p * t.b_stride);
-        let valid = PANEL.min(t.ncols - p * PANEL);
-        let mut r = 0;
-        while r < t.a.len() {
-            let mr = MR.min(t.a.len() - r);
-            let mut acc = [[0f32; PANEL]; MR];
-            let mut bp = b;
-            for &off in t.taps {
-                for ci in 0..t.cin {
-                    let w = std::slice::from_raw_parts(bp, PANEL);
-                    for m in 0..mr {
-                        let a = *t.a[r + m].add(off + ci);
-                        for j in 0..PANEL {
-                            acc[m][j] += a * w[j];
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        // This tier reads f32 panels only (`reads_half_panels`; `run_task` checks).
+        debug_assert!(t.b16.is_null());
+        let panels = t.ncols.div_ceil(PANEL);
+        for p in 0..panels {
+            let b = t.b.add(p * t.b_stride);
+            let valid = PANEL.min(t.ncols - p * PANEL);
+            let mut r = 0;
+            while r < t.a.len() {
+                let mr = MR.min(t.a.len() - r);
+                let mut acc = [[0f32; PANEL]; MR];
+                let mut bp = b;
+                for &off in t.taps {
+                    for ci in 0..t.cin {
+                        let w = std::slice::from_raw_parts(bp, PANEL);
+                        for m in 0..mr {
+                            let a = *t.a[r + m].offset(off).add(ci);
+                            for j in 0..PANEL {
+                                acc[m][j] += a * w[j];
+                            }
                         }
+                        bp = bp.add(PANEL);
                     }
-                    bp = bp.add(PANEL);
                 }
-            }
-            for m in 0..mr {
-                let dst = t.c[r + m].add(p * PANEL);
-                for j in 0..valid {
-                    let col = p * PANEL + j;
-                    let y = acc[m][j] + *t.bias.add(col);
-                    *dst.add(j) = match t.snake {
-                        Some((al, inv, half)) => {
-                            half_snake(y, *al.add(col), *inv.add(col), col < half)
-                        }
-                        None if t.accumulate => *dst.add(j) + y,
-                        None => y,
-                    };
+                for m in 0..mr {
+                    let dst = t.c[r + m].add(p * PANEL);
+                    for j in 0..valid {
+                        let col = p * PANEL + j;
+                        let y = acc[m][j] + *t.bias.add(col);
+                        *dst.add(j) = match t.snake {
+                            Some((al, inv, half)) => {
+                                half_snake(y, *al.add(col), *inv.add(col), col < half)
+                            }
+                            None if t.accumulate => *dst.add(j) + y,
+                            None => y,
+                        };
+                    }
                 }
+                r += mr;
             }
-            r += mr;
         }
     }
 }

@@ -1,7 +1,12 @@
 //! Kernel driver checks: epilogues, thread-count invariance, tier agreement.
 
 use super::*;
-use crate::conv::tests::rand_vec;
+#[cfg(target_arch = "aarch64")]
+use crate::conv::packed::Narrow;
+use crate::conv::packed::{has_narrow_kernel, Layout};
+#[cfg(target_arch = "aarch64")]
+use crate::conv::test_data::snr_db;
+use crate::conv::test_data::{bits_hash, rand_vec};
 
 /// `m` rows, row `r` reading input from `r · in_stride` and writing output at `r · out_stride`.
 fn consecutive_rows(m: usize, in_stride: usize, out_stride: usize) -> RowMap {
@@ -35,7 +40,7 @@ fn dense(m: usize, k: usize, n: usize, ldo: usize) -> (Packed, Vec<f32>, RowMap,
 
 #[test]
 fn epilogues_match_reference() {
-    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::epilogues_match_reference");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::epilogues_match_reference");
     let pool = Pool::new(2);
     for &(m, k, n) in &[
         (13, 40, 64),
@@ -88,7 +93,7 @@ fn epilogues_match_reference() {
 
 #[test]
 fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
-    let tiers = rill_kernels::isa::tiers_under_test(
+    let tiers = crate::isa::tiers_under_test(
         "codec_kernels::results_do_not_depend_on_threads_and_simd_tiers_agree",
     );
     let (m, k, n) = (97, 96, 192);
@@ -127,8 +132,7 @@ fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
 /// bit (same lanes, same reduction), and every tier is close to the f64 reference.
 #[test]
 fn narrow_kernels_agree_across_tiers() {
-    let tiers =
-        rill_kernels::isa::tiers_under_test("codec_kernels::narrow_kernels_agree_across_tiers");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::narrow_kernels_agree_across_tiers");
     let pool = Pool::new(2);
     for &(m, k, n) in &[(13, 64, 2), (9, 77, 5), (4, 7, 1), (30, 448, 2)] {
         let (p, x, rows, want) = dense(m, k, n, n);
@@ -160,7 +164,7 @@ fn narrow_kernels_agree_across_tiers() {
 
 #[test]
 fn elu_copy_matches_definition() {
-    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::elu_copy_matches_definition");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::elu_copy_matches_definition");
     let mut x: Vec<f32> = rand_vec(1000, 9).iter().map(|v| v * 30.0).collect();
     x.extend_from_slice(&[0.0, -0.0, -87.5, -200.0, 1e-30, -1e-30, 88.0, -1e-7]);
     for &isa in &tiers {
@@ -221,7 +225,7 @@ fn f16_conversion_round_trips_and_rounds_to_nearest_even() {
 /// rounded weights compute on the other tiers.
 #[test]
 fn f16_panels_match_rounded_f32() {
-    let tiers = rill_kernels::isa::tiers_under_test("codec_kernels::f16_panels_match_rounded_f32");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::f16_panels_match_rounded_f32");
     let pool = Pool::new(2);
     for &(m, k, n) in &[(13, 40, 64), (50, 17, 80), (1, 64, 128), (7, 32, 16)] {
         let (p, x, rows, _) = dense(m, k, n, n);
@@ -257,8 +261,7 @@ fn f16_panels_match_rounded_f32() {
 /// quantisation error is that of 16-bit per-column steps.
 #[test]
 fn i16_panels_match_dequantised_f32() {
-    let tiers =
-        rill_kernels::isa::tiers_under_test("codec_kernels::i16_panels_match_dequantised_f32");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::i16_panels_match_dequantised_f32");
     let pool = Pool::new(2);
     for &(m, k, n) in &[
         (13, 40, 64),
@@ -334,25 +337,13 @@ fn i16_panels_match_dequantised_f32() {
     }
 }
 
-/// FNV-1a over the bits of `v`.
-fn bits_hash(v: &[f32]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for x in v {
-        for b in x.to_bits().to_le_bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// Every SIMD tier (AVX2, AVX-512, NEON) computes the same bits: the same FMAs in
 /// the same order and the same ELU polynomial. The expected hashes were produced
 /// by the AVX2 and AVX-512 kernels on x86-64, so an ARM run checks NEON against
 /// the x86 tiers' results on the same inputs.
 #[test]
 fn simd_tiers_reproduce_the_x86_bits() {
-    let tiers =
-        rill_kernels::isa::tiers_under_test("codec_kernels::simd_tiers_reproduce_the_x86_bits");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::simd_tiers_reproduce_the_x86_bits");
     let pool = Pool::new(2);
     // (m, k, n) → hashes for the Store and Elu epilogues (n < 16: the narrow kernels).
     let cases: [((usize, usize, usize), [u64; 2]); 4] = [
@@ -384,8 +375,7 @@ fn simd_tiers_reproduce_the_x86_bits() {
 /// other tier the packing, and so the f32 kernels' results, stay as they were.
 #[test]
 fn half_arithmetic_only_with_fp16() {
-    let tiers =
-        rill_kernels::isa::tiers_under_test("codec_kernels::half_arithmetic_only_with_fp16");
+    let tiers = crate::isa::tiers_under_test("codec_kernels::half_arithmetic_only_with_fp16");
     let (p, ..) = dense(5, 40, 64, 64);
     for &isa in &tiers {
         let mut q = p.clone();
@@ -517,7 +507,7 @@ fn fp16_kernel_matches_the_scalar_half_reference() {
         }
         // Against the f32 product of the same (unrounded) values: half precision.
         let exact = run(&f32_packed, Epilogue::Store);
-        let snr = rill_testkit::snr_db(&exact, &got);
+        let snr = snr_db(&exact, &got);
         eprintln!("fp16 arithmetic ({m},{cin},{taps},{n}) ×{magnitude:e}: SNR {snr:.1} dB vs f32");
         // Measured under qemu `-cpu max`: 65.8–79.6 dB.
         assert!(snr > 62.0, "fp16 arithmetic SNR {snr:.1} dB");

@@ -1,4 +1,4 @@
-//! Products of one weight matrix with several input rows, `y[i] = W·x[i]`, reading
+//! Products of one weight matrix with several input rows (Magpie TTS's linears), `y[i] = W·x[i]`, reading
 //! the weights from memory once per call: the prefill's 111 rows and the encoder's
 //! text rows. One row goes to [`Matrix::gemv`], the two CFG rows of a step to
 //! [`Matrix::gemv2`] (float weights read once for both; widening the weights into a
@@ -22,7 +22,7 @@
 
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-use rill_kernels::{isa, GemvScratch, Isa, Matrix, Pool, Tier};
+use crate::{isa, DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
 
 /// Output rows per packed panel (two zmm, four ymm or eight q-registers).
 const PANEL: usize = 32;
@@ -41,17 +41,39 @@ const ASSISTANTS: usize = 1;
 /// start; a packed panel is written by the task that packs it, so there is one per
 /// thread that may run a task at once, each claimed by one task at a time (a claim
 /// never waits: a task that finds none free packs into a buffer of its own).
-/// Grown on first use, then reused.
-#[derive(Debug, Default)]
+/// Grown on first use, then reused. It also holds the SIMD tier its products run
+/// on, resolved once when the owner is built (no tier lookup per call).
+#[derive(Debug)]
 pub struct MatmulScratch {
+    isa: Isa,
     gemv: GemvScratch,
     panels: Vec<Mutex<Panel>>,
 }
 
+impl Default for MatmulScratch {
+    fn default() -> MatmulScratch {
+        MatmulScratch::new()
+    }
+}
+
 impl MatmulScratch {
-    /// An empty scratch (it grows on first use).
+    /// An empty scratch (it grows on first use) for the active tier ([`isa::active`]).
     pub fn new() -> MatmulScratch {
-        MatmulScratch::default()
+        MatmulScratch::for_isa(isa::active())
+    }
+
+    /// An empty scratch whose products run on `isa`.
+    pub fn for_isa(isa: Isa) -> MatmulScratch {
+        MatmulScratch {
+            isa,
+            gemv: GemvScratch::default(),
+            panels: Vec::new(),
+        }
+    }
+
+    /// The tier [`matmul`] runs on with this scratch.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The GEMV activations, for single-row products of the same owner.
@@ -60,10 +82,10 @@ impl MatmulScratch {
     }
 }
 
-/// A clone is an empty scratch: the contents never outlive one call.
+/// A clone is an empty scratch on the same tier: the contents never outlive one call.
 impl Clone for MatmulScratch {
     fn clone(&self) -> MatmulScratch {
-        MatmulScratch::new()
+        MatmulScratch::for_isa(self.isa)
     }
 }
 
@@ -86,22 +108,10 @@ fn claim(panels: &[Mutex<Panel>]) -> Option<MutexGuard<'_, Panel>> {
     })
 }
 
-/// A raw output pointer shared by tasks that write disjoint elements.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: tasks write disjoint indices (their own output rows) and the pointee
-// outlives `Pool::run`, which returns only after every task finished.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
-
-/// `y[i·rows + r] = Σ_c W[r][c]·x[i·cols + c]` for every input row `i`.
+/// `y[i·rows + r] = Σ_c W[r][c]·x[i·cols + c]` for every input row `i`, on the
+/// scratch's tier ([`MatmulScratch::isa`]).
 pub fn matmul(m: &Matrix, x: &[f32], y: &mut [f32], scratch: &mut MatmulScratch, pool: &Pool) {
-    matmul_isa(isa::active(), m, x, y, scratch, pool);
+    matmul_isa(scratch.isa, m, x, y, scratch, pool);
 }
 
 /// [`matmul`] on an explicit tier (for cross-checking the tiers).
@@ -143,7 +153,7 @@ pub fn matmul_isa(
         scratch.panels.resize_with(threads, Mutex::default);
     }
     let panels = &scratch.panels[..];
-    let out = SendPtr(y.as_mut_ptr());
+    let out = DisjointOut::new(y);
     let tasks = rows.div_ceil(PANEL);
     let task = |t: usize| {
         // An empty panel allocates nothing; it grows only if no shared one is free.
@@ -163,7 +173,7 @@ pub fn matmul_isa(
 /// widens the weight rows into `s`, then per column block packs the block (it stays
 /// in L1) and runs the micro-kernel over every input block, keeping the partial sums
 /// of all inputs. Only this call writes those rows of `y` (through `out`).
-fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: SendPtr) {
+fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: DisjointOut<'_>) {
     let (rows, cols) = (m.rows(), m.cols());
     let n = x.len() / cols;
     let valid = PANEL.min(rows - r0);
@@ -195,7 +205,7 @@ fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: Se
         // run is inside `y` (n × rows, alive until `Pool::run` returns) and written
         // by no other task.
         unsafe {
-            let dst = out.get().add(i * rows + r0);
+            let dst = out.at(i * rows + r0);
             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
         }
     }
@@ -316,11 +326,11 @@ mod x86;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rill_kernels::WeightFormat;
+    use crate::WeightFormat;
 
     #[test]
     fn every_tier_matches_f64_reference() {
-        let tiers = isa::tiers_under_test("rill_magpie::gemm");
+        let tiers = isa::tiers_under_test("matmul");
         let pool = Pool::new(2);
         let mut scratch = MatmulScratch::new();
         let mut seed = 9u64;
@@ -395,7 +405,7 @@ mod tests {
         let m = Matrix::from_f32(rows, cols, w, WeightFormat::F32);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let mut simd: Option<Vec<u32>> = None;
-        for isa in isa::tiers_under_test("rill_magpie::gemm blocking") {
+        for isa in isa::tiers_under_test("matmul blocking") {
             let mut all = vec![0f32; n * rows];
             matmul_isa(isa, &m, &x, &mut all, &mut scratch, &pool);
             for i in 0..n - 2 {

@@ -109,26 +109,29 @@ macro_rules! group {
 /// NEON with FP16 must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "neon,fp16")]
 pub(super) unsafe fn tile(t: &Tile<'_>) {
-    let rows = t.a.len();
-    let s = half_input_log2(largest_input(t));
-    let scales = Scales {
-        input: 2f32.powi(s),
-        // Two factors: each is a normal f32 (`s` is bounded; `w_log2` is set at load).
-        partial: 2f32.powi(-s) * 2f32.powi(-t.w_log2),
-    };
-    for p in 0..t.ncols.div_ceil(PANEL) {
-        let nvalid = PANEL.min(t.ncols - p * PANEL);
-        let mut r = 0;
-        while r < rows {
-            let mr = MR.min(rows - r);
-            let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
-            match mr {
-                4 => micro::<4>(t, scales, a, c, p, nvalid),
-                3 => micro::<3>(t, scales, a, c, p, nvalid),
-                2 => micro::<2>(t, scales, a, c, p, nvalid),
-                _ => micro::<1>(t, scales, a, c, p, nvalid),
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let rows = t.a.len();
+        let s = half_input_log2(largest_input(t));
+        let scales = Scales {
+            input: 2f32.powi(s),
+            // Two factors: each is a normal f32 (`s` is bounded; `w_log2` is set at load).
+            partial: 2f32.powi(-s) * 2f32.powi(-t.w_log2),
+        };
+        for p in 0..t.ncols.div_ceil(PANEL) {
+            let nvalid = PANEL.min(t.ncols - p * PANEL);
+            let mut r = 0;
+            while r < rows {
+                let mr = MR.min(rows - r);
+                let (a, c) = (&t.a[r..r + mr], &t.c[r..r + mr]);
+                match mr {
+                    4 => micro::<4>(t, scales, a, c, p, nvalid),
+                    3 => micro::<3>(t, scales, a, c, p, nvalid),
+                    2 => micro::<2>(t, scales, a, c, p, nvalid),
+                    _ => micro::<1>(t, scales, a, c, p, nvalid),
+                }
+                r += mr;
             }
-            r += mr;
         }
     }
 }
@@ -143,29 +146,40 @@ struct Scales {
 
 /// The largest |input| the tile reads (every row's run of `cin` channels at each
 /// tap), NaNs ignored (they propagate through the products as in f32).
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn largest_input(t: &Tile<'_>) -> f32 {
-    let mut mx = vdupq_n_f32(0.0);
-    let mut tail = 0f32;
-    for &a in t.a {
-        for &off in t.taps {
-            let x = a.offset(off);
-            let mut i = 0;
-            while i + 4 <= t.cin {
-                // FMAXNM, like `f32::max`, ignores a NaN operand.
-                mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x.add(i))));
-                i += 4;
-            }
-            for j in i..t.cin {
-                tail = tail.max((*x.add(j)).abs());
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let mut mx = vdupq_n_f32(0.0);
+        let mut tail = 0f32;
+        for &a in t.a {
+            for &off in t.taps {
+                let x = a.offset(off);
+                let mut i = 0;
+                while i + 4 <= t.cin {
+                    // FMAXNM, like `f32::max`, ignores a NaN operand.
+                    mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x.add(i))));
+                    i += 4;
+                }
+                for j in i..t.cin {
+                    tail = tail.max((*x.add(j)).abs());
+                }
             }
         }
+        vmaxnmvq_f32(mx).max(tail)
     }
-    vmaxnmvq_f32(mx).max(tail)
 }
 
 /// `M` rows × one 16-column panel `p` of the tile.
+///
+/// # Safety
+/// The CPU supports this function's target features, and the tile's pointers
+/// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon,fp16")]
 unsafe fn micro<const M: usize>(
@@ -176,65 +190,68 @@ unsafe fn micro<const M: usize>(
     p: usize,
     nvalid: usize,
 ) {
-    let zero = vdupq_n_f32(0.0);
-    let mut acc = [[zero; 4]; M];
-    let s_in = vdupq_n_f32(scales.input);
-    let s_out = vdupq_n_f32(scales.partial);
-    let mut bh = t.b16.add(p * t.b_stride);
-    for &off in t.taps {
-        let mut ap = [std::ptr::null::<f32>(); M];
-        for m in 0..M {
-            ap[m] = a[m].offset(off);
-        }
-        let mut ci = 0;
-        while ci < t.cin {
-            let n = HALF_CHUNK.min(t.cin - ci);
-            let mut h = [[vdupq_n_u16(0); 2]; M];
-            let mut j = 0;
-            while j + LANES <= n {
-                let mut av = [vdupq_n_u16(0); M];
-                for m in 0..M {
-                    let x = ap[m].add(ci + j);
-                    let lo = vmulq_f32(vld1q_f32(x), s_in);
-                    let hi = vmulq_f32(vld1q_f32(x.add(4)), s_in);
-                    av[m] = to_half!(lo, hi);
-                }
-                group!(h, av, bh, LANES);
-                bh = bh.add(LANES * PANEL);
-                j += LANES;
-            }
-            if j < n {
-                // The channels past the run's end are zeros (never read past it).
-                let rest = n - j;
-                let mut av = [vdupq_n_u16(0); M];
-                for m in 0..M {
-                    let mut x = [0f32; LANES];
-                    std::ptr::copy_nonoverlapping(ap[m].add(ci + j), x.as_mut_ptr(), rest);
-                    let lo = vmulq_f32(vld1q_f32(x.as_ptr()), s_in);
-                    let hi = vmulq_f32(vld1q_f32(x.as_ptr().add(4)), s_in);
-                    av[m] = to_half!(lo, hi);
-                }
-                group!(h, av, bh, rest);
-                bh = bh.add(rest * PANEL);
-            }
-            // Widen each partial sum (exact) and add it, rescaled (exact), in f32.
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let zero = vdupq_n_f32(0.0);
+        let mut acc = [[zero; 4]; M];
+        let s_in = vdupq_n_f32(scales.input);
+        let s_out = vdupq_n_f32(scales.partial);
+        let mut bh = t.b16.add(p * t.b_stride);
+        for &off in t.taps {
+            let mut ap = [std::ptr::null::<f32>(); M];
             for m in 0..M {
-                for q in 0..2 {
-                    let (lo, hi): (float32x4_t, float32x4_t);
-                    asm!(
-                        "fcvtl {lo:v}.4s, {h:v}.4h",
-                        "fcvtl2 {hi:v}.4s, {h:v}.8h",
-                        h = in(vreg) h[m][q],
-                        lo = out(vreg) lo,
-                        hi = out(vreg) hi,
-                        options(pure, nomem, nostack, preserves_flags)
-                    );
-                    acc[m][2 * q] = vfmaq_f32(acc[m][2 * q], lo, s_out);
-                    acc[m][2 * q + 1] = vfmaq_f32(acc[m][2 * q + 1], hi, s_out);
-                }
+                ap[m] = a[m].offset(off);
             }
-            ci += n;
+            let mut ci = 0;
+            while ci < t.cin {
+                let n = HALF_CHUNK.min(t.cin - ci);
+                let mut h = [[vdupq_n_u16(0); 2]; M];
+                let mut j = 0;
+                while j + LANES <= n {
+                    let mut av = [vdupq_n_u16(0); M];
+                    for m in 0..M {
+                        let x = ap[m].add(ci + j);
+                        let lo = vmulq_f32(vld1q_f32(x), s_in);
+                        let hi = vmulq_f32(vld1q_f32(x.add(4)), s_in);
+                        av[m] = to_half!(lo, hi);
+                    }
+                    group!(h, av, bh, LANES);
+                    bh = bh.add(LANES * PANEL);
+                    j += LANES;
+                }
+                if j < n {
+                    // The channels past the run's end are zeros (never read past it).
+                    let rest = n - j;
+                    let mut av = [vdupq_n_u16(0); M];
+                    for m in 0..M {
+                        let mut x = [0f32; LANES];
+                        std::ptr::copy_nonoverlapping(ap[m].add(ci + j), x.as_mut_ptr(), rest);
+                        let lo = vmulq_f32(vld1q_f32(x.as_ptr()), s_in);
+                        let hi = vmulq_f32(vld1q_f32(x.as_ptr().add(4)), s_in);
+                        av[m] = to_half!(lo, hi);
+                    }
+                    group!(h, av, bh, rest);
+                    bh = bh.add(rest * PANEL);
+                }
+                // Widen each partial sum (exact) and add it, rescaled (exact), in f32.
+                for m in 0..M {
+                    for q in 0..2 {
+                        let (lo, hi): (float32x4_t, float32x4_t);
+                        asm!(
+                            "fcvtl {lo:v}.4s, {h:v}.4h",
+                            "fcvtl2 {hi:v}.4s, {h:v}.8h",
+                            h = in(vreg) h[m][q],
+                            lo = out(vreg) lo,
+                            hi = out(vreg) hi,
+                            options(pure, nomem, nostack, preserves_flags)
+                        );
+                        acc[m][2 * q] = vfmaq_f32(acc[m][2 * q], lo, s_out);
+                        acc[m][2 * q + 1] = vfmaq_f32(acc[m][2 * q + 1], hi, s_out);
+                    }
+                }
+                ci += n;
+            }
         }
+        epilogue(t, &acc, c, p, nvalid);
     }
-    epilogue(t, &acc, c, p, nvalid);
 }

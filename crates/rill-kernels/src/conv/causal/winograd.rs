@@ -30,16 +30,17 @@
 //!   ≈ 3e-6 (relative to the output's peak) of the exact sum, against ≈ 2e-7 for
 //!   the direct conv — ample for the codec's 2e-4 gate.
 
-use rill_kernels::{Isa, Pool};
+use crate::{DisjointOut, Isa, Pool};
 
-use super::{gemm_many, AVec, Epilogue, Job, OutPtr, Packed, MAX_JOBS};
+use super::{gemm_many, AVec, Epilogue, Job, Packed, RowMap, MAX_JOBS};
+use crate::conv::run_jobs;
 
 /// Output rows per tile, and taps per group.
-pub(crate) const TILE: usize = 4;
+pub const TILE: usize = 4;
 /// Points of the F(4,4) transform (`2·TILE − 1`).
-pub(crate) const POINTS: usize = 2 * TILE - 1;
+pub const POINTS: usize = 2 * TILE - 1;
 /// Most convolutions of one [`winograd_many`] call (one per residual branch).
-pub(crate) const MAX_CONVS: usize = MAX_JOBS / (POINTS + 1);
+pub const MAX_CONVS: usize = MAX_JOBS / (POINTS + 1);
 
 /// The interpolation points (`None` = ∞).
 const INTERPOLATION: [Option<f64>; POINTS] = [
@@ -53,7 +54,7 @@ const INTERPOLATION: [Option<f64>; POINTS] = [
 ];
 
 /// Toom–Cook matrices of F(4,4) for [`INTERPOLATION`].
-pub(crate) struct Transform {
+pub struct Transform {
     /// Input transform `Bᵀ` (7 × 7).
     pub bt: [[f32; POINTS]; POINTS],
     /// Filter transform `G` (7 × 4), kept in f64: the weights are transformed once.
@@ -67,7 +68,7 @@ impl Transform {
     /// product: with `V_n` the 7 × n evaluation (Vandermonde) matrices and
     /// `L = V_7⁻¹` the interpolation, `y = V_4ᵀ ((V_4 w) ⊙ (Lᵀ x))`, so
     /// `Bᵀ = Lᵀ`, `G = V_4`, `Aᵀ = V_4ᵀ`. The point at ∞ evaluates the top coefficient.
-    pub(crate) fn f44() -> Transform {
+    pub fn f44() -> Transform {
         let eval = |p: Option<f64>, i: usize, n: usize| match p {
             Some(x) => x.powi(i as i32),
             None => f64::from(u8::from(i == n - 1)),
@@ -139,7 +140,7 @@ fn invert(mut a: [[f64; POINTS]; POINTS]) -> [[f64; POINTS]; POINTS] {
 /// from its first row: `B = ⌊T/4d⌋` blocks, the last `T − 4dB` rows direct), so a
 /// stream of one-frame calls and a many-frame call compute the same bits.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WinogradConv {
+pub struct WinogradConv {
     pub cin: usize,
     pub n: usize,
     /// Tap groups `⌈k/4⌉`.
@@ -156,7 +157,7 @@ pub(crate) struct WinogradConv {
 
 impl WinogradConv {
     /// From a torch-layout weight `[n][cin][kernel]`.
-    pub(crate) fn new(
+    pub fn new(
         w: &[f32],
         bias: &[f32],
         n: usize,
@@ -208,7 +209,7 @@ impl WinogradConv {
 
     /// History rows the input keeps (`(4G − 1)·d`: `d` more than the direct conv,
     /// for the zero tap).
-    pub(crate) fn history_rows(&self) -> usize {
+    pub fn history_rows(&self) -> usize {
         (self.groups * TILE - 1) * self.dilation
     }
 
@@ -228,7 +229,7 @@ impl WinogradConv {
     }
 
     /// Scratch floats (transformed input, products) one frame of `frame_rows` needs.
-    pub(crate) fn scratch_len(&self, frame_rows: usize) -> (usize, usize) {
+    pub fn scratch_len(&self, frame_rows: usize) -> (usize, usize) {
         (
             POINTS * self.input_tiles(frame_rows) * self.cin,
             POINTS * self.blocks(frame_rows) * self.dilation * self.n,
@@ -238,14 +239,14 @@ impl WinogradConv {
 
 /// Scratch of [`winograd_many`], per convolution: transformed input and products.
 #[derive(Clone)]
-pub(crate) struct WinogradScratch {
+pub struct WinogradScratch {
     v: Vec<AVec>,
     m: Vec<AVec>,
 }
 
 impl WinogradScratch {
     /// For [`MAX_CONVS`] convolutions of at most these [`WinogradConv::scratch_len`]s.
-    pub(crate) fn new((v, m): (usize, usize)) -> WinogradScratch {
+    pub fn new((v, m): (usize, usize)) -> WinogradScratch {
         // At least a float per point: a frame without a whole block still splits
         // its (empty) products into 7 runs.
         let m = m.max(POINTS);
@@ -259,7 +260,7 @@ impl WinogradScratch {
 /// One convolution: `out[out_base + r·out_stride ..][..n] (=|+=) conv(input)[r]`
 /// for `frames · frame_rows` rows, `input` holding `history_rows()` history rows
 /// then the current ones, `cin` floats apart.
-pub(crate) struct WinogradJob<'a> {
+pub struct WinogradJob<'a> {
     pub w: &'a WinogradConv,
     pub input: &'a [f32],
     pub frames: usize,
@@ -275,7 +276,7 @@ const TILES_PER_TASK: usize = 8;
 /// Up to [`MAX_CONVS`] independent convolutions of the same frame count, frame by
 /// frame: input transforms; the 7 point GEMMs of each and the direct rows; output
 /// transforms — three pool dispatches per frame.
-pub(crate) fn winograd_many(
+pub fn winograd_many(
     isa: Isa,
     jobs: &[WinogradJob<'_>],
     outs: &mut [&mut [f32]],
@@ -327,12 +328,12 @@ fn frame(
     // 1. V = Bᵀ x for every input tile of the frame: tile `j = b·d + p` (block b,
     // phase p) reads rows `4d·b + p + i·d` (i < 7) of the frame's window.
     let mut tasks = [0usize; MAX_CONVS];
-    let mut vptr = [OutPtr::null(); MAX_CONVS];
+    let mut vptr = [DisjointOut::null(); MAX_CONVS];
     for (i, (job, v)) in jobs.iter().zip(scratch.v.iter_mut()).enumerate() {
-        vptr[i] = OutPtr::new(v);
+        vptr[i] = DisjointOut::new(v);
         tasks[i] = job.w.input_tiles(job.frame_rows).div_ceil(TILES_PER_TASK);
     }
-    run_split(pool, &tasks, &|i, task| {
+    run_jobs(pool, &tasks[..jobs.len()], &|i, task| {
         let (job, w) = (&jobs[i], jobs[i].w);
         let (c, d, nt) = (w.cin, w.dilation, w.input_tiles(job.frame_rows));
         let x = &job.input[f * job.frame_rows * c..];
@@ -364,11 +365,13 @@ fn frame(
             return Job {
                 w: &w.direct,
                 input: job.input,
-                in_base: (r0 + d) * c,
-                in_stride: c,
-                rows: job.frame_rows - covered,
-                out_base: job.out_base + r0 * job.out_stride,
-                out_stride: job.out_stride,
+                rows: RowMap::strided(
+                    job.frame_rows - covered,
+                    (r0 + d) * c,
+                    c,
+                    job.out_base + r0 * job.out_stride,
+                    job.out_stride,
+                ),
                 epi: if job.accumulate {
                     Epilogue::Accumulate
                 } else {
@@ -380,11 +383,7 @@ fn frame(
         Job {
             w: &w.points[k],
             input: &v[i][k * run..(k + 1) * run],
-            in_base: 0,
-            in_stride: c,
-            rows: covered / TILE,
-            out_base: 0,
-            out_stride: w.n,
+            rows: RowMap::strided(covered / TILE, 0, c, 0, w.n),
             epi: Epilogue::Store,
         }
     });
@@ -405,13 +404,13 @@ fn frame(
 
     // 3. y = bias + Aᵀ M for the tiles, stored or added: tile `j`'s output `q` is
     // row `4d·b + p + q·d`.
-    let mut optr = [OutPtr::null(); MAX_CONVS];
+    let mut optr = [DisjointOut::null(); MAX_CONVS];
     for (i, (job, out)) in jobs.iter().zip(outs.iter_mut()).enumerate() {
-        optr[i] = OutPtr::new(out);
+        optr[i] = DisjointOut::new(out);
         tasks[i] = (job.w.blocks(job.frame_rows) * job.w.dilation).div_ceil(TILES_PER_TASK);
     }
     let m = &scratch.m;
-    run_split(pool, &tasks, &|i, task| {
+    run_jobs(pool, &tasks[..jobs.len()], &|i, task| {
         let (job, w) = (&jobs[i], jobs[i].w);
         let (n, d) = (w.n, w.dilation);
         let nt = w.blocks(job.frame_rows) * d;
@@ -433,19 +432,6 @@ fn frame(
                 transforms::output_row(isa, coef, rows, &w.bias, job.accumulate, dst);
             }
         }
-    });
-}
-
-/// Runs `tasks[i]` tasks of each convolution `i` in one pool dispatch.
-fn run_split(pool: &Pool, tasks: &[usize; MAX_CONVS], f: &(dyn Fn(usize, usize) + Sync)) {
-    let total = tasks.iter().sum();
-    pool.run(total, &|mut task| {
-        let mut i = 0;
-        while task >= tasks[i] {
-            task -= tasks[i];
-            i += 1;
-        }
-        f(i, task);
     });
 }
 

@@ -1,7 +1,7 @@
-use rill_kernels::{isa::tiers_under_test, Pool, Tier};
+use crate::{isa::tiers_under_test, Pool, Tier};
 
 use super::*;
-use crate::kernels::tests::values;
+use crate::conv::test_data::values;
 
 #[test]
 fn the_transform_computes_the_correlation() {
@@ -179,7 +179,7 @@ fn one_call_and_one_call_per_frame_give_the_same_bits() {
 fn winograd_speed() {
     use std::time::Instant;
     let pool = Pool::new(1);
-    let isa = rill_kernels::isa::active();
+    let isa = crate::isa::active();
     for (c, k, d, rows) in [
         (216, 3, 1, 64),
         (216, 11, 1, 64),
@@ -209,14 +209,10 @@ fn winograd_speed() {
             let job = Job {
                 w: &p,
                 input: &input,
-                in_base: d * c,
-                in_stride: c,
-                rows,
-                out_base: 0,
-                out_stride: c,
+                rows: RowMap::strided(rows, d * c, c, 0, c),
                 epi: Epilogue::Store,
             };
-            crate::kernels::gemm(isa, &job, &mut out, &pool);
+            crate::conv::causal::gemm(isa, &job, &mut out, &pool);
             best[0] = best[0].min(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
             let job = WinogradJob {

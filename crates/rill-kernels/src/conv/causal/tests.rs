@@ -1,27 +1,18 @@
-use rill_kernels::{isa::tiers_under_test, Isa, Pool, Tier};
+use crate::{isa::tiers_under_test, Isa, Pool, Tier};
 
 use super::portable::sin;
 use super::*;
-use crate::weights::HalfSnake;
-
-/// Deterministic pseudo-random values in [-1, 1).
-pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
-    (0..n)
-        .map(|i| {
-            let z = rill_checkpoint::synth::splitmix64(
-                seed.wrapping_mul(0x9e37).wrapping_add(i as u64),
-            );
-            ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+use crate::conv::test_data::bits_hash;
+use crate::conv::test_data::values;
 
 fn snake_params(channels: usize, seed: u64) -> SnakeParams {
     let alpha = values(channels / 2, seed)
         .iter()
         .map(|v| 1.0 + 0.3 * v)
         .collect();
-    SnakeParams::new(&HalfSnake::new(channels, alpha))
+    let alpha: Vec<f32> = alpha;
+    let inv: Vec<f32> = alpha.iter().map(|&a| 1.0 / (a + 1e-9f32)).collect();
+    SnakeParams::new(channels, &alpha, &inv)
 }
 
 /// How [`conv_with`] stores the weights.
@@ -81,11 +72,7 @@ fn conv_with(
     let job = Job {
         w: &p,
         input: &input,
-        in_base: 0,
-        in_stride: cin,
-        rows,
-        out_base: 5,
-        out_stride: stride,
+        rows: RowMap::strided(rows, 0, cin, 5, stride),
         epi,
     };
     gemm(isa, &job, &mut out, pool);
@@ -256,17 +243,6 @@ fn lrelu_half_and_odd_split() {
     );
     assert!(dst[13..].iter().all(|&v| v == -2.0 * 0.01));
     assert!(dst[..13].iter().all(|&v| v != -0.02));
-}
-
-/// FNV-1a over the bits of `v`.
-fn bits_hash(v: &[f32]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for x in v {
-        for b in x.to_bits().to_le_bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
 }
 
 /// Every SIMD tier (AVX2, AVX-512, NEON) gives the same bits; the expected hashes

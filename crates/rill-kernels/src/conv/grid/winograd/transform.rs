@@ -7,7 +7,7 @@ use std::ops::{Add, Mul, Sub};
 use super::L;
 
 /// `G` of `F(m, 3)` (`α × 3`), in f64 for the weight transform.
-pub(super) fn g_matrix(m: usize) -> &'static [[f64; 3]] {
+pub fn g_matrix(m: usize) -> &'static [[f64; 3]] {
     const G2: [[f64; 3]; 4] = [
         [1.0, 0.0, 0.0],
         [0.5, 0.5, 0.5],
@@ -42,13 +42,15 @@ impl V {
     /// `p` valid for 16 reads.
     #[inline(always)]
     pub(super) unsafe fn load(p: *const f32) -> V {
-        V(std::ptr::read_unaligned(p as *const [f32; L]))
+        // SAFETY: the caller upholds this function's `# Safety` contract.
+        unsafe { V(std::ptr::read_unaligned(p as *const [f32; L])) }
     }
     /// # Safety
     /// `p` valid for 16 writes.
     #[inline(always)]
     pub(super) unsafe fn store(self, p: *mut f32) {
-        std::ptr::write_unaligned(p as *mut [f32; L], self.0)
+        // SAFETY: the caller upholds this function's `# Safety` contract.
+        unsafe { std::ptr::write_unaligned(p as *mut [f32; L], self.0) }
     }
 }
 

@@ -1,0 +1,83 @@
+//! NEON kernels of the small GEMM: the micro-kernel and the panel transpose.
+
+use super::{INPUTS, PANEL};
+use std::arch::aarch64::*;
+
+/// `panel[c·PANEL + j] = rows[j·cols + k0 + c]` for `c < kc` (a multiple of
+/// 4), 4 rows × 4 columns per register transpose.
+///
+/// # Safety
+/// The CPU must support NEON; `rows.len() ≥ PANEL·cols`, `panel.len() ≥
+/// PANEL·kc`, `k0 + kc ≤ cols`.
+#[target_feature(enable = "neon")]
+pub unsafe fn transpose_neon(rows: &[f32], cols: usize, k0: usize, kc: usize, panel: &mut [f32]) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        assert!(rows.len() >= PANEL * cols && panel.len() >= PANEL * kc && k0 + kc <= cols);
+        let (rp, pp) = (rows.as_ptr(), panel.as_mut_ptr());
+        let pairs = |a: float32x4_t, b: float32x4_t, high: bool| {
+            let (a, b) = (vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b));
+            vreinterpretq_f32_f64(if high {
+                vtrn2q_f64(a, b)
+            } else {
+                vtrn1q_f64(a, b)
+            })
+        };
+        for c0 in (0..kc).step_by(4) {
+            for j0 in (0..PANEL).step_by(4) {
+                let r: [float32x4_t; 4] =
+                    std::array::from_fn(|k| vld1q_f32(rp.add((j0 + k) * cols + k0 + c0)));
+                // Even and odd columns of rows 0/1 and 2/3, then their halves paired.
+                let (t0, t1) = (vtrn1q_f32(r[0], r[1]), vtrn2q_f32(r[0], r[1]));
+                let (t2, t3) = (vtrn1q_f32(r[2], r[3]), vtrn2q_f32(r[2], r[3]));
+                let out = [
+                    pairs(t0, t2, false),
+                    pairs(t1, t3, false),
+                    pairs(t0, t2, true),
+                    pairs(t1, t3, true),
+                ];
+                for (k, v) in out.into_iter().enumerate() {
+                    vst1q_f32(pp.add((c0 + k) * PANEL + j0), v);
+                }
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must support NEON; `x` holds `NI` rows of `stride` with at least
+/// `panel.len() / PANEL` columns each.
+#[target_feature(enable = "neon")]
+pub unsafe fn micro_neon<const NI: usize>(
+    panel: &[f32],
+    x: &[f32],
+    stride: usize,
+    acc: &mut [f32; INPUTS * PANEL],
+) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        // Half the panel at a time: 4 × NI accumulators + 4 weights in 32 q-registers.
+        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
+        for half in 0..2 {
+            let h = half * 16;
+            let mut a: [[float32x4_t; 4]; NI] = std::array::from_fn(|i| {
+                std::array::from_fn(|v| vld1q_f32(ap.add(i * PANEL + h + v * 4)))
+            });
+            for c in 0..panel.len() / PANEL {
+                let w: [float32x4_t; 4] =
+                    std::array::from_fn(|v| vld1q_f32(wp.add(c * PANEL + h + v * 4)));
+                for i in 0..NI {
+                    let xv = *xp.add(i * stride + c);
+                    for v in 0..4 {
+                        a[i][v] = vfmaq_n_f32(a[i][v], w[v], xv);
+                    }
+                }
+            }
+            for i in 0..NI {
+                for v in 0..4 {
+                    vst1q_f32(ap.add(i * PANEL + h + v * 4), a[i][v]);
+                }
+            }
+        }
+    }
+}
