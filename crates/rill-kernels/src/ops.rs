@@ -149,6 +149,15 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
 
 /// LayerNorm as `mx.fast.layer_norm`: `y = (x − mean)·rsqrt(var + eps)·w + b`.
 pub fn layer_norm(x: &[f32], w: &[f32], b: &[f32], eps: f32, out: &mut [f32]) {
+    let (mean, r) = layer_norm_stats(x, eps);
+    for (((o, xi), wi), bi) in out.iter_mut().zip(x).zip(w).zip(b) {
+        *o = (xi - mean) * r * wi + bi;
+    }
+}
+
+/// The mean of `x` and `rsqrt(var + eps)`, as [`layer_norm`] uses them (the squares
+/// summed in 8 lanes, then the tail): for layer norms without a bias.
+pub fn layer_norm_stats(x: &[f32], eps: f32) -> (f32, f32) {
     let n = x.len() as f32;
     let mean = sum(x) / n;
     let mut acc = [0f32; 8];
@@ -163,10 +172,7 @@ pub fn layer_norm(x: &[f32], w: &[f32], b: &[f32], eps: f32, out: &mut [f32]) {
     for v in &x[n8..] {
         var += (v - mean) * (v - mean);
     }
-    let r = 1.0 / (var / n + eps).sqrt();
-    for (((o, xi), wi), bi) in out.iter_mut().zip(x).zip(w).zip(b) {
-        *o = (xi - mean) * r * wi + bi;
-    }
+    (mean, 1.0 / (var / n + eps).sqrt())
 }
 
 /// `e^x` in f32 without a libm call, so loops over it vectorise: range reduction

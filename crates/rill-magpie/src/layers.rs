@@ -32,21 +32,7 @@ impl LayerNorm {
     }
 
     pub fn apply(&self, x: &[f32], out: &mut [f32]) {
-        let n = x.len() as f32;
-        let mean = ops::sum(x) / n;
-        let mut acc = [0f32; 8];
-        let n8 = x.len() / 8 * 8;
-        for c in x[..n8].chunks_exact(8) {
-            for l in 0..8 {
-                let d = c[l] - mean;
-                acc[l] += d * d;
-            }
-        }
-        let mut var = acc.iter().sum::<f32>();
-        for v in &x[n8..] {
-            var += (v - mean) * (v - mean);
-        }
-        let r = 1.0 / (var / n + LN_EPS).sqrt();
+        let (mean, r) = ops::layer_norm_stats(x, LN_EPS);
         for ((o, xi), wi) in out.iter_mut().zip(x).zip(&self.weight) {
             *o = (xi - mean) * r * wi;
         }

@@ -33,6 +33,18 @@ pub enum NoteValue {
 }
 
 impl NoteValue {
+    /// The value of a raw pianoroll entry (−1..=3), `None` for any other.
+    pub fn from_raw(raw: i64) -> Option<NoteValue> {
+        Some(match raw {
+            -1 => NoteValue::Masked,
+            0 => NoteValue::Off,
+            1 => NoteValue::Sustain,
+            2 => NoteValue::Onset,
+            3 => NoteValue::On,
+            _ => return None,
+        })
+    }
+
     pub fn raw(self) -> i32 {
         match self {
             NoteValue::Masked => -1,

@@ -183,18 +183,9 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
     }
     let mut notes = [NoteValue::Masked; PITCHES];
     for (i, (d, &x)) in notes.iter_mut().zip(&meta.notes).enumerate() {
-        *d = match x {
-            -1 => NoteValue::Masked,
-            0 => NoteValue::Off,
-            1 => NoteValue::Sustain,
-            2 => NoteValue::Onset,
-            3 => NoteValue::On,
-            _ => {
-                return Err(format!(
-                    "conditioning.notes[{i}] is {x}, not a pianoroll value -1..3"
-                ))
-            }
-        };
+        *d = NoteValue::from_raw(x.into()).ok_or_else(|| {
+            format!("conditioning.notes[{i}] is {x}, not a pianoroll value -1..3")
+        })?;
     }
     if meta.cfg_bits.len() != 3 {
         return Err(format!(

@@ -45,18 +45,11 @@ impl Default for Controls {
 
 /// The pianoroll value of a raw upstream value.
 pub fn note_value(raw: i64) -> Result<NoteValue> {
-    Ok(match raw {
-        -1 => NoteValue::Masked,
-        0 => NoteValue::Off,
-        1 => NoteValue::Sustain,
-        2 => NoteValue::Onset,
-        3 => NoteValue::On,
-        _ => {
-            return Err(Error::invalid(format!(
-                "pianoroll_with_onsets_tokens value {raw} is not one of -1 (masked), 0 (off), \
-                 1 (sustained), 2 (onset), 3 (on)"
-            )))
-        }
+    NoteValue::from_raw(raw).ok_or_else(|| {
+        Error::invalid(format!(
+            "pianoroll_with_onsets_tokens value {raw} is not one of -1 (masked), 0 (off), \
+             1 (sustained), 2 (onset), 3 (on)"
+        ))
     })
 }
 
