@@ -4,32 +4,15 @@
 //! (sha256 of the widened values), and hostile inputs must give errors, never panics.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use rill_checkpoint::gguf::{Gguf, MetaValue};
 use rill_checkpoint::nemo::Nemo;
 use rill_checkpoint::pickle;
 use rill_checkpoint::raw::RawTensor;
 use rill_checkpoint::torch::StateDict;
+use rill_testkit::{loader_expected as expected, require_loader as require};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-fn require(name: &str) -> PathBuf {
-    let path = rill_testkit::repo_root()
-        .join("testdata/magpie/loaders")
-        .join(name);
-    assert!(
-        path.exists(),
-        "fixture testdata/magpie/loaders/{name} is missing: restore it with git, or rerun \
-         testdata/magpie/make_loader_fixtures.py"
-    );
-    path
-}
-
-fn expected() -> Value {
-    let text = std::fs::read_to_string(require("expected.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
 
 fn hex(d: impl AsRef<[u8]>) -> String {
     d.as_ref().iter().map(|b| format!("{b:02x}")).collect()

@@ -1,44 +1,28 @@
 //! The `rill` binary as a user runs it: outputs match the reference recordings,
 //! bad input gives one clear line and a non-zero exit, outputs are checked first.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use rill_checkpoint::ModelKind;
 use rill_io::{Array, Data, Npz};
 
-fn rill(args: &[&str], home: &Path) -> Output {
-    rill_env(args, home, &[])
+mod common;
+use common::{ckpt, rill, rill_env, stderr, tmp};
+
+/// Runs `rill cmd --checkpoint ck rest…`.
+fn rill_ck(cmd: &str, ck: &str, rest: &[&str], home: &Path) -> Output {
+    rill(&[&[cmd, "--checkpoint", ck][..], rest].concat(), home)
 }
 
-fn rill_env(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rill"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("RILL_CHECKPOINT")
-        .env_remove("MAGENTA_HOME")
-        .env_remove("RILL_ISA")
-        .env_remove("RILL_THREADS")
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .envs(env.iter().copied())
-        .output()
-        .expect("running rill")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = rill_testkit::cache_dir().join(format!("cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn ckpt0() -> String {
-    rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// Runs `rill decode` of the token file `tokens` into `out`, with `extra` flags.
+fn decode(ck: &str, tokens: &str, out: &str, extra: &[&str], home: &Path) -> Output {
+    rill_ck(
+        "decode",
+        ck,
+        &[&["--tokens", tokens, "-o", out][..], extra].concat(),
+        home,
+    )
 }
 
 /// Fails with exit status 1 and an error line containing `needle`.
@@ -75,13 +59,12 @@ const D1_STYLE: &str = "660,1016,295,206,857,841,391,857,619,70,401,22";
 #[test]
 fn generate_matches_reference_and_decode_matches_generate() {
     let d = tmp("gen");
-    let ck = ckpt0();
+    let ck = ckpt(0);
     let (wav, toks, dump) = (d.join("a.wav"), d.join("a.npy"), d.join("a.npz"));
-    let o = rill(
+    let o = rill_ck(
+        "generate",
+        &ck,
         &[
-            "generate",
-            "--checkpoint",
-            &ck,
             "--frames",
             "6",
             "--style-codes",
@@ -135,34 +118,17 @@ fn generate_matches_reference_and_decode_matches_generate() {
 
     // `rill decode` of the written tokens gives the same audio (streaming mode)…
     let wav2 = d.join("b.wav");
-    let o = rill(
-        &[
-            "decode",
-            "--checkpoint",
-            &ck,
-            "--tokens",
-            toks.to_str().unwrap(),
-            "-o",
-            wav2.to_str().unwrap(),
-        ],
-        &d,
-    );
+    let o = decode(&ck, toks.to_str().unwrap(), wav2.to_str().unwrap(), &[], &d);
     assert!(o.status.success(), "{}", stderr(&o));
     let s2 = wav_samples(&wav2);
     assert_eq!(s2, samples);
     // …and batched mode equals it shifted by one 1920-sample frame.
     let wav3 = d.join("c.wav");
-    let o = rill(
-        &[
-            "decode",
-            "--checkpoint",
-            &ck,
-            "--tokens",
-            toks.to_str().unwrap(),
-            "-o",
-            wav3.to_str().unwrap(),
-            "--batched",
-        ],
+    let o = decode(
+        &ck,
+        toks.to_str().unwrap(),
+        wav3.to_str().unwrap(),
+        &["--batched"],
         &d,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -185,11 +151,10 @@ fn force_tokens_reproduces_the_reference_path() {
     rill_io::write_npy(&forced, &a).unwrap();
     let dump = d.join("f.npz");
     let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 1);
-    let o = rill(
+    let o = rill_ck(
+        "generate",
+        ck.to_str().unwrap(),
         &[
-            "generate",
-            "--checkpoint",
-            ck.to_str().unwrap(),
             "--force-tokens",
             forced.to_str().unwrap(),
             "--style-codes",
@@ -233,7 +198,7 @@ fn force_tokens_reproduces_the_reference_path() {
 #[test]
 fn bad_input_gives_one_clear_line() {
     let d = tmp("bad");
-    let ck = ckpt0();
+    let ck = ckpt(0);
     let out = d.join("x.wav");
     let out = out.to_str().unwrap();
     let base = [
@@ -303,17 +268,16 @@ fn bad_input_gives_one_clear_line() {
 #[test]
 fn one_and_two_stages_write_the_same_audio_and_tokens() {
     let d = tmp("stages");
-    let ck = ckpt0();
+    let ck = ckpt(0);
     let run = |stages: &str, threads: &str| {
         let (wav, toks) = (
             d.join(format!("{stages}{threads}.wav")),
             d.join(format!("{stages}{threads}.npy")),
         );
-        let o = rill(
+        let o = rill_ck(
+            "generate",
+            &ck,
             &[
-                "generate",
-                "--checkpoint",
-                &ck,
                 "--frames",
                 "8",
                 "--notes",
@@ -349,17 +313,11 @@ fn one_and_two_stages_write_the_same_audio_and_tokens() {
 #[test]
 fn unwritable_output_fails_before_any_work() {
     let d = tmp("unwritable");
-    let ck = ckpt0();
-    let o = rill(
-        &[
-            "generate",
-            "--checkpoint",
-            &ck,
-            "--frames",
-            "50",
-            "-o",
-            "/nonexistent/dir/out.wav",
-        ],
+    let ck = ckpt(0);
+    let o = rill_ck(
+        "generate",
+        &ck,
+        &["--frames", "50", "-o", "/nonexistent/dir/out.wav"],
         &d,
     );
     assert_user_error(&o, "/nonexistent/dir/out.wav");
@@ -372,18 +330,7 @@ fn unwritable_output_fails_before_any_work() {
     let tokens = d.join("t.npy");
     let ids: Vec<i32> = (0..2 * 12).map(|i| 6 + 1024 * (i % 12)).collect();
     rill_io::write_npy(&tokens, &Array::new(vec![2, 12], Data::I32(ids))).unwrap();
-    let o = rill(
-        &[
-            "decode",
-            "--checkpoint",
-            &ck,
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "-o",
-            "/nonexistent/y.wav",
-        ],
-        &d,
-    );
+    let o = decode(&ck, tokens.to_str().unwrap(), "/nonexistent/y.wav", &[], &d);
     assert_user_error(&o, "/nonexistent/y.wav");
     assert!(
         !stderr(&o).contains("loaded"),
@@ -403,25 +350,20 @@ fn missing_checkpoint_explains_how_to_get_one() {
         "{e}"
     );
     assert!(e.contains("--random-weights"), "{e}");
-    let o = rill(
-        &[
-            "generate",
-            "--checkpoint",
-            "/nonexistent.safetensors",
-            "--frames",
-            "1",
-        ],
+    let o = rill_ck(
+        "generate",
+        "/nonexistent.safetensors",
+        &["--frames", "1"],
         &d,
     );
     assert_user_error(&o, "does not exist");
     // A file that is not a checkpoint.
     let bad = d.join("bad.safetensors");
     std::fs::write(&bad, b"\x05\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
-    let o = rill(
+    let o = rill_ck(
+        "generate",
+        bad.to_str().unwrap(),
         &[
-            "generate",
-            "--checkpoint",
-            bad.to_str().unwrap(),
             "--frames",
             "1",
             "--no-audio",
@@ -438,18 +380,12 @@ fn missing_checkpoint_explains_how_to_get_one() {
 #[test]
 fn quantize_round_trip_and_synth_errors() {
     let d = tmp("quant");
-    let ck = ckpt0();
+    let ck = ckpt(0);
     let q = d.join("q8.safetensors");
-    let o = rill(
-        &[
-            "quantize",
-            "--checkpoint",
-            &ck,
-            "--precision",
-            "int8",
-            "-o",
-            q.to_str().unwrap(),
-        ],
+    let o = rill_ck(
+        "quantize",
+        &ck,
+        &["--precision", "int8", "-o", q.to_str().unwrap()],
         &d,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -480,11 +416,10 @@ fn quantize_round_trip_and_synth_errors() {
         rill_io::read_npy(&t2).unwrap()
     );
     // Asking a pre-quantised file for another precision is a clear error.
-    let o = rill(
+    let o = rill_ck(
+        "generate",
+        q.to_str().unwrap(),
         &[
-            "generate",
-            "--checkpoint",
-            q.to_str().unwrap(),
             "--precision",
             "f32",
             "--frames",
@@ -507,13 +442,12 @@ fn quantize_round_trip_and_synth_errors() {
 #[test]
 fn play_without_a_device_records_what_it_played() {
     let d = tmp("play");
-    let ck = ckpt0();
+    let ck = ckpt(0);
     let wav = d.join("live.wav");
-    let o = rill(
+    let o = rill_ck(
+        "play",
+        &ck,
         &[
-            "play",
-            "--checkpoint",
-            &ck,
             "--precision",
             "int8",
             "--device",
@@ -554,16 +488,10 @@ fn play_without_a_device_records_what_it_played() {
         "recorded {recorded} frames, generated {generated}: {e}"
     );
     // A missing device is a clear error, not a panic.
-    let o = rill(
-        &[
-            "play",
-            "--checkpoint",
-            &ck,
-            "--device",
-            "no-such-device-xyz",
-            "--seconds",
-            "1",
-        ],
+    let o = rill_ck(
+        "play",
+        &ck,
+        &["--device", "no-such-device-xyz", "--seconds", "1"],
         &d,
     );
     assert_eq!(o.status.code(), Some(1));

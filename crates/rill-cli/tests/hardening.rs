@@ -77,66 +77,30 @@ fn f16_precision_is_offered_only_where_it_is_taken() {
 fn absurd_sizes_are_one_error_line() {
     let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
     let ck = ck.to_str().unwrap();
-    for (args, needle) in [
+    for (cmd, rest, needle) in [
         (
-            vec![
-                "generate",
-                "--checkpoint",
-                ck,
-                "--frames",
-                "18446744073709551615",
-            ],
+            "generate",
+            &["--frames", "18446744073709551615"][..],
             "--frames",
         ),
+        ("generate", &["--seconds", "1e300"][..], "--seconds"),
+        ("bench", &["--frames", "99999999999"][..], "--frames"),
+        ("bench", &["--warmup", "99999999999"][..], "--warmup"),
+        ("play", &["--buffer-ms", "4000000000"][..], "--buffer-ms"),
+        ("soak", &["--seconds", "1e9"][..], "--seconds"),
+        ("soak", &["--streams", "100000"][..], "--streams"),
         (
-            vec!["generate", "--checkpoint", ck, "--seconds", "1e300"],
-            "--seconds",
-        ),
-        (
-            vec!["bench", "--checkpoint", ck, "--frames", "99999999999"],
-            "--frames",
-        ),
-        (
-            vec!["bench", "--checkpoint", ck, "--warmup", "99999999999"],
-            "--warmup",
-        ),
-        (
-            vec!["play", "--checkpoint", ck, "--buffer-ms", "4000000000"],
-            "--buffer-ms",
-        ),
-        (
-            vec!["soak", "--checkpoint", ck, "--seconds", "1e9"],
-            "--seconds",
-        ),
-        (
-            vec!["soak", "--checkpoint", ck, "--streams", "100000"],
-            "--streams",
-        ),
-        (
-            vec![
-                "soak",
-                "--checkpoint",
-                ck,
-                "--seconds",
-                "10",
-                "--interval",
-                "0",
-            ],
+            "soak",
+            &["--seconds", "10", "--interval", "0"][..],
             "--interval",
         ),
         (
-            vec![
-                "generate",
-                "--checkpoint",
-                ck,
-                "--frames",
-                "1",
-                "--threads",
-                "100000",
-            ],
+            "generate",
+            &["--frames", "1", "--threads", "100000"][..],
             "thread",
         ),
     ] {
+        let args = [&[cmd, "--checkpoint", ck][..], rest].concat();
         assert_refused(&rill(&args), needle);
     }
 }

@@ -3,39 +3,12 @@
 //! a bad state file is one error line, a non-zero exit and no output file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use rill_checkpoint::writer::{self, Tensor};
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::Checkpoint;
 
-fn rill(args: &[&str], home: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rill"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("RILL_CHECKPOINT")
-        .env_remove("MAGENTA_HOME")
-        .env_remove("RILL_ISA")
-        .env_remove("RILL_THREADS")
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .output()
-        .expect("running rill")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = rill_testkit::cache_dir().join(format!("cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn ckpt(seed: u64) -> String {
-    rill_testkit::synthetic_checkpoint(ModelKind::Small, seed)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{ckpt, rill, stderr, tmp};
 
 fn wav_samples(path: &Path) -> Vec<i16> {
     let mut r = hound::WavReader::open(path).unwrap();

@@ -27,23 +27,31 @@ fn zip_claiming(name: &str, data: &[u8], claimed: u64) -> Vec<u8> {
     let le16 = |v: &mut Vec<u8>, x: u16| v.extend_from_slice(&x.to_le_bytes());
     let le32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
     let le64 = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_le_bytes());
+    // Time, date, CRC, both sizes (in the zip64 extra), name and extra lengths.
+    let times_crc_sizes = |v: &mut Vec<u8>| {
+        le16(v, 0);
+        le16(v, 0x21);
+        le32(v, crc);
+        le32(v, u32::MAX);
+        le32(v, u32::MAX);
+        le16(v, name.len() as u16);
+        le16(v, 20);
+    };
+    // The name, then the zip64 extra (uncompressed, compressed).
+    let name_and_zip64 = |v: &mut Vec<u8>| {
+        v.extend_from_slice(name.as_bytes());
+        le16(v, 1);
+        le16(v, 16);
+        le64(v, claimed);
+        le64(v, data.len() as u64);
+    };
     // Local file header + zip64 extra (uncompressed, compressed).
     le32(&mut z, 0x0403_4b50);
     le16(&mut z, 45);
     le16(&mut z, 0);
     le16(&mut z, 0); // stored
-    le16(&mut z, 0);
-    le16(&mut z, 0x21);
-    le32(&mut z, crc);
-    le32(&mut z, u32::MAX);
-    le32(&mut z, u32::MAX);
-    le16(&mut z, name.len() as u16);
-    le16(&mut z, 20);
-    z.extend_from_slice(name.as_bytes());
-    le16(&mut z, 1);
-    le16(&mut z, 16);
-    le64(&mut z, claimed);
-    le64(&mut z, data.len() as u64);
+    times_crc_sizes(&mut z);
+    name_and_zip64(&mut z);
     z.extend_from_slice(data);
     // Central directory header + zip64 extra (uncompressed, compressed).
     let cd = z.len();
@@ -52,23 +60,13 @@ fn zip_claiming(name: &str, data: &[u8], claimed: u64) -> Vec<u8> {
     le16(&mut z, 45);
     le16(&mut z, 0);
     le16(&mut z, 0);
-    le16(&mut z, 0);
-    le16(&mut z, 0x21);
-    le32(&mut z, crc);
-    le32(&mut z, u32::MAX);
-    le32(&mut z, u32::MAX);
-    le16(&mut z, name.len() as u16);
-    le16(&mut z, 20);
+    times_crc_sizes(&mut z);
     le16(&mut z, 0);
     le16(&mut z, 0);
     le16(&mut z, 0);
     le32(&mut z, 0);
     le32(&mut z, 0);
-    z.extend_from_slice(name.as_bytes());
-    le16(&mut z, 1);
-    le16(&mut z, 16);
-    le64(&mut z, claimed);
-    le64(&mut z, data.len() as u64);
+    name_and_zip64(&mut z);
     let cd_len = z.len() - cd;
     // End of central directory.
     le32(&mut z, 0x0605_4b50);

@@ -169,14 +169,42 @@ fn matrix_from(mlx: &MlxQuant) -> Matrix {
     Matrix::from_arrays(ROWS, COLS, rill_arrays(mlx)).unwrap()
 }
 
+/// MLX's int8 (group 64) and int4 (group 32) matrices (MLX's int4 is stored in
+/// rill's matrices with group 32 only, `WeightFormat::Int4`), each with its
+/// independent dequantisation and its product with `x` on every tier of `tiers`.
+#[allow(clippy::type_complexity)]
+fn mlx_products(
+    v: &Vectors,
+    x: &[f32],
+    tiers: &[isa::Isa],
+) -> Vec<(MlxQuant, Vec<f64>, Vec<(isa::Isa, Vec<f32>)>)> {
+    let pool = Pool::new(2);
+    let mut scratch = GemvScratch::new();
+    [(8, 64), (4, 32)]
+        .into_iter()
+        .map(|(bits, group)| {
+            let mlx = v.quant(bits, group);
+            let d = mlx.dequantized();
+            let m = matrix_from(&mlx);
+            let ys = tiers
+                .iter()
+                .map(|&tier| {
+                    let mut y = vec![0f32; ROWS];
+                    m.gemv_rows_isa(tier, x, &mut y, 0..ROWS, &mut scratch, &pool);
+                    (tier, y)
+                })
+                .collect();
+            (mlx, d, ys)
+        })
+        .collect()
+}
+
 /// Integer activations with max |x| = 32767 quantise to int16 exactly (scale 1), so
 /// the integer sums are exact and only f32 rounding of the group terms remains: a
 /// value, scale or bias read from the wrong place shows as an O(1) error.
 #[test]
 fn gemv_on_mlx_values_matches_independent_dequantisation() {
     let v = Vectors::load();
-    let pool = Pool::new(2);
-    let mut scratch = GemvScratch::new();
     let tiers =
         isa::tiers_under_test("mx_quantize::gemv_on_mlx_values_matches_independent_dequantisation");
     let mut x: Vec<f32> = (0..COLS)
@@ -184,14 +212,9 @@ fn gemv_on_mlx_values_matches_independent_dequantisation() {
         .collect();
     x[17] = 32767.0;
     x[90] = -32767.0;
-    // MLX's int4 is stored in rill's matrices with group 32 only (`WeightFormat::Int4`).
-    for (bits, group) in [(8, 64), (4, 32)] {
-        let mlx = v.quant(bits, group);
-        let d = mlx.dequantized();
-        let m = matrix_from(&mlx);
-        for &tier in &tiers {
-            let mut y = vec![0f32; ROWS];
-            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &mut scratch, &pool);
+    for (mlx, d, ys) in mlx_products(&v, &x, &tiers) {
+        let (bits, group) = (mlx.bits, mlx.group);
+        for (tier, y) in ys {
             let mut worst = 0f64;
             for r in 0..ROWS {
                 let row = &d[r * COLS..(r + 1) * COLS];
@@ -219,18 +242,12 @@ fn gemv_on_mlx_values_matches_independent_dequantisation() {
 #[test]
 fn gemv_on_mlx_values_matches_mlx_matmul() {
     let v = Vectors::load();
-    let pool = Pool::new(2);
-    let mut scratch = GemvScratch::new();
     let x = v.f32("x");
     let xmax = x.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
     let tiers = isa::tiers_under_test("mx_quantize::gemv_on_mlx_values_matches_mlx_matmul");
-    for (bits, group) in [(8, 64), (4, 32)] {
-        let mlx = v.quant(bits, group);
-        let d = mlx.dequantized();
-        let m = matrix_from(&mlx);
-        for &tier in &tiers {
-            let mut y = vec![0f32; ROWS];
-            m.gemv_rows_isa(tier, &x, &mut y, 0..ROWS, &mut scratch, &pool);
+    for (mlx, d, ys) in mlx_products(&v, &x, &tiers) {
+        let bits = mlx.bits;
+        for (tier, y) in ys {
             let mut worst = 0f64;
             for r in 0..ROWS {
                 // Activation rounding moves each term by ≤ |w|·max|x|/65534.

@@ -16,6 +16,7 @@ mod common;
 use common::*;
 use rill_kernels::Pool;
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME};
+use rill_testkit::thread_cpu_ms;
 
 #[test]
 #[ignore]
@@ -163,28 +164,4 @@ fn profile(codec: NanoCodec) {
         );
     }
     eprintln!("{:?}: total {total:.1} ms", codec.isa());
-}
-
-#[cfg(target_os = "linux")]
-fn thread_cpu_ms() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0.0;
-    }
-    ts.sec as f64 * 1e3 + ts.nsec as f64 * 1e-6
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ms() -> f64 {
-    0.0
 }

@@ -4,29 +4,12 @@
 //! NeMo-Speech.cpp `conversion/codec.py`'s layout (folded by torch, f16, dense
 //! transposed convs) must give the same decoder.
 
-use std::path::PathBuf;
-
 use rill_checkpoint::nemo::Nemo;
 use rill_nanocodec::load::{self, folded_tensors};
 use rill_nanocodec::{CodecError, Config, NanoCodec, Weights};
+use rill_testkit::{loader_expected as expected, require_loader as require};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-fn require(name: &str) -> PathBuf {
-    let path = rill_testkit::repo_root()
-        .join("testdata/magpie/loaders")
-        .join(name);
-    assert!(
-        path.exists(),
-        "fixture testdata/magpie/loaders/{name} is missing: restore it with git, or rerun \
-         testdata/magpie/make_loader_fixtures.py"
-    );
-    path
-}
-
-fn expected() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(require("expected.json")).unwrap()).unwrap()
-}
 
 fn sha(v: &[f32]) -> String {
     let mut h = Sha256::new();

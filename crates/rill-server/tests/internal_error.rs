@@ -8,12 +8,7 @@ use common::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_the_engine_fails_one_listener_and_the_other_keeps_playing() {
     let (addr, state) = server_state(2, ServerOptions::default()).await;
-    let mut a = connect(&addr).await;
-    let mut b = connect(&addr).await;
-    send(&mut a, serde_json::json!({"type": "start"})).await;
-    send(&mut b, serde_json::json!({"type": "start"})).await;
-    next_frame(&mut a).await;
-    next_frame(&mut b).await;
+    let (mut a, mut b) = two_playing(&addr).await;
     state.engine.inject_panic_in_pool();
     // Whichever stream the scheduler served next fails; read both until one ends.
     let failed = tokio::select! {

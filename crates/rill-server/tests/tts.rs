@@ -24,19 +24,7 @@ fn voice() -> Voice {
 
 /// A server with (or without) the voice; its address.
 async fn tts_server(with_voice: bool) -> String {
-    let (lm, codec) = weights();
-    let engine = Engine::start(
-        lm,
-        codec,
-        EngineConfig {
-            threads: 1,
-            stages: rill_stream::Stages::Sequential,
-            lm_threads: None,
-            max_sessions: Some(1),
-            calibration_frames: 0,
-        },
-    )
-    .expect("starting the engine");
+    let engine = engine(1, rill_stream::Stages::Sequential, 1);
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
     if with_voice {
         state = state.with_tts(TtsService::new(voice(), 2));

@@ -77,12 +77,7 @@ async fn frames_status_controls_and_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_listeners_are_refused_and_admitted_ones_keep_playing() {
     let addr = server(2).await;
-    let mut a = connect(&addr).await;
-    let mut b = connect(&addr).await;
-    send(&mut a, serde_json::json!({"type": "start"})).await;
-    send(&mut b, serde_json::json!({"type": "start"})).await;
-    next_frame(&mut a).await;
-    next_frame(&mut b).await;
+    let (mut a, mut b) = two_playing(&addr).await;
     // Ten listeners on a server that sustains two: eight are refused cleanly.
     let mut refused = Vec::new();
     for _ in 0..8 {

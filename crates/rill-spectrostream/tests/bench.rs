@@ -9,17 +9,13 @@ mod common;
 use common::*;
 use rill_kernels::Pool;
 use rill_spectrostream::LEVELS;
+use rill_testkit::thread_cpu_ms;
 
 #[test]
 #[ignore]
 fn step_ms_per_frame() {
     let codec = codec(0);
-    let z = rill_testkit::fixture("D1.npz");
-    let (_, tokens) = z.i64("tokens").unwrap();
-    let frames: Vec<[u32; LEVELS]> = tokens
-        .chunks_exact(LEVELS)
-        .map(|c| std::array::from_fn(|k| c[k] as u32))
-        .collect();
+    let frames = d1_frames();
     for threads in [1, 2] {
         let pool = Pool::new(threads);
         let mut st = codec.new_state();
@@ -64,12 +60,7 @@ fn step_ms_per_frame() {
 #[ignore]
 fn layer_profile() {
     let codec = codec(0);
-    let z = rill_testkit::fixture("D1.npz");
-    let (_, tokens) = z.i64("tokens").unwrap();
-    let frames: Vec<[u32; LEVELS]> = tokens
-        .chunks_exact(LEVELS)
-        .map(|c| std::array::from_fn(|k| c[k] as u32))
-        .collect();
+    let frames = d1_frames();
     let mut audio = vec![0f32; rill_spectrostream::SAMPLES_PER_FRAME * 2];
     for threads in [1, 2] {
         let pool = Pool::new(threads);
@@ -112,29 +103,14 @@ fn layer_profile() {
     }
 }
 
-/// CPU time of the calling thread in ms (Linux; 0 elsewhere).
-#[cfg(target_os = "linux")]
-fn thread_cpu_ms() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0.0;
-    }
-    ts.sec as f64 * 1e3 + ts.nsec as f64 * 1e-6
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ms() -> f64 {
-    0.0
+/// The token frames of upstream's recording D1.
+fn d1_frames() -> Vec<[u32; LEVELS]> {
+    let z = rill_testkit::fixture("D1.npz");
+    let (_, tokens) = z.i64("tokens").unwrap();
+    tokens
+        .chunks_exact(LEVELS)
+        .map(|c| std::array::from_fn(|k| c[k] as u32))
+        .collect()
 }
 
 fn wall_ms() -> f64 {

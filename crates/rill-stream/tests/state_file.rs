@@ -4,28 +4,16 @@
 //! does), and hostile files are refused with the field named, never a panic.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
 
 use rill_checkpoint::writer::{self, Tensor};
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_mrt2::{Mrt2, Precision, Session, LEVELS};
-use rill_spectrostream::Codec;
+use rill_checkpoint::Checkpoint;
+use rill_mrt2::{Session, LEVELS};
 use rill_stream::{
     Control, FramePipeline, Generator, NoteTracker, Snapshot, StagePools, Stages, FRAME_PCM,
 };
 
-fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
-    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
-    W.get_or_init(|| {
-        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
-        let ck = Checkpoint::open(path).unwrap();
-        (
-            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
-            Arc::new(Codec::load(&ck).unwrap()),
-        )
-    })
-    .clone()
-}
+mod common;
+use common::weights;
 
 const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
 

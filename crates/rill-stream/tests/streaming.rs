@@ -2,30 +2,15 @@
 //! continues bit-identically, the buffer bound holds, admission control refuses
 //! streams beyond capacity.
 
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_mrt2::{Mrt2, Precision};
-use rill_spectrostream::Codec;
 use rill_stream::{
     Control, Engine, EngineConfig, Generator, Stages, StreamConfig, StreamError, StreamHandle,
     FRAME_PCM,
 };
 
-fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
-    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
-    W.get_or_init(|| {
-        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
-        let ck = Checkpoint::open(path).unwrap();
-        // int8 keeps the test quick; every property checked here is precision-independent.
-        (
-            Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
-            Arc::new(Codec::load(&ck).unwrap()),
-        )
-    })
-    .clone()
-}
+mod common;
+use common::weights;
 
 fn engine(max: usize) -> Engine {
     let (lm, codec) = weights();

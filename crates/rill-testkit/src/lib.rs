@@ -49,6 +49,24 @@ pub fn require_magpie(name: &str) -> PathBuf {
     path
 }
 
+/// The path of a container-loader fixture under `testdata/magpie/loaders/` (made
+/// with the real tools by `testdata/magpie/make_loader_fixtures.py`), which must exist.
+pub fn require_loader(name: &str) -> PathBuf {
+    let path = repo_root().join("testdata/magpie/loaders").join(name);
+    assert!(
+        path.exists(),
+        "fixture testdata/magpie/loaders/{name} is missing: restore it with git, or rerun \
+         testdata/magpie/make_loader_fixtures.py"
+    );
+    path
+}
+
+/// The loader fixtures' `expected.json` (see [`require_loader`]).
+pub fn loader_expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(require_loader("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 /// Reads a reference recording (which must exist, see [`require`]).
 pub fn fixture(name: &str) -> rill_io::Npz {
     rill_io::Npz::read(require(name)).unwrap_or_else(|e| panic!("{e}"))
@@ -219,4 +237,30 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
             std::alloc::System.realloc(p, l, n)
         }
     }
+}
+
+/// CPU time of the calling thread in ms (Linux; 0 elsewhere).
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_ms() -> f64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.sec as f64 * 1e3 + ts.nsec as f64 * 1e-6
+}
+
+/// CPU time of the calling thread in ms (Linux; 0 elsewhere).
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_ms() -> f64 {
+    0.0
 }

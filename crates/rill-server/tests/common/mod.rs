@@ -29,6 +29,23 @@ pub fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
     .clone()
 }
 
+/// An engine on [`weights`] with `threads` threads in `stages` and room for `max` streams.
+pub fn engine(threads: usize, stages: rill_stream::Stages, max: usize) -> Engine {
+    let (lm, codec) = weights();
+    Engine::start(
+        lm,
+        codec,
+        EngineConfig {
+            threads,
+            stages,
+            lm_threads: None,
+            max_sessions: Some(max),
+            calibration_frames: 0,
+        },
+    )
+    .expect("starting the engine")
+}
+
 /// Starts a server with room for `max` streams; returns its address.
 pub async fn server(max: usize) -> String {
     server_with(max, ServerOptions::default()).await
@@ -41,19 +58,7 @@ pub async fn server_with(max: usize, options: ServerOptions) -> String {
 
 /// As [`server_with`], also returning the server's state (its engine).
 pub async fn server_state(max: usize, options: ServerOptions) -> (String, Arc<AppState>) {
-    let (lm, codec) = weights();
-    let engine = Engine::start(
-        lm,
-        codec,
-        EngineConfig {
-            threads: 2,
-            stages: rill_stream::Stages::TwoStage,
-            lm_threads: None,
-            max_sessions: Some(max),
-            calibration_frames: 0,
-        },
-    )
-    .expect("starting the engine");
+    let engine = engine(2, rill_stream::Stages::TwoStage, max);
     let state = Arc::new(AppState::new(
         engine,
         serde_json::json!({"model": "mrt2_small", "precision": "int8"}),
@@ -70,6 +75,17 @@ pub async fn connect(addr: &str) -> Ws {
         .await
         .unwrap()
         .0
+}
+
+/// Two listeners that have started and each received a first frame.
+pub async fn two_playing(addr: &str) -> (Ws, Ws) {
+    let mut a = connect(addr).await;
+    let mut b = connect(addr).await;
+    send(&mut a, serde_json::json!({"type": "start"})).await;
+    send(&mut b, serde_json::json!({"type": "start"})).await;
+    next_frame(&mut a).await;
+    next_frame(&mut b).await;
+    (a, b)
 }
 
 pub async fn send(ws: &mut Ws, v: serde_json::Value) {

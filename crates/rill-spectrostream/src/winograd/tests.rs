@@ -9,9 +9,12 @@ use crate::conv::Conv2d;
 use crate::grid::{Grid, GridShape};
 use crate::kernels::Epilogue;
 
-/// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, returns `[groups][t][f][cout]`.
-fn stream(
+/// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, its output grid
+/// (`out_f` columns) set to `init` before each chunk; returns `[groups][t][out_f][cout]`.
+#[allow(clippy::too_many_arguments)]
+fn stream_rows(
     in_shape: GridShape,
+    out_f: usize,
     cout: usize,
     x: &[f32],
     t: usize,
@@ -21,8 +24,8 @@ fn stream(
 ) -> Vec<f32> {
     let (g, f, cin) = (in_shape.groups, in_shape.f, in_shape.c);
     let mut inp = Grid::new(in_shape);
-    let mut out = Grid::new(GridShape::raw(g, in_shape.max_t, f, cout));
-    let mut y = vec![0f32; g * t * f * cout];
+    let mut out = Grid::new(GridShape::raw(g, in_shape.max_t, out_f, cout));
+    let mut y = vec![0f32; g * t * out_f * cout];
     let mut t0 = 0;
     for &n in chunks {
         for gi in 0..g {
@@ -37,14 +40,28 @@ fn stream(
         for gi in 0..g {
             for ti in 0..n {
                 let src = out.interior(gi, ti, 0);
-                let dst = (gi * t + t0 + ti) * f * cout;
-                y[dst..dst + f * cout].copy_from_slice(&out.data[src..src + f * cout]);
+                let dst = (gi * t + t0 + ti) * out_f * cout;
+                y[dst..dst + out_f * cout].copy_from_slice(&out.data[src..src + out_f * cout]);
             }
         }
         inp.shift_history(n);
         t0 += n;
     }
-    assert_eq!(t0, t);
+    y
+}
+
+/// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, returns `[groups][t][f][cout]`.
+fn stream(
+    in_shape: GridShape,
+    cout: usize,
+    x: &[f32],
+    t: usize,
+    chunks: &[usize],
+    init: f32,
+    run: &mut dyn FnMut(&Grid, usize, &mut Grid),
+) -> Vec<f32> {
+    let y = stream_rows(in_shape, in_shape.f, cout, x, t, chunks, init, run);
+    assert_eq!(chunks.iter().sum::<usize>(), t);
     y
 }
 
@@ -178,32 +195,7 @@ fn stream_t(
     chunks: &[usize],
     run: &mut dyn FnMut(&Grid, usize, &mut Grid),
 ) -> Vec<f32> {
-    let (g, f, cin) = (in_shape.groups, in_shape.f, in_shape.c);
-    let mut inp = Grid::new(in_shape);
-    let mut out = Grid::new(GridShape::raw(g, in_shape.max_t, out_f, cout));
-    let mut y = vec![0f32; g * t * out_f * cout];
-    let mut t0 = 0;
-    for &n in chunks {
-        for gi in 0..g {
-            for ti in 0..n {
-                let src = ((gi * t + t0 + ti) * f) * cin;
-                let dst = inp.interior(gi, ti, 0);
-                inp.data[dst..dst + f * cin].copy_from_slice(&x[src..src + f * cin]);
-            }
-        }
-        out.data.iter_mut().for_each(|v| *v = 0.25);
-        run(&inp, n, &mut out);
-        for gi in 0..g {
-            for ti in 0..n {
-                let src = out.interior(gi, ti, 0);
-                let dst = (gi * t + t0 + ti) * out_f * cout;
-                y[dst..dst + out_f * cout].copy_from_slice(&out.data[src..src + out_f * cout]);
-            }
-        }
-        inp.shift_history(n);
-        t0 += n;
-    }
-    y
+    stream_rows(in_shape, out_f, cout, x, t, chunks, 0.25, run)
 }
 
 #[test]

@@ -8,6 +8,31 @@ use crate::conv::packed::{has_narrow_kernel, Layout};
 use crate::conv::test_data::snr_db;
 use crate::conv::test_data::{bits_hash, rand_vec};
 
+/// One job over `w` on `isa` into a fresh output of `len` values.
+fn gemm_one(
+    isa: Isa,
+    w: &Packed,
+    rows: RowMap,
+    input: &[f32],
+    epi: Epilogue,
+    len: usize,
+    pool: &Pool,
+) -> Vec<f32> {
+    let mut out = vec![0f32; len];
+    gemm(
+        isa,
+        &[Job {
+            w,
+            rows,
+            input,
+            epi,
+        }],
+        &mut out,
+        pool,
+    );
+    out
+}
+
 /// `m` rows, row `r` reading input from `r · in_stride` and writing output at `r · out_stride`.
 fn consecutive_rows(m: usize, in_stride: usize, out_stride: usize) -> RowMap {
     RowMap {
@@ -103,14 +128,7 @@ fn results_do_not_depend_on_threads_and_simd_tiers_agree() {
         let mut first: Option<Vec<f32>> = None;
         for threads in [1, 2, 3] {
             let pool = Pool::new(threads);
-            let mut out = vec![0f32; m * n];
-            let job = Job {
-                w: &p,
-                rows,
-                input: &x,
-                epi: Epilogue::Elu,
-            };
-            gemm(isa, &[job], &mut out, &pool);
+            let out = gemm_one(isa, &p, rows, &x, Epilogue::Elu, m * n, &pool);
             match &first {
                 None => first = Some(out),
                 Some(f) => assert!(f == &out, "{isa:?}: {threads} threads changed the result"),
@@ -138,14 +156,7 @@ fn narrow_kernels_agree_across_tiers() {
         let (p, x, rows, want) = dense(m, k, n, n);
         let mut simd: Option<Vec<f32>> = None;
         for &isa in &tiers {
-            let mut out = vec![0f32; m * n];
-            let job = Job {
-                w: &p,
-                rows,
-                input: &x,
-                epi: Epilogue::Store,
-            };
-            gemm(isa, &[job], &mut out, &pool);
+            let out = gemm_one(isa, &p, rows, &x, Epilogue::Store, m * n, &pool);
             for (o, w) in out.iter().zip(&want) {
                 assert!(
                     (*o as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
@@ -237,14 +248,7 @@ fn f16_panels_match_rounded_f32() {
                 q.narrow.is_some(),
                 has_narrow_kernel(isa, EarlyWeights::F16)
             );
-            let mut out = vec![0f32; m * n];
-            let job = Job {
-                w: &q,
-                rows,
-                input: &x,
-                epi: Epilogue::Elu,
-            };
-            gemm(isa, &[job], &mut out, &pool);
+            let out = gemm_one(isa, &q, rows, &x, Epilogue::Elu, m * n, &pool);
             if isa != Isa::PORTABLE {
                 match &want {
                     None => want = Some(out),
@@ -271,17 +275,7 @@ fn i16_panels_match_dequantised_f32() {
         (3, 9, 5),
     ] {
         let (p, x, rows, _) = dense(m, k, n, n);
-        let run = |w: &Packed, isa: Isa| {
-            let mut out = vec![0f32; m * n];
-            let job = Job {
-                w,
-                rows,
-                input: &x,
-                epi: Epilogue::Store,
-            };
-            gemm(isa, &[job], &mut out, &pool);
-            out
-        };
+        let run = |w: &Packed, isa: Isa| gemm_one(isa, w, rows, &x, Epilogue::Store, m * n, &pool);
         let exact = run(&p, Isa::PORTABLE);
         let mut want = None;
         for &isa in &tiers {
@@ -356,14 +350,7 @@ fn simd_tiers_reproduce_the_x86_bits() {
         let (p, x, rows, _) = dense(m, k, n, n);
         for &isa in tiers.iter().filter(|i| **i != Isa::PORTABLE) {
             for (e, epi) in [Epilogue::Store, Epilogue::Elu].into_iter().enumerate() {
-                let mut out = vec![0f32; m * n];
-                let job = Job {
-                    w: &p,
-                    rows,
-                    input: &x,
-                    epi,
-                };
-                gemm(isa, &[job], &mut out, &pool);
+                let out = gemm_one(isa, &p, rows, &x, epi, m * n, &pool);
                 let got = bits_hash(&out);
                 assert_eq!(got, want[e], "({m},{k},{n}) {isa} {epi:?}: {got:#018x}");
             }

@@ -1,0 +1,47 @@
+//! Running the `rill` binary from the integration tests: a clean environment
+//! (no inherited checkpoint, ISA or thread settings), a per-test scratch
+//! directory and the synthetic checkpoints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rill_checkpoint::ModelKind;
+
+/// Runs `rill args` with `home` as `HOME` and nothing inherited that picks a
+/// checkpoint, an ISA or a thread count.
+pub fn rill(args: &[&str], home: &Path) -> Output {
+    rill_env(args, home, &[])
+}
+
+/// As [`rill`] with the extra environment variables `env`.
+pub fn rill_env(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rill"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("RILL_CHECKPOINT")
+        .env_remove("MAGENTA_HOME")
+        .env_remove("RILL_ISA")
+        .env_remove("RILL_THREADS")
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("running rill")
+}
+
+/// A fresh scratch directory for the test `name` (in the test cache).
+pub fn tmp(name: &str) -> PathBuf {
+    let d = rill_testkit::cache_dir().join(format!("cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The path of the small synthetic MRT2 checkpoint made from `seed`.
+pub fn ckpt(seed: u64) -> String {
+    rill_testkit::synthetic_checkpoint(ModelKind::Small, seed)
+        .to_string_lossy()
+        .into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
