@@ -183,7 +183,7 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
     }
     let mut notes = [NoteValue::Masked; PITCHES];
     for (i, (d, &x)) in notes.iter_mut().zip(&meta.notes).enumerate() {
-        *d = NoteValue::from_raw(x.into()).ok_or_else(|| {
+        *d = NoteValue::from_raw(x).ok_or_else(|| {
             format!("conditioning.notes[{i}] is {x}, not a pianoroll value -1..3")
         })?;
     }
