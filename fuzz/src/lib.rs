@@ -8,12 +8,12 @@
 use std::sync::{Mutex, OnceLock};
 
 use rill_checkpoint::layout::{RVQ_CODEBOOK, SOUNDSTREAM};
-use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
+use rill_checkpoint::{Checkpoint, Dtype};
 use rill_io::{Array, Data, Npz};
 use rill_mrt2::config::{ModelDims, StackDims};
 use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
 use rill_mrt2::session_file::{self, ModelId};
-use rill_mrt2::{layout, Mrt2, Mrt2Config, Precision};
+use rill_mrt2::{layout, ModelKind, Mrt2, Mrt2Config, Precision};
 use rill_spectrostream::{Codec, CodecState};
 use rill_stream::Snapshot;
 

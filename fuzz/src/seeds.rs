@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use rill_checkpoint::layout::RVQ_CODEBOOK;
 use rill_checkpoint::quantized::{self, part_name};
 use rill_checkpoint::writer::{self, Tensor};
-use rill_checkpoint::{Dtype, ModelKind};
+use rill_checkpoint::Dtype;
 use rill_io::{Array, Data};
 use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::layout::{decoder_embedding_name, tensor_specs};
 use rill_mrt2::sampler::SamplingParams;
 use rill_mrt2::session_file::{ModelId, SessionData};
-use rill_mrt2::{LmState, Precision, LEVELS};
+use rill_mrt2::{LmState, ModelKind, Precision, LEVELS};
 
 /// One seed: target, file name, bytes.
 pub type Seed = (&'static str, String, Vec<u8>);

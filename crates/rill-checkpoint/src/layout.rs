@@ -1,40 +1,7 @@
 //! The vocabulary of checkpoint layouts: tensor specs with their synthetic-init
-//! rules, which MRT2 model a file holds, and the names several crates share (the
-//! RVQ codebook). The layouts themselves are derived from the models' configs
-//! (`rill_mrt2::layout`, `rill_spectrostream::config`).
-
-/// Which MRT2 model a checkpoint holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ModelKind {
-    Small,
-    Base,
-}
-
-impl ModelKind {
-    /// Every model.
-    pub const ALL: [ModelKind; 2] = [ModelKind::Small, ModelKind::Base];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ModelKind::Small => "mrt2_small",
-            ModelKind::Base => "mrt2_base",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "mrt2_small" | "small" => Some(ModelKind::Small),
-            "mrt2_base" | "base" => Some(ModelKind::Base),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for ModelKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+//! rules, and the names several crates share (the RVQ codebook). The layouts
+//! themselves, and which model a file holds, are the model crates' (derived from
+//! their configs: `rill_mrt2::layout`, `rill_spectrostream::config`).
 
 /// RVQ levels rill reads (upstream's `truncation_level`): a frame is one token per
 /// level for the language model, one codebook row per level for the codec.

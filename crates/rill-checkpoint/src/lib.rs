@@ -37,7 +37,7 @@ use memmap2::Mmap;
 pub use safetensors::Dtype;
 
 pub use error::{CheckpointError, Problem, Result};
-pub use layout::{ModelKind, TensorSpec};
+pub use layout::TensorSpec;
 
 /// Where one tensor lives in the mapped file.
 #[derive(Debug, Clone)]

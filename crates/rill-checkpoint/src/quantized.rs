@@ -16,7 +16,7 @@ use rill_kernels::{Matrix, MatrixArrays, WeightFormat};
 use safetensors::Dtype;
 
 use crate::error::{CheckpointError, Result};
-use crate::layout::{ModelKind, RVQ_CODEBOOK, RVQ_LEVELS};
+use crate::layout::{RVQ_CODEBOOK, RVQ_LEVELS};
 use crate::writer::{self, Tensor};
 use crate::Checkpoint;
 
@@ -85,13 +85,13 @@ fn parts(arrays: MatrixArrays) -> Vec<(&'static str, Tensor<'static>)> {
     }
 }
 
-/// Writes a pre-quantised copy of `src` (an upstream-layout checkpoint of `model`)
-/// to `path`: each of `matrices` (keyed by the tensor it was loaded from) as its
-/// parts, every other tensor copied, the metadata naming `precision`.
+/// Writes a pre-quantised copy of `src` (an upstream-layout checkpoint of the model
+/// named `model`) to `path`: each of `matrices` (keyed by the tensor it was loaded
+/// from) as its parts, every other tensor copied, the metadata naming `precision`.
 pub fn write(
     path: &Path,
     src: &Checkpoint,
-    model: ModelKind,
+    model: &str,
     precision: &str,
     matrices: &[(String, Matrix)],
 ) -> Result<()> {
@@ -128,7 +128,7 @@ pub fn write(
     let mut metadata: HashMap<String, String> = src.metadata().clone();
     metadata.insert(FORMAT_KEY.into(), FORMAT.into());
     metadata.insert(PRECISION_KEY.into(), precision.into());
-    metadata.insert(MODEL_KEY.into(), model.name().into());
+    metadata.insert(MODEL_KEY.into(), model.into());
     writer::write(path, &tensors, metadata)
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use crate::error::{CheckpointError, Result};
-use crate::layout::{ModelKind, TensorSpec};
+use crate::layout::TensorSpec;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -107,14 +107,25 @@ pub fn fill_values_parallel(key: u64, start: u64, mean: f64, std: f64, out: &mut
     });
 }
 
+/// Which synthetic file: the model name its header records, the weights seed, and
+/// the sha256 of the whole file if the oracle made the same file (then
+/// [`write_checkpoint`] checks its output against it). The model crate that owns
+/// the layout supplies it (`rill_mrt2::ModelKind::synth_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SynthFile<'a> {
+    pub model: &'a str,
+    pub seed: u64,
+    pub oracle_sha256: Option<&'a str>,
+}
+
 /// The canonical header JSON (compact, space-padded to a multiple of 8), as the
 /// oracle's `synth_checkpoint.py` writes it.
-pub fn header_json(kind: ModelKind, seed: u64, tensors: &[SynthTensor]) -> Vec<u8> {
+pub fn header_json(file: &SynthFile, tensors: &[SynthTensor]) -> Vec<u8> {
     let mut s = String::new();
     s.push_str("{\"__metadata__\":{\"format\":\"magenta-rt mrt2 JAX-layout (params/...) portable-init oracle checkpoint\",");
     s.push_str(&format!(
-        "\"model\":\"{}\",\"weights_seed\":\"{seed}\",",
-        kind.name()
+        "\"model\":\"{}\",\"weights_seed\":\"{}\",",
+        file.model, file.seed
     ));
     s.push_str(
         "\"init\":\"portable_init v1 (fnv1a64 + splitmix64 uniform, see portable_init.py)\"}",
@@ -143,48 +154,14 @@ pub fn header_json(kind: ModelKind, seed: u64, tensors: &[SynthTensor]) -> Vec<u
     b
 }
 
-/// sha256 of the whole files the oracle's `synth_checkpoint.py` wrote for the
-/// reference recordings (`testdata/mrt2/synth_file_sha256*.json`, README's parity
-/// section): [`write_checkpoint`] checks its output against them.
-pub const ORACLE_FILE_SHA256: [(ModelKind, u64, &str); 4] = [
-    (
-        ModelKind::Small,
-        0,
-        "4248ea629330af20bed5e467ddebbd14797638b913c56f788149bd335779ab3d",
-    ),
-    (
-        ModelKind::Small,
-        1,
-        "7d7f51ee84de7782e6582c64efc1ef41754486f55723278f030b4dc7a2c38283",
-    ),
-    (
-        ModelKind::Small,
-        2,
-        "b51c66a8da7e335830553e8901754c35436a0730b4e7165fb3f7bda2db278bc6",
-    ),
-    (
-        ModelKind::Base,
-        0,
-        "7d4181ec4769b6dfd5298252cd27f056c016d84c302da0d9be472b213fe1191e",
-    ),
-];
-
-/// The oracle's sha256 for (`kind`, `seed`), if it made that file.
-pub fn oracle_sha256(kind: ModelKind, seed: u64) -> Option<&'static str> {
-    ORACLE_FILE_SHA256
-        .iter()
-        .find(|(k, s, _)| *k == kind && *s == seed)
-        .map(|(_, _, h)| *h)
-}
-
 /// Bytes of the tensor data of a synthetic checkpoint (f32 values).
 fn data_bytes(tensors: &[SynthTensor]) -> u64 {
     tensors.iter().map(|t| 4 * t.numel() as u64).sum()
 }
 
 /// Size of the whole synthetic checkpoint file: header length, header, data.
-pub fn file_len(kind: ModelKind, seed: u64, tensors: &[SynthTensor]) -> u64 {
-    8 + header_json(kind, seed, tensors).len() as u64 + data_bytes(tensors)
+pub fn file_len(file: &SynthFile, tensors: &[SynthTensor]) -> u64 {
+    8 + header_json(file, tensors).len() as u64 + data_bytes(tensors)
 }
 
 /// Summary of a written checkpoint.
@@ -199,29 +176,28 @@ pub struct SynthSummary {
     pub oracle_checked: bool,
 }
 
-/// Writes the synthetic checkpoint of `kind` (its `tensors`, in file order) for
-/// weights seed `seed` to `path`.
+/// Writes the synthetic checkpoint `file` (its `tensors`, in file order) to `path`.
 ///
 /// The data goes to `path` + `.partial` first and is renamed at the end, so an
 /// interrupted run never leaves a truncated file under the final name.
-/// `progress(done_bytes, total_bytes)` is called after every chunk. For the seeds
-/// the oracle synthesised too ([`ORACLE_FILE_SHA256`]) the file must hash to the
+/// `progress(done_bytes, total_bytes)` is called after every chunk. For a file
+/// the oracle synthesised too (`file.oracle_sha256`) the file must hash to the
 /// oracle's sha256; otherwise it is removed and the result is an error.
 pub fn write_checkpoint(
-    kind: ModelKind,
-    seed: u64,
+    file: &SynthFile,
     tensors: &[SynthTensor],
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SynthSummary> {
-    let header = header_json(kind, seed, tensors);
+    let header = header_json(file, tensors);
+    let (seed, oracle) = (file.seed, file.oracle_sha256);
     let total = data_bytes(tensors);
     let io = |source| CheckpointError::Write {
         path: path.to_path_buf(),
         source,
     };
-    let (pending, file) = rill_io::AtomicFile::create(path).map_err(io)?;
-    let mut w = BufWriter::with_capacity(1 << 22, file);
+    let (pending, out) = rill_io::AtomicFile::create(path).map_err(io)?;
+    let mut w = BufWriter::with_capacity(1 << 22, out);
     let mut sha = Sha256::new();
     let len = (header.len() as u64).to_le_bytes();
     for part in [&len[..], &header] {
@@ -253,7 +229,6 @@ pub fn write_checkpoint(
     w.flush().map_err(io)?;
     drop(w);
     let sha256: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    let oracle = oracle_sha256(kind, seed);
     if let Some(want) = oracle.filter(|&want| want != sha256) {
         // Dropping `pending` removes the partial file.
         return Err(CheckpointError::SynthMismatch {

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use rill_checkpoint::synth;
-use rill_checkpoint::ModelKind;
 use sha2::{Digest, Sha256};
 
 fn testdata(name: &str) -> PathBuf {
@@ -51,7 +50,7 @@ fn test_vectors_seed0() {
     for c in tv["splitmix64_checks"].as_array().unwrap() {
         assert_eq!(synth::splitmix64(hex_u64(&c["x"])), hex_u64(&c["out"]));
     }
-    let specs = rill_testkit::manifest_tensors(ModelKind::Small);
+    let specs = rill_testkit::manifest_tensors("mrt2_small");
     for t in tv["tensors"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
         assert_eq!(synth::tensor_key(0, name), hex_u64(&t["key"]), "{name}");
@@ -77,7 +76,7 @@ fn test_vectors_seed0() {
 fn every_tensor_sha256_seed0() {
     let tv = json("portable_init_test_vectors_seed0.json");
     let all = tv["all_tensors_sha256_f32le"].as_object().unwrap();
-    let specs = rill_testkit::manifest_tensors(ModelKind::Small);
+    let specs = rill_testkit::manifest_tensors("mrt2_small");
     assert_eq!(all.len(), specs.len());
     for spec in &specs {
         let values = synth::tensor_values(0, spec);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_mrt2::{Mrt2, Precision};
+use rill_checkpoint::Checkpoint;
+use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_spectrostream::{Codec, CodecPrecision};
 use rill_stream::source::{self, Hints, SynthProgress};
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use rill_checkpoint::ModelKind;
+use rill_mrt2::ModelKind;
 
 use crate::model_source;
 use crate::output::PendingFile;

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use rill_checkpoint::ModelKind;
 use rill_io::{Array, Data, Npz};
+use rill_mrt2::ModelKind;
 
 mod common;
 use common::{ckpt, rill, rill_env, stderr, tmp};
@@ -150,7 +150,7 @@ fn force_tokens_reproduces_the_reference_path() {
     );
     rill_io::write_npy(&forced, &a).unwrap();
     let dump = d.join("f.npz");
-    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 1);
+    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(1));
     let o = rill_ck(
         "generate",
         ck.to_str().unwrap(),

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rill_checkpoint::ModelKind;
 use rill_io::{Array, Data, Npz};
+use rill_mrt2::ModelKind;
 
 /// Frames embedded (`REFERENCE_FRAMES` in src/doctor.rs).
 const FRAMES: usize = 8;
@@ -62,7 +62,7 @@ fn doctor_quick_passes_parity_on_every_tier_of_this_cpu() {
     std::fs::create_dir_all(&cache).unwrap();
     // The random-weight checkpoint `--random-weights 0` would synthesise: the
     // test cache's copy of the same bytes.
-    let ckpt = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+    let ckpt = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
     std::os::unix::fs::symlink(&ckpt, cache.join("mrt2_small_random_seed0.safetensors")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rill"))
         .args(["doctor", "--quick"])

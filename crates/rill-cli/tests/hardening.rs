@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use rill_checkpoint::ModelKind;
+use rill_mrt2::ModelKind;
 
 fn rill(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rill"))
@@ -75,7 +75,7 @@ fn f16_precision_is_offered_only_where_it_is_taken() {
 
 #[test]
 fn absurd_sizes_are_one_error_line() {
-    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
     let ck = ck.to_str().unwrap();
     for (cmd, rest, needle) in [
         (
@@ -112,7 +112,7 @@ fn overload_refuses_a_server_on_another_machine() {
 
 #[test]
 fn soak_prints_a_row_per_interval_and_a_summary() {
-    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+    let ck = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
     let o = rill(&[
         "soak",
         "--checkpoint",

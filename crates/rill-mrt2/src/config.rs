@@ -1,10 +1,42 @@
-//! The language model's hyper-parameters, written once: the sizes of mrt2_small and
-//! mrt2_base ([`Mrt2Config::new`]) and the tables both share. The model is built
-//! from them and the checkpoint layout ([`crate::layout`]) is derived from them.
-
-use rill_checkpoint::ModelKind;
+//! The language model's hyper-parameters, written once: which models there are
+//! ([`ModelKind`]), the sizes of mrt2_small and mrt2_base ([`Mrt2Config::new`]) and
+//! the tables both share. The model is built from them and the checkpoint layout
+//! ([`crate::layout`]) is derived from them.
 
 use crate::conditioning::STYLE_LEVELS;
+
+/// Which MRT2 model a checkpoint holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelKind {
+    Small,
+    Base,
+}
+
+impl ModelKind {
+    /// Every model.
+    pub const ALL: [ModelKind; 2] = [ModelKind::Small, ModelKind::Base];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Small => "mrt2_small",
+            ModelKind::Base => "mrt2_base",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "mrt2_small" | "small" => Some(ModelKind::Small),
+            "mrt2_base" | "base" => Some(ModelKind::Base),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// MusicCoCa style tokens per level (1024 codes + 6 reserved + 1 dropout).
 pub const MULAN_VOCAB: usize = 1031;

@@ -9,10 +9,11 @@
 //! `testdata/mrt2/manifest_mrt2_*.json` bit for bit.
 
 use rill_checkpoint::layout::{Init, TensorSpec};
-use rill_checkpoint::{Checkpoint, CheckpointError, ModelKind};
+use rill_checkpoint::synth::{SynthFile, SynthTensor};
+use rill_checkpoint::{Checkpoint, CheckpointError};
 use rill_spectrostream::config::SPECTROSTREAM;
 
-use crate::config::{Mrt2Config, StackDims, MULAN_DIM, MULAN_ROWS, REGULAR_ROWS};
+use crate::config::{ModelKind, Mrt2Config, StackDims, MULAN_DIM, MULAN_ROWS, REGULAR_ROWS};
 use crate::sampler::VOCAB;
 
 /// Prefix of the language model's tensors.
@@ -177,11 +178,55 @@ pub fn tensor_specs(kind: ModelKind) -> Vec<TensorSpec> {
 
 /// The tensors a random-weight checkpoint of `kind` holds (`rill synth-checkpoint`,
 /// the Python package's `synth_checkpoint`): the layout, each with its recipe.
-pub fn synth_tensors(kind: ModelKind) -> Vec<rill_checkpoint::synth::SynthTensor> {
-    tensor_specs(kind)
+pub fn synth_tensors(kind: ModelKind) -> Vec<SynthTensor> {
+    tensor_specs(kind).iter().map(SynthTensor::from).collect()
+}
+
+/// sha256 of the whole files the oracle's `synth_checkpoint.py` wrote for the
+/// reference recordings (`testdata/mrt2/synth_file_sha256*.json`, docs/parity.md):
+/// [`rill_checkpoint::synth::write_checkpoint`] checks its output against them
+/// (through [`ModelKind::synth_file`]).
+pub const ORACLE_FILE_SHA256: [(ModelKind, u64, &str); 4] = [
+    (
+        ModelKind::Small,
+        0,
+        "4248ea629330af20bed5e467ddebbd14797638b913c56f788149bd335779ab3d",
+    ),
+    (
+        ModelKind::Small,
+        1,
+        "7d7f51ee84de7782e6582c64efc1ef41754486f55723278f030b4dc7a2c38283",
+    ),
+    (
+        ModelKind::Small,
+        2,
+        "b51c66a8da7e335830553e8901754c35436a0730b4e7165fb3f7bda2db278bc6",
+    ),
+    (
+        ModelKind::Base,
+        0,
+        "7d4181ec4769b6dfd5298252cd27f056c016d84c302da0d9be472b213fe1191e",
+    ),
+];
+
+/// The oracle's sha256 for (`kind`, `seed`), if it made that file.
+pub fn oracle_sha256(kind: ModelKind, seed: u64) -> Option<&'static str> {
+    ORACLE_FILE_SHA256
         .iter()
-        .map(rill_checkpoint::synth::SynthTensor::from)
-        .collect()
+        .find(|(k, s, _)| *k == kind && *s == seed)
+        .map(|(_, _, h)| *h)
+}
+
+impl ModelKind {
+    /// The random-weight checkpoint of this model for weights seed `seed`: its name,
+    /// and the oracle's sha256 if the oracle made the same file.
+    pub fn synth_file(self, seed: u64) -> SynthFile<'static> {
+        SynthFile {
+            model: self.name(),
+            seed,
+            oracle_sha256: oracle_sha256(self, seed),
+        }
+    }
 }
 
 /// Which model `ckpt` holds: from the decoder embedding's width, or for a

@@ -36,7 +36,7 @@ pub mod session_file;
 
 mod loader;
 
-pub use config::Mrt2Config;
+pub use config::{ModelKind, Mrt2Config};
 pub use error::{InvalidValue, ModelError};
 pub use model::{Mrt2, LEVELS};
 pub use precision::Precision;

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use rill_checkpoint::{quantized, Checkpoint, ModelKind};
+use rill_checkpoint::{quantized, Checkpoint};
 
+use crate::config::ModelKind;
 use crate::error::ModelError;
 use crate::layout;
 use crate::model::Mrt2;
@@ -45,7 +46,7 @@ pub fn write(src: &Checkpoint, precision: Precision, path: &Path) -> Result<Writ
         });
     }
     let (_, matrices) = Mrt2::load_recording(src, precision)?;
-    quantized::write(path, src, model, precision.name(), &matrices)?;
+    quantized::write(path, src, model.name(), precision.name(), &matrices)?;
     Ok(Written {
         model,
         matrices: matrices.len(),

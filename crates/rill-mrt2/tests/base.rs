@@ -8,15 +8,15 @@ mod common;
 use std::sync::Arc;
 
 use common::{near_ties, Recording};
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::Checkpoint;
 use rill_mrt2::sampler::LEVEL;
-use rill_mrt2::{FrameTrace, Mrt2, Precision, Session, LEVELS};
+use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, Session, LEVELS};
 use rill_testkit::{cosine, max_abs_diff};
 
 #[test]
 fn base_f32_matches_reference() {
     let rec = Recording::load("DB");
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Base, rec.weights_seed());
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Base.synth_file(rec.weights_seed()));
     let ckpt = Checkpoint::open(&path).unwrap();
     let m = Arc::new(Mrt2::load(&ckpt, Precision::F32).unwrap());
     drop(ckpt);

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use rill_checkpoint::writer::Tensor;
-use rill_checkpoint::{Checkpoint, CheckpointError, Dtype, ModelKind, Problem};
+use rill_checkpoint::{Checkpoint, CheckpointError, Dtype, Problem};
 use rill_mrt2::layout::{decoder_embedding_name, detect_model, tensor_specs, validate};
+use rill_mrt2::ModelKind;
 
 /// Names, shapes, init kinds and the exact mean/std bits of every tensor.
 fn check_manifest(kind: ModelKind, file: &str) {

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use rill_checkpoint::writer::{self, Tensor};
-use rill_checkpoint::{Checkpoint, Dtype, ModelKind};
+use rill_checkpoint::{Checkpoint, Dtype};
 use rill_mrt2::conditioning::{Conditioning, NoteValue};
 use rill_mrt2::sampler::SamplingParams;
 use rill_mrt2::session_file::{self, ModelId, SessionData, MAX_FRAME};
-use rill_mrt2::{LmState, Mrt2Config, Precision, LEVELS};
+use rill_mrt2::{LmState, ModelKind, Mrt2Config, Precision, LEVELS};
 
 fn config() -> Mrt2Config {
     Mrt2Config::new(ModelKind::Small)

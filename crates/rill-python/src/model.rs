@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rill_checkpoint::ModelKind;
 use rill_mrt2::sampler::{LEVEL, RESERVED};
-use rill_mrt2::{FrameTrace, Mrt2, Precision, LEVELS};
+use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, LEVELS};
 use rill_spectrostream::{Codec, CodecPrecision};
 use rill_stream::source::{self, Hints};
 use rill_stream::{FramePipeline, StagePools, Stages};

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use rill_checkpoint::ModelKind;
+use rill_mrt2::ModelKind;
 use rill_python::{Controls, Generated, LoadOptions, Model, Request, State, Stream};
 
 fn model(threads: usize) -> Arc<Model> {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
     Arc::new(
         Model::load(&LoadOptions {
             checkpoint: Some(path),

@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_mrt2::{Mrt2, Precision};
+use rill_checkpoint::Checkpoint;
+use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_server::{AppState, ServerOptions};
 use rill_spectrostream::Codec;
 use rill_stream::{Engine, EngineConfig};
@@ -73,7 +73,7 @@ fn missing_prerequisites() -> Vec<String> {
 
 /// Starts `rill serve` in-process on 127.0.0.1:0; returns its address.
 fn start_server() -> SocketAddr {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, 0);
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
     let ckpt = Checkpoint::open(path).expect("opening the synthetic checkpoint");
     let lm = Arc::new(Mrt2::load(&ckpt, Precision::Int8).expect("loading the LM"));
     let codec = Arc::new(Codec::load(&ckpt).expect("loading the codec"));

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::Checkpoint;
 use rill_kernels::Pool;
 use rill_spectrostream::{Codec, CodecOptions, CodecPrecision, LEVELS};
 
@@ -25,7 +25,7 @@ fn thresholds(p: CodecPrecision) -> (f64, f64) {
 }
 
 fn codec(seed: u64, precision: CodecPrecision) -> Codec {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+    let path = common::checkpoint(seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     let options = CodecOptions {
         precision,

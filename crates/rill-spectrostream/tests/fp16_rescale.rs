@@ -170,7 +170,7 @@ const HOT_GAINS: [f32; 8] = [100.0, 90.0, 3.0, 3.0, 2.25, 10.0, 2.25, 2e-3];
 
 /// The codec tensors of random checkpoint `seed` with [`HOT_GAINS`] applied.
 fn hot_checkpoint(seed: u64) -> Checkpoint {
-    let src = rill_testkit::synthetic_checkpoint(rill_checkpoint::ModelKind::Small, seed);
+    let src = common::checkpoint(seed);
     let ckpt = Checkpoint::open(&src).unwrap();
     let names: Vec<String> = ckpt
         .names()

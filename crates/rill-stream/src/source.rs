@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rill_checkpoint::synth::{self, SynthSummary};
-use rill_checkpoint::{Checkpoint, CheckpointError, ModelKind};
-use rill_mrt2::{layout, locate, ModelError, Mrt2, Precision};
+use rill_checkpoint::{Checkpoint, CheckpointError};
+use rill_mrt2::{layout, locate, ModelError, ModelKind, Mrt2, Precision};
 use rill_spectrostream::{Codec, CodecError, CodecOptions, CodecPrecision};
 
 /// How a host's users name the ways to get a model, for errors that say what to do.
@@ -146,9 +146,12 @@ pub fn synthesise(
 ) -> Result<SynthSummary, SourceError> {
     let start = Instant::now();
     let tensors = layout::synth_tensors(kind);
-    let summary = synth::write_checkpoint(kind, seed, &tensors, path, &mut |done, total| {
-        progress(SynthProgress::Bytes { done, total })
-    })
+    let summary = synth::write_checkpoint(
+        &kind.synth_file(seed),
+        &tensors,
+        path,
+        &mut |done, total| progress(SynthProgress::Bytes { done, total }),
+    )
     .map_err(|source| SourceError::Write {
         path: path.to_path_buf(),
         source,
@@ -174,7 +177,7 @@ pub fn random_checkpoint(
         source,
     })?;
     let path = dir.join(format!("{}_random_seed{seed}.safetensors", kind.name()));
-    let want = synth::file_len(kind, seed, &layout::synth_tensors(kind));
+    let want = synth::file_len(&kind.synth_file(seed), &layout::synth_tensors(kind));
     if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
         progress(SynthProgress::Start { path: &path });
         synthesise(kind, seed, &path, progress)?;

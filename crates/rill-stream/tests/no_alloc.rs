@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use rill_checkpoint::{Checkpoint, ModelKind};
-use rill_mrt2::{Mrt2, Precision};
+use rill_checkpoint::Checkpoint;
+use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_spectrostream::Codec;
 use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
 
@@ -13,7 +13,10 @@ static GLOBAL: rill_testkit::CountingAlloc = rill_testkit::CountingAlloc;
 
 #[test]
 fn frame_loop_does_not_allocate() {
-    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(
+        ModelKind::Small.synth_file(0),
+    ))
+    .unwrap();
     let codec = Arc::new(Codec::load(&ck).unwrap());
     for (precision, stages) in [
         (Precision::F32, Stages::Sequential),

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::Checkpoint;
 use rill_mrt2::conditioning::Conditioning;
-use rill_mrt2::{Mrt2, Precision, LEVELS};
+use rill_mrt2::{ModelKind, Mrt2, Precision, LEVELS};
 use rill_spectrostream::Codec;
 use rill_stream::{FramePipeline, StagePools, Stages, FRAME_PCM};
 
@@ -68,7 +68,10 @@ fn run(
 
 #[test]
 fn two_stage_is_bit_identical_to_sequential() {
-    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(
+        ModelKind::Small.synth_file(0),
+    ))
+    .unwrap();
     let codec = Arc::new(Codec::load(&ck).unwrap());
     for precision in [Precision::F32, Precision::Int8] {
         let lm = Arc::new(Mrt2::load(&ck, precision).unwrap());
@@ -107,7 +110,10 @@ fn two_stage_is_bit_identical_to_sequential() {
 
 #[test]
 fn a_bad_forced_token_is_an_error_and_keeps_the_decoded_frame() {
-    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(
+        ModelKind::Small.synth_file(0),
+    ))
+    .unwrap();
     let codec = Arc::new(Codec::load(&ck).unwrap());
     let lm = Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap());
     let pools = StagePools::new(Stages::TwoStage, 2, None);

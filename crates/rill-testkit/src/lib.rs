@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rill_checkpoint::synth::{self, SynthTensor};
-use rill_checkpoint::ModelKind;
+use rill_checkpoint::synth::{self, SynthFile, SynthTensor};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -89,11 +88,11 @@ pub fn cache_dir() -> PathBuf {
 
 static SYNTH_LOCK: Mutex<()> = Mutex::new(());
 
-/// The tensors of the oracle's checkpoint of `kind`, from its manifest
-/// (`testdata/mrt2/manifest_*.json`: names in file order, shapes, and the exact
-/// f64 bits of each tensor's mean and std).
-pub fn manifest_tensors(kind: ModelKind) -> Vec<SynthTensor> {
-    let file = format!("manifest_{}.json", kind.name());
+/// The tensors of the oracle's checkpoint of the model named `model`, from its
+/// manifest (`testdata/mrt2/manifest_{model}.json`: names in file order, shapes,
+/// and the exact f64 bits of each tensor's mean and std).
+pub fn manifest_tensors(model: &str) -> Vec<SynthTensor> {
+    let file = format!("manifest_{model}.json");
     let manifest = json(&file);
     let bits = manifest_bits;
     let tensors = manifest["tensors"].as_array();
@@ -156,20 +155,31 @@ pub fn assert_spec_is_manifest_entry(
     );
 }
 
-/// Path of the portable random-weight checkpoint for (`kind`, `seed`), synthesised
-/// on first use (about 10 s for mrt2_small) and reused afterwards. The tensors come
-/// from the oracle's manifest, not from rill's layout, so a test checkpoint never
-/// depends on the code under test (the layout tests compare the two).
-pub fn synthetic_checkpoint(kind: ModelKind, seed: u64) -> PathBuf {
+/// Path of the portable random-weight checkpoint `file` (model name, weights seed,
+/// the oracle's sha256 if it made the file: the model crate supplies them, e.g.
+/// `rill_mrt2::ModelKind::synth_file`), synthesised on first use (about 10 s for
+/// mrt2_small; a file that does not hash to the oracle's sha256 fails the test) and
+/// reused afterwards. The tensors come from the oracle's manifest, not from rill's
+/// layout, so a test checkpoint never depends on the code under test (the layout
+/// tests compare the two).
+pub fn synthetic_checkpoint(file: SynthFile) -> PathBuf {
     let _guard = SYNTH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = cache_dir().join(format!("{}_seed{seed}.safetensors", kind.name()));
-    let tensors = manifest_tensors(kind);
-    let want = synth::file_len(kind, seed, &tensors);
+    let path = cache_dir().join(format!("{}_seed{}.safetensors", file.model, file.seed));
+    let tensors = manifest_tensors(file.model);
+    let want = synth::file_len(&file, &tensors);
     if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
-        synth::write_checkpoint(kind, seed, &tensors, &path, &mut |_, _| {})
+        synth::write_checkpoint(&file, &tensors, &path, &mut |_, _| {})
             .unwrap_or_else(|e| panic!("synthesising {}: {e}", path.display()));
     }
     path
+}
+
+/// The sha256 the oracle recorded for its synthetic file of weights seed `seed` in
+/// the list `testdata/mrt2/{list}` (`synth_file_sha256.json`: seed → sha256), for
+/// tests below the model crate that owns the checksums (which the model crate's
+/// tests check against the same lists).
+pub fn recorded_sha256(list: &str, seed: u64) -> Option<String> {
+    json(list)[seed.to_string()].as_str().map(str::to_string)
 }
 
 /// A directory of this test process for files it makes (`tag` keeps test binaries

@@ -30,7 +30,7 @@ fn round_trip(src: &Checkpoint, matrices: &[(String, Matrix)], tag: &str) -> Che
         "rill-quantized-{tag}-{}.safetensors",
         std::process::id()
     ));
-    write(&path, src, ModelKind::Small, "int8", matrices).unwrap();
+    write(&path, src, "mrt2_small", "int8", matrices).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     Checkpoint::from_bytes(path, bytes).unwrap()

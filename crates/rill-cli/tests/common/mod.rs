@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rill_checkpoint::ModelKind;
+use rill_mrt2::ModelKind;
 
 /// Runs `rill args` with `home` as `HOME` and nothing inherited that picks a
 /// checkpoint, an ISA or a thread count.
@@ -37,7 +37,7 @@ pub fn tmp(name: &str) -> PathBuf {
 
 /// The path of the small synthetic MRT2 checkpoint made from `seed`.
 pub fn ckpt(seed: u64) -> String {
-    rill_testkit::synthetic_checkpoint(ModelKind::Small, seed)
+    rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(seed))
         .to_string_lossy()
         .into_owned()
 }

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rill_checkpoint::{Checkpoint, ModelKind};
+use rill_checkpoint::Checkpoint;
 use rill_kernels::Pool;
 use rill_mrt2::conditioning::{CfgScales, Conditioning, NoteValue};
 use rill_mrt2::sampler::{sample_level, SamplingParams, LEVEL, RESERVED};
-use rill_mrt2::{FrameTrace, Mrt2, Precision, LEVELS};
+use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, LEVELS};
 
 /// One reference recording (`testdata/mrt2/<name>.npz` + `.json`).
 pub struct Recording {
@@ -115,7 +115,7 @@ pub fn model(seed: u64, precision: Precision) -> Arc<Mrt2> {
     let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
     m.entry((seed, precision))
         .or_insert_with(|| {
-            let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+            let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(seed));
             let ckpt = Checkpoint::open(&path).unwrap();
             Arc::new(Mrt2::load(&ckpt, precision).unwrap())
         })

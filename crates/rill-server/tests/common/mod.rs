@@ -6,8 +6,8 @@ pub use std::sync::{Arc, OnceLock};
 pub use std::time::Duration;
 
 pub use futures_util::{SinkExt, StreamExt};
-pub use rill_checkpoint::{Checkpoint, ModelKind};
-pub use rill_mrt2::{Mrt2, Precision};
+pub use rill_checkpoint::Checkpoint;
+pub use rill_mrt2::{ModelKind, Mrt2, Precision};
 pub use rill_server::{AppState, ServerOptions};
 pub use rill_spectrostream::Codec;
 pub use rill_stream::{Engine, EngineConfig};
@@ -20,7 +20,10 @@ pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 pub fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
     static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
     W.get_or_init(|| {
-        let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(ModelKind::Small, 0)).unwrap();
+        let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(
+            ModelKind::Small.synth_file(0),
+        ))
+        .unwrap();
         (
             Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap()),
             Arc::new(Codec::load(&ck).unwrap()),

@@ -1,16 +1,31 @@
 //! Shared helpers of the parity tests: codec loading, fixture decoding, metrics.
 #![allow(dead_code)]
 
-use rill_checkpoint::{Checkpoint, ModelKind};
+use std::path::PathBuf;
+
+use rill_checkpoint::synth::SynthFile;
+use rill_checkpoint::Checkpoint;
 use rill_kernels::Pool;
 use rill_spectrostream::{
     float_to_int16, BatchedOutput, Codec, CodecState, LEVELS, SAMPLES_PER_FRAME,
     STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
 };
 
+/// The portable random-weight mrt2_small checkpoint `seed`, which holds the codec's
+/// tensors (synthesised once, cached; checked against the sha256 the oracle recorded,
+/// as the MRT2 crate's tests check its own table).
+pub fn checkpoint(seed: u64) -> PathBuf {
+    let sha256 = rill_testkit::recorded_sha256("synth_file_sha256.json", seed);
+    rill_testkit::synthetic_checkpoint(SynthFile {
+        model: "mrt2_small",
+        seed,
+        oracle_sha256: sha256.as_deref(),
+    })
+}
+
 /// The codec of the portable random-weight checkpoint `seed` (synthesised once, cached).
 pub fn codec(seed: u64) -> Codec {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+    let path = checkpoint(seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     let t = std::time::Instant::now();
     // Benchmarks of the two-byte early-layer modes: RILL_BENCH_CODEC=f16|i16.
@@ -194,7 +209,7 @@ pub fn check_rvq(what: &str, codec: &Codec, frames: &[[u32; LEVELS]], want: &[f3
 
 /// The codec of the random-weight checkpoint `seed` loaded with `options`.
 pub fn codec_with(seed: u64, options: rill_spectrostream::CodecOptions) -> Codec {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+    let path = checkpoint(seed);
     let ckpt = Checkpoint::open(&path).expect("opening the synthetic checkpoint");
     Codec::load_with(&ckpt, options).expect("loading the codec")
 }

@@ -5,8 +5,8 @@
 
 use std::io::Read;
 
-use rill_checkpoint::synth::{oracle_sha256, ORACLE_FILE_SHA256};
-use rill_checkpoint::ModelKind;
+use rill_mrt2::layout::{oracle_sha256, ORACLE_FILE_SHA256};
+use rill_mrt2::ModelKind;
 use sha2::{Digest, Sha256};
 
 fn file_sha256(path: &std::path::Path) -> String {
@@ -27,7 +27,7 @@ fn file_sha256(path: &std::path::Path) -> String {
 fn synthetic_files_match_oracle_sha256() {
     let want = rill_testkit::json("synth_file_sha256.json");
     for seed in [0u64, 1, 2] {
-        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small, seed);
+        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(seed));
         let got = file_sha256(&path);
         assert_eq!(got, want[seed.to_string()].as_str().unwrap(), "seed {seed}");
     }
@@ -38,7 +38,7 @@ fn synthetic_files_match_oracle_sha256() {
 #[test]
 fn synthetic_base_file_matches_oracle_sha256() {
     let want = rill_testkit::json("synth_file_sha256_base.json");
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Base, 0);
+    let path = rill_testkit::synthetic_checkpoint(ModelKind::Base.synth_file(0));
     assert_eq!(file_sha256(&path), want["0"].as_str().unwrap());
 }
 
