@@ -98,7 +98,9 @@ pub enum CheckpointError {
     },
 }
 
-fn format_problems(problems: &[Problem]) -> String {
+/// `problems` as an indented list, one a line (how every "file has problems"
+/// error shows them).
+pub fn format_problems(problems: &[Problem]) -> String {
     problems
         .iter()
         .map(|p| format!("  - {p}"))

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use rill_checkpoint::error::format_problems;
 use rill_checkpoint::CheckpointError;
 
 /// One thing wrong with a state-dict tensor (the checkpoint crate's, which
@@ -34,12 +35,4 @@ pub enum CodecError {
     /// An imported state's arrays do not fit the NanoCodec state.
     #[error("NanoCodec state: {0}")]
     State(#[from] rill_checkpoint::state_arrays::StateArrayError),
-}
-
-fn format_problems(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(|p| format!("  - {p}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

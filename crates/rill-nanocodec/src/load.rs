@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use rill_checkpoint::gguf::Gguf;
+use rill_checkpoint::gguf::{Gguf, MetaValue};
 use rill_checkpoint::nemo::Nemo;
 use serde_json::Value;
 
 use crate::config::{alpha_key, res_block_stem, Config};
 use crate::error::{CodecError, Problem};
 use crate::state_dict::{specs, Kind, StateDict, Values};
-use crate::walk::{read_decoder, Layer, ResPart, Source};
-use crate::weights::{Conv1d, ConvTranspose1d, HalfSnake, Weights};
+use crate::walk::{read_decoder, Layer, ResPart, Source, WeightBias};
+use crate::weights::{Conv1d, HalfSnake, Weights};
 use crate::{CODEBOOKS, CODEBOOK_SIZE, LATENT_DIM, SAMPLES_PER_FRAME, SAMPLE_RATE};
 
 /// The `general.architecture` of NeMo-Speech.cpp's codec GGUF.
@@ -38,42 +38,55 @@ fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(v, |cur, k| cur.get(k))
 }
 
-fn uint_at(cfg: &Value, path: &str, default: usize, p: &mut Vec<Problem>) -> usize {
-    match get(cfg, path) {
+/// A setting `name` of a file's config (`found`, `None` where absent): `default`
+/// where absent; where `read` rejects it, a problem (`rejected` says what the value
+/// is not) and `default`.
+fn setting<V: ?Sized, T>(
+    found: Option<&V>,
+    read: impl FnOnce(&V) -> Option<T>,
+    rejected: impl FnOnce(&V) -> String,
+    default: T,
+    name: &str,
+    p: &mut Vec<Problem>,
+) -> T {
+    match found {
         None => default,
-        Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) => n,
-            None => {
-                bad(
-                    p,
-                    path,
-                    format!("config value {v} is not a non-negative integer"),
-                );
-                default
-            }
-        },
+        Some(v) => read(v).unwrap_or_else(|| {
+            bad(p, name, rejected(v));
+            default
+        }),
     }
 }
 
+/// Every item of `items` as a `usize` (`None` if there is no list, or an item is
+/// not a non-negative integer).
+fn usizes<V, N: TryInto<usize>>(
+    items: Option<&[V]>,
+    int: impl Fn(&V) -> Option<N>,
+) -> Option<Vec<usize>> {
+    items?.iter().map(|x| int(x)?.try_into().ok()).collect()
+}
+
+fn uint_at(cfg: &Value, path: &str, default: usize, p: &mut Vec<Problem>) -> usize {
+    setting(
+        get(cfg, path),
+        |v| v.as_u64()?.try_into().ok(),
+        |v| format!("config value {v} is not a non-negative integer"),
+        default,
+        path,
+        p,
+    )
+}
+
 fn list_at(cfg: &Value, path: &str, default: &[usize], p: &mut Vec<Problem>) -> Vec<usize> {
-    match get(cfg, path) {
-        None => default.to_vec(),
-        Some(v) => {
-            let l: Option<Vec<usize>> = v.as_array().and_then(|a| {
-                a.iter()
-                    .map(|x| x.as_u64().and_then(|n| usize::try_from(n).ok()))
-                    .collect()
-            });
-            l.unwrap_or_else(|| {
-                bad(
-                    p,
-                    path,
-                    format!("config value {v} is not a list of integers"),
-                );
-                default.to_vec()
-            })
-        }
-    }
+    setting(
+        get(cfg, path),
+        |v| usizes(v.as_array().map(Vec::as_slice), Value::as_u64),
+        |v| format!("config value {v} is not a list of integers"),
+        default.to_vec(),
+        path,
+        p,
+    )
 }
 
 /// The decoder [`Config`] of an `AudioCodecModel` config (NeMo defaults where a key
@@ -161,24 +174,10 @@ pub fn config_from_json(cfg: &Value, p: &mut Vec<Problem>) -> Config {
 fn config_problems(cfg: &Config) -> Vec<Problem> {
     let probe = Weights {
         config: cfg.clone(),
-        pre_conv: Conv1d {
-            cout: 0,
-            cin: 0,
-            kernel: 0,
-            dilation: 0,
-            weight: Vec::new(),
-            bias: Vec::new(),
-        },
+        pre_conv: Conv1d::default(),
         stages: Vec::new(),
         post_activation: HalfSnake::new(0, Vec::new()),
-        post_conv: Conv1d {
-            cout: 0,
-            cin: 0,
-            kernel: 0,
-            dilation: 0,
-            weight: Vec::new(),
-            bias: Vec::new(),
-        },
+        post_conv: Conv1d::default(),
     };
     probe
         .problems()
@@ -285,23 +284,6 @@ impl Reader<'_> {
         Vec::new()
     }
 
-    fn empty_up(
-        &mut self,
-        cin: usize,
-        cout: usize,
-        kernel: usize,
-        stride: usize,
-    ) -> ConvTranspose1d {
-        ConvTranspose1d {
-            cin,
-            cout,
-            kernel,
-            stride,
-            weight: Vec::new(),
-            bias: Vec::new(),
-        }
-    }
-
     /// `q.fsq.codebook` `(8, 2016, 4)` must be the FSQ grid rill computes itself.
     fn check_codebook(&mut self) {
         let name = "q.fsq.codebook";
@@ -355,28 +337,16 @@ impl Source for Reader<'_> {
         gguf_stem(at)
     }
 
-    fn conv(
-        &mut self,
-        stem: &str,
-        cout: usize,
-        cin: usize,
-        kernel: usize,
-        dilation: usize,
-    ) -> Conv1d {
-        Conv1d {
-            cout,
-            cin,
-            kernel,
-            dilation,
-            weight: self.floats(&format!("{stem}.w"), &[cout, cin, kernel]),
-            bias: self.floats(&format!("{stem}.b"), &[1, cout, 1]),
-        }
+    fn conv(&mut self, stem: &str, [cout, cin, kernel]: [usize; 3]) -> WeightBias {
+        (
+            self.floats(&format!("{stem}.w"), &[cout, cin, kernel]),
+            self.floats(&format!("{stem}.b"), &[1, cout, 1]),
+        )
     }
 
     /// Dense `(C_in, C_out, K)` back to the grouped `(C_in, 1, K)` (groups = C_out);
     /// an entry off the group diagonal means the file is not a grouped conv.
-    fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
-        let k = 2 * rate;
+    fn up(&mut self, stem: &str, [cin, cout, k]: [usize; 3]) -> WeightBias {
         let dense = self.floats(&format!("{stem}.w"), &[cin, cout, k]);
         let mut weight = Vec::with_capacity(dense.len() / cout.max(1));
         if !dense.is_empty() {
@@ -392,19 +362,12 @@ impl Source for Reader<'_> {
                             &format!("{stem}.w"),
                             format!("input {ci} feeds output {co} outside its group: not NanoCodec's grouped up-sampling"),
                         );
-                        return self.empty_up(cin, cout, k, rate);
+                        return (Vec::new(), Vec::new());
                     }
                 }
             }
         }
-        ConvTranspose1d {
-            cin,
-            cout,
-            kernel: k,
-            stride: rate,
-            weight,
-            bias: self.floats(&format!("{stem}.b"), &[1, cout, 1]),
-        }
+        (weight, self.floats(&format!("{stem}.b"), &[1, cout, 1]))
     }
 
     /// `alpha` `(1, C/2, 1)`; `alpha_inv`, when present, must be `1/(alpha + 1e-9)`.
@@ -475,33 +438,25 @@ pub fn from_gguf(g: &Gguf) -> Result<Weights, CodecError> {
 /// The decoder config from the typed `nano_codec.*` keys (a file without `config_json`).
 fn typed_config(g: &Gguf, p: &mut Vec<Problem>) -> Config {
     let d = Config::nanocodec_22khz();
-    let int = |key: &str, default: usize, p: &mut Vec<Problem>| match g.get(key) {
-        None => default,
-        Some(v) => match v.as_i64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) => n,
-            None => {
-                bad(
-                    p,
-                    key,
-                    format!("metadata {v:?} is not a non-negative integer"),
-                );
-                default
-            }
-        },
+    let int = |key: &str, default: usize, p: &mut Vec<Problem>| {
+        setting(
+            g.get(key),
+            |v| v.as_i64()?.try_into().ok(),
+            |v| format!("metadata {v:?} is not a non-negative integer"),
+            default,
+            key,
+            p,
+        )
     };
-    let list = |key: &str, default: &[usize], p: &mut Vec<Problem>| match g.get(key) {
-        None => default.to_vec(),
-        Some(v) => {
-            let l: Option<Vec<usize>> = v.as_array().and_then(|a| {
-                a.iter()
-                    .map(|x| x.as_i64().and_then(|n| usize::try_from(n).ok()))
-                    .collect()
-            });
-            l.unwrap_or_else(|| {
-                bad(p, key, format!("metadata {v:?} is not a list of integers"));
-                default.to_vec()
-            })
-        }
+    let list = |key: &str, default: &[usize], p: &mut Vec<Problem>| {
+        setting(
+            g.get(key),
+            |v| usizes(v.as_array(), MetaValue::as_i64),
+            |v| format!("metadata {v:?} is not a list of integers"),
+            default.to_vec(),
+            key,
+            p,
+        )
     };
     Config {
         input_dim: int("nano_codec.decoder.input_dim", d.input_dim, p),

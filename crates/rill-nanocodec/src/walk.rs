@@ -39,28 +39,49 @@ pub(crate) enum ResPart {
     SkipConv,
 }
 
+/// A convolution's weight and bias, as a file holds them.
+pub(crate) type WeightBias = (Vec<f32>, Vec<f32>);
+
 /// The decoder tensors of one file: how it names a layer, and how it reads one.
 pub(crate) trait Source {
     /// The name this file gives the layer at `at`.
     fn stem(&self, at: Layer) -> String;
-    /// The causal conv `stem`, `[cout][cin][kernel]`.
-    fn conv(
-        &mut self,
-        stem: &str,
-        cout: usize,
-        cin: usize,
-        kernel: usize,
-        dilation: usize,
-    ) -> Conv1d;
-    /// The grouped transposed conv `stem`, `cin → cout` up-sampling by `rate`.
-    fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d;
+    /// The causal conv `stem` of shape `[cout, cin, kernel]`: weight
+    /// `[cout][cin][kernel]`, bias `[cout]`.
+    fn conv(&mut self, stem: &str, shape: [usize; 3]) -> WeightBias;
+    /// The grouped transposed conv `stem` of shape `[cin, cout, kernel]` (`cin / cout`
+    /// inputs per output): weight `[cin][kernel]`, bias `[cout]`.
+    fn up(&mut self, stem: &str, shape: [usize; 3]) -> WeightBias;
     /// The HalfSnake `stem` over `channels`.
     fn snake(&mut self, stem: &str, channels: usize) -> HalfSnake;
 }
 
 fn conv(src: &mut impl Source, at: Layer, [cout, cin, kernel, dilation]: [usize; 4]) -> Conv1d {
     let stem = src.stem(at);
-    src.conv(&stem, cout, cin, kernel, dilation)
+    let (weight, bias) = src.conv(&stem, [cout, cin, kernel]);
+    Conv1d {
+        cout,
+        cin,
+        kernel,
+        dilation,
+        weight,
+        bias,
+    }
+}
+
+/// The transposed conv `cin → cout` of stage `i`, up-sampling by `rate`.
+fn up(src: &mut impl Source, i: usize, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
+    let stem = src.stem(Layer::Up(i));
+    let kernel = 2 * rate;
+    let (weight, bias) = src.up(&stem, [cin, cout, kernel]);
+    ConvTranspose1d {
+        cin,
+        cout,
+        kernel,
+        stride: rate,
+        weight,
+        bias,
+    }
 }
 
 fn snake(src: &mut impl Source, at: Layer, channels: usize) -> HalfSnake {
@@ -81,8 +102,7 @@ pub(crate) fn read_decoder(cfg: &Config, src: &mut impl Source) -> Weights {
     for (i, &rate) in cfg.up_sample_rates.iter().enumerate() {
         let (cin, c) = (cfg.stage_in(i), cfg.stage_out(i));
         let activation = snake(src, Layer::Activation(i), cin);
-        let stem = src.stem(Layer::Up(i));
-        let up = src.up(&stem, cin, c, rate);
+        let up = up(src, i, cin, c, rate);
         let mut res = Vec::new();
         for (j, &k) in cfg.resblock_kernels.iter().enumerate() {
             let mut chain = Vec::new();

@@ -7,10 +7,10 @@
 use crate::config::{alpha_key, conv_keys, res_block_stem, state_dict_stem, Config};
 use crate::error::{CodecError, Problem};
 use crate::state_dict::{StateDict, Values};
-use crate::walk::{read_decoder, Layer, Source};
+use crate::walk::{read_decoder, Layer, Source, WeightBias};
 
 /// A causal `Conv1d` (stride 1): `weight` `[cout][cin][kernel]` (torch layout).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Conv1d {
     pub cout: usize,
     pub cin: usize,
@@ -111,7 +111,7 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn folded(&mut self, stem: &str) -> (Vec<f32>, Vec<f32>) {
+    fn folded(&mut self, stem: &str) -> WeightBias {
         let [b, g, v] = conv_keys(stem);
         let w = match fold_weight_norm(f32s(self.sd, &g), f32s(self.sd, &v)) {
             Ok(w) => w,
@@ -133,35 +133,12 @@ impl Source for Builder<'_> {
         state_dict_stem(at)
     }
 
-    fn conv(
-        &mut self,
-        stem: &str,
-        cout: usize,
-        cin: usize,
-        kernel: usize,
-        dilation: usize,
-    ) -> Conv1d {
-        let (weight, bias) = self.folded(stem);
-        Conv1d {
-            cout,
-            cin,
-            kernel,
-            dilation,
-            weight,
-            bias,
-        }
+    fn conv(&mut self, stem: &str, _: [usize; 3]) -> WeightBias {
+        self.folded(stem)
     }
 
-    fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
-        let (weight, bias) = self.folded(stem);
-        ConvTranspose1d {
-            cin,
-            cout,
-            kernel: 2 * rate,
-            stride: rate,
-            weight,
-            bias,
-        }
+    fn up(&mut self, stem: &str, _: [usize; 3]) -> WeightBias {
+        self.folded(stem)
     }
 
     fn snake(&mut self, stem: &str, channels: usize) -> HalfSnake {
@@ -411,20 +388,13 @@ mod tests {
         fn stem(&self, at: Layer) -> String {
             self.0.stem(at)
         }
-        fn conv(
-            &mut self,
-            stem: &str,
-            cout: usize,
-            cin: usize,
-            kernel: usize,
-            dilation: usize,
-        ) -> Conv1d {
+        fn conv(&mut self, stem: &str, shape: [usize; 3]) -> WeightBias {
             self.1.extend(conv_keys(stem));
-            self.0.conv(stem, cout, cin, kernel, dilation)
+            self.0.conv(stem, shape)
         }
-        fn up(&mut self, stem: &str, cin: usize, cout: usize, rate: usize) -> ConvTranspose1d {
+        fn up(&mut self, stem: &str, shape: [usize; 3]) -> WeightBias {
             self.1.extend(conv_keys(stem));
-            self.0.up(stem, cin, cout, rate)
+            self.0.up(stem, shape)
         }
         fn snake(&mut self, stem: &str, channels: usize) -> HalfSnake {
             self.1.push(alpha_key(stem));
