@@ -400,8 +400,7 @@ impl Decoder {
                         pool,
                     );
                 }
-                self.input_convs(isa, i, m, t, b, pool);
-                self.skip_convs(isa, i, m, t, b, pool);
+                self.block_convs(isa, i, m, t, b, pool);
                 if i == 4 && m <= 1 {
                     probe(
                         if m == 0 { "rb_in" } else { "rb_out" },

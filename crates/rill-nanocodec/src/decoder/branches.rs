@@ -75,9 +75,10 @@ fn has<T>(list: &[Option<(usize, T)>; MAX_CONVS], j: usize) -> bool {
 }
 
 impl Decoder {
-    /// `skip_act[j][m] = HalfSnake(input_conv(input_act[j][m]))` for every branch
-    /// `j` of stage `i`, over `frames` frames.
-    pub(super) fn input_convs(
+    /// The two convolutions of residual block `m` of every branch `j` of stage `i`,
+    /// over `frames` frames: `skip_act[j][m] = HalfSnake(input_conv(input_act[j][m]))`,
+    /// then `branch[j] += skip_conv(skip_act[j][m])`.
+    pub(super) fn block_convs(
         &self,
         isa: Isa,
         i: usize,
@@ -88,6 +89,7 @@ impl Decoder {
     ) {
         let s = &self.stages[i];
         let (c, n) = (s.channels, frames * s.rows_per_frame);
+        // The input convs.
         let sp = split(s, m, Conv::Input);
         // Direct: the HalfSnake is the GEMM's epilogue.
         let direct_job = |j: usize, w| Job {
@@ -126,20 +128,7 @@ impl Decoder {
             let act = &s.res[j][m].skip_act;
             half_snake_rows(isa, act, &b.wino_y[q], c, &mut sk.data[so..], c, n, pool);
         }
-    }
-
-    /// `branch[j] += skip_conv(skip_act[j][m])` for every branch `j` of stage `i`.
-    pub(super) fn skip_convs(
-        &self,
-        isa: Isa,
-        i: usize,
-        m: usize,
-        frames: usize,
-        b: &mut Buffers,
-        pool: &Pool,
-    ) {
-        let s = &self.stages[i];
-        let (c, n) = (s.channels, frames * s.rows_per_frame);
+        // The skip convs, added to the branches.
         let sp = split(s, m, Conv::Skip);
         let direct_job = |j: usize, w| Job {
             w,
