@@ -23,6 +23,28 @@ impl RowsPtr {
     }
 }
 
+/// Runs `task(g, row, out_row)` on `pool` for each of the `t` current rows of every
+/// group `g` of `dst`, `out_row` being that row of `dst`'s interior (`f · c` values),
+/// one task a row.
+fn for_each_row(
+    dst: &mut Grid,
+    t: usize,
+    pool: &Pool,
+    task: &(dyn Fn(usize, usize, &mut [f32]) + Sync),
+) {
+    let d = dst.shape;
+    let out_len = dst.data.len();
+    let out = RowsPtr(dst.data.as_mut_ptr());
+    pool.run(d.groups * t, &|i| {
+        let (g, row) = (i / t, i % t);
+        let o = d.interior(g, row, 0);
+        assert!(o + d.f * d.c <= out_len);
+        // SAFETY: rows (g, row) are disjoint between tasks; the range is in bounds.
+        let out_row = unsafe { std::slice::from_raw_parts_mut(out.get().add(o), d.f * d.c) };
+        task(g, row, out_row);
+    });
+}
+
 /// `dst[g, t, f, :] = elu(src[g, t, f, :])` for the `t` current rows; with an
 /// activation scale `s ≠ 1` the scaled ELU `elu(x/s)·s` (see `numerics`).
 ///
@@ -43,14 +65,7 @@ pub(crate) fn elu_into(isa: Isa, src: &Grid, dst: &mut Grid, t: usize, scale: f3
         },
         "elu_into channel split"
     );
-    let out_len = dst.data.len();
-    let out = RowsPtr(dst.data.as_mut_ptr());
-    pool.run(d.groups * t, &|task| {
-        let (g, row) = (task / t, task % t);
-        let o = d.interior(g, row, 0);
-        assert!(o + d.f * d.c <= out_len);
-        // SAFETY: rows (g, row) are disjoint between tasks; the range is in bounds.
-        let out_row = unsafe { std::slice::from_raw_parts_mut(out.get().add(o), d.f * d.c) };
+    for_each_row(dst, t, pool, &|g, row, out_row| {
         let elu = |from: &[f32], to: &mut [f32]| {
             if scale == 1.0 {
                 elu_copy(isa, from, to);
@@ -89,14 +104,7 @@ pub(crate) fn upsample_add(
             && t <= d.max_t,
         "upsample_add shapes"
     );
-    let out_len = dst.data.len();
-    let out = RowsPtr(dst.data.as_mut_ptr());
-    pool.run(d.groups * t, &|task| {
-        let (g, row) = (task / t, task % t);
-        let o = d.interior(g, row, 0);
-        assert!(o + d.f * d.c <= out_len);
-        // SAFETY: as in `elu_into`.
-        let out_row = unsafe { std::slice::from_raw_parts_mut(out.get().add(o), d.f * d.c) };
+    for_each_row(dst, t, pool, &|g, row, out_row| {
         for (f, chunk) in out_row.chunks_exact_mut(d.c).enumerate() {
             let i = src.interior(g, row / rt, f / rf);
             for (y, x) in chunk.iter_mut().zip(&src.data[i..i + d.c]) {

@@ -278,6 +278,19 @@ impl Codec {
         Ok(())
     }
 
+    /// Runs the decoder on `frames` in `state`'s buffers, calling `lap` after each
+    /// stage.
+    fn decode(
+        &self,
+        state: &mut CodecState,
+        frames: &[[u32; LEVELS]],
+        pool: &Pool,
+        lap: &mut dyn FnMut(&'static str, decoder::Stage<'_>),
+    ) {
+        self.decoder
+            .run_chunk(self.isa, &self.codebook, frames, &mut state.bufs, pool, lap);
+    }
+
     /// Decodes one 40 ms frame in streaming mode.
     ///
     /// `tokens` are the 12 unique ids (level k: `6 + 1024k + code`, [`level_ids`]);
@@ -309,14 +322,7 @@ impl Codec {
                 "stft buffer must hold [4, 480, 4]"
             );
         }
-        self.decoder.run_chunk(
-            self.isa,
-            &self.codebook,
-            std::slice::from_ref(tokens),
-            &mut state.bufs,
-            pool,
-            &mut |_, _| {},
-        );
+        self.decode(state, std::slice::from_ref(tokens), pool, &mut |_, _| {});
         self.emit(state, 1, audio, stft);
         Ok(())
     }
@@ -336,18 +342,11 @@ impl Codec {
         rvq::check_ids(tokens)?;
         let mut laps = Vec::with_capacity(32);
         let mut last = clock();
-        self.decoder.run_chunk(
-            self.isa,
-            &self.codebook,
-            std::slice::from_ref(tokens),
-            &mut state.bufs,
-            pool,
-            &mut |name, _| {
-                let now = clock();
-                laps.push((name, now - last));
-                last = now;
-            },
-        );
+        self.decode(state, std::slice::from_ref(tokens), pool, &mut |name, _| {
+            let now = clock();
+            laps.push((name, now - last));
+            last = now;
+        });
         self.emit(state, 1, audio, None);
         laps.push(("istft", clock() - last));
         Ok(laps)
@@ -368,11 +367,9 @@ impl Codec {
         let mut audio = vec![0f32; SAMPLES_PER_FRAME * 2];
         for ids in frames {
             let mut stage = 0;
-            self.decoder.run_chunk(
-                self.isa,
-                &self.codebook,
+            self.decode(
+                &mut state,
                 std::slice::from_ref(ids),
-                &mut state.bufs,
                 pool,
                 &mut |name, s| {
                     let stored = numerics::peak_rows(s.out, s.rows);
@@ -456,14 +453,7 @@ impl Codec {
         let mut state = self.state_for(BATCH_CHUNK.min(t.max(1)));
         for (c, chunk) in frames.chunks(BATCH_CHUNK).enumerate() {
             let (f0, f1) = (c * BATCH_CHUNK, c * BATCH_CHUNK + chunk.len());
-            self.decoder.run_chunk(
-                self.isa,
-                &self.codebook,
-                chunk,
-                &mut state.bufs,
-                pool,
-                &mut |_, _| {},
-            );
+            self.decode(&mut state, chunk, pool, &mut |_, _| {});
             let s = keep_stft.then(|| &mut stft[f0 * frame_stft..f1 * frame_stft]);
             self.emit(
                 &mut state,
