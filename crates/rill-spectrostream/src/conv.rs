@@ -21,6 +21,37 @@ use rill_kernels::{Isa, Pool};
 use crate::grid::{Grid, GridShape};
 use crate::kernels::{gemm, EarlyWeights, Epilogue, Job, Packed, RowMap};
 
+/// A convolution over grids: the grid it reads, and the checks of one call.
+pub(crate) trait GridConv {
+    /// The grid this convolution reads, for `groups` groups of up to `max_t`
+    /// current rows.
+    fn input_shape(&self, groups: usize, max_t: usize) -> GridShape;
+
+    /// Asserts the grids of one call (`what`): `input` is a grid this convolution
+    /// reads, holding `t` current rows, and `out` has `input`'s groups and room for
+    /// `[rows, f, c]`, what the call writes.
+    fn check_grids(
+        &self,
+        what: &str,
+        input: GridShape,
+        t: usize,
+        out: GridShape,
+        [rows, f, c]: [usize; 3],
+    ) {
+        let want = self.input_shape(input.groups, input.max_t);
+        assert_eq!(input, want, "{what} input grid");
+        assert!(
+            t <= input.max_t,
+            "{what}: {t} rows, input grid of {}",
+            input.max_t
+        );
+        assert!(
+            out.groups == input.groups && out.f == f && out.c == c && rows <= out.max_t,
+            "{what} output grid"
+        );
+    }
+}
+
 /// A stride-1 convolution, causal in time and 'same' in freq, over a fixed freq size.
 #[derive(Debug, Clone)]
 pub(crate) struct Conv2d {
@@ -77,20 +108,6 @@ impl Conv2d {
         Conv2d::new(kernel, bias, [1, 1, cin, cout], 1)
     }
 
-    /// The grid this convolution reads: `kt − 1` history rows and 'same' padding.
-    pub(crate) fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
-        let pl = (self.kf - 1) / 2;
-        GridShape {
-            groups,
-            hist: self.kt - 1,
-            max_t,
-            f: self.f,
-            pl,
-            pr: self.kf - 1 - pl,
-            c: self.cin,
-        }
-    }
-
     /// `out[g, t, :, :] = epi(conv(input)[g, t])` for the `t` current rows.
     pub(crate) fn run(
         &self,
@@ -101,16 +118,8 @@ impl Conv2d {
         epi: Epilogue,
         pool: &Pool,
     ) {
-        let want = self.input_shape(input.shape.groups, input.shape.max_t);
-        assert_eq!(input.shape, want, "conv2d input grid");
         let (i, o) = (input.shape, out.shape);
-        assert!(
-            o.groups == i.groups
-                && o.f == self.f
-                && o.c == self.cout
-                && t <= i.max_t
-                && t <= o.max_t
-        );
+        self.check_grids("conv2d", i, t, o, [t, self.f, self.cout]);
         let rows = RowMap {
             dims: [i.groups, t, self.f],
             // Output row t reads buffer rows t .. t+kt-1 (= hist + t), columns f .. f+kf-1.
@@ -139,6 +148,22 @@ impl Conv2d {
             epi,
         };
         gemm(isa, &[job], out, pool);
+    }
+}
+
+/// `kt − 1` history rows and 'same' padding.
+impl GridConv for Conv2d {
+    fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
+        let pl = (self.kf - 1) / 2;
+        GridShape {
+            groups,
+            hist: self.kt - 1,
+            max_t,
+            f: self.f,
+            pl,
+            pr: self.kf - 1 - pl,
+            c: self.cin,
+        }
     }
 }
 
@@ -195,15 +220,23 @@ pub(crate) struct Conv2dTranspose {
     phases: Vec<Phase>,
 }
 
+/// A transposed convolution as the checkpoint gives it: `kernel` in checkpoint (JAX)
+/// layout `[kt, kf, cin, cout]` (`shape`), `bias[cout]`, the strides `[st, sf]`, and
+/// the input freq size `f_in`; what both of its forms are made from
+/// ([`Conv2dTranspose`], [`crate::winograd::WinoConvT`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TransposeWeights<'a> {
+    pub kernel: &'a [f32],
+    pub bias: &'a [f32],
+    pub shape: [usize; 4],
+    pub stride: [usize; 2],
+    pub f_in: usize,
+}
+
 impl Conv2dTranspose {
-    /// `kernel` in checkpoint (JAX) layout `[kt, kf, cin, cout]`, `bias[cout]`.
-    pub(crate) fn new(
-        kernel: &[f32],
-        bias: &[f32],
-        [kt, kf, cin, cout]: [usize; 4],
-        [st, sf]: [usize; 2],
-        f_in: usize,
-    ) -> Conv2dTranspose {
+    pub(crate) fn new(weights: &TransposeWeights) -> Conv2dTranspose {
+        let ([kt, kf, cin, cout], [st, sf]) = (weights.shape, weights.stride);
+        let (kernel, bias, f_in) = (weights.kernel, weights.bias, weights.f_in);
         assert!(
             kt >= st && kf >= sf,
             "transposed conv kernel smaller than its stride"
@@ -261,19 +294,6 @@ impl Conv2dTranspose {
         }
     }
 
-    /// The grid this convolution reads (history of `⌈kt/st⌉ − 1` input frames).
-    pub(crate) fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
-        GridShape {
-            groups,
-            hist: self.hist,
-            max_t,
-            f: self.f_in,
-            pl: self.pl,
-            pr: self.pr,
-            c: self.cin,
-        }
-    }
-
     /// `t` current input rows → `t·st` output rows written to `out`'s interior.
     pub(crate) fn run(
         &self,
@@ -284,11 +304,9 @@ impl Conv2dTranspose {
         epi: Epilogue,
         pool: &Pool,
     ) {
-        let want = self.input_shape(input.shape.groups, input.shape.max_t);
-        assert_eq!(input.shape, want, "conv2d_transpose input grid");
         let (i, o) = (input.shape, out.shape);
-        assert!(o.groups == i.groups && o.f == self.f_in * self.sf && o.c == self.cout);
-        assert!(t <= i.max_t && t * self.st <= o.max_t);
+        let out_rows = [t * self.st, self.f_in * self.sf, self.cout];
+        self.check_grids("conv2d_transpose", i, t, o, out_rows);
         // A fixed-size job list: the step path must not allocate.
         let n = self.phases.len();
         let jobs: [Job<'_>; MAX_PHASES] = std::array::from_fn(|k| {
@@ -307,6 +325,21 @@ impl Conv2dTranspose {
             }
         });
         gemm(isa, &jobs[..n], &mut out.data, pool);
+    }
+}
+
+/// A history of `⌈kt/st⌉ − 1` input frames.
+impl GridConv for Conv2dTranspose {
+    fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
+        GridShape {
+            groups,
+            hist: self.hist,
+            max_t,
+            f: self.f_in,
+            pl: self.pl,
+            pr: self.pr,
+            c: self.cin,
+        }
     }
 }
 

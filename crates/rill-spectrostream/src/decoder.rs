@@ -27,7 +27,7 @@ use crate::config::{
     conv_tensor_names, BlockSpec, INPUT_FIRST, INPUT_SHORTCUT_1, INPUT_SHORTCUT_2, OUTPUT,
     RESIDUAL_A, RESIDUAL_B, SPECTROSTREAM,
 };
-use crate::conv::{Conv2d, Conv2dTranspose};
+use crate::conv::{Conv2d, Conv2dTranspose, GridConv, TransposeWeights};
 use crate::grid::{Grid, GridShape};
 use crate::istft::{BINS, BIN_CHANNELS};
 use crate::kernels::{EarlyWeights, Epilogue, RowMap};
@@ -191,9 +191,15 @@ impl Decoder {
             let [kt, kf] = spec.convt_kernel();
             let shape = [kt, kf, spec.cin, spec.cout];
             let (k, b) = conv_weights(ckpt, &spec.convt_path(), shape, prep)?;
-            let convt = Conv2dTranspose::new(&k, &b, shape, spec.stride, spec.f_in);
-            let winot = WINOGRAD_T[blocks.len()]
-                .map(|mt| WinoConvT::new(&k, &b, shape, spec.stride, spec.f_in, mt));
+            let weights = TransposeWeights {
+                kernel: &k,
+                bias: &b,
+                shape,
+                stride: spec.stride,
+                f_in: spec.f_in,
+            };
+            let convt = Conv2dTranspose::new(&weights);
+            let winot = WINOGRAD_T[blocks.len()].map(|mt| WinoConvT::new(&weights, mt));
             let f_out = spec.f_out();
             let conv_shape = [3, 3, spec.cout, spec.cout];
             let conv = load_conv(ckpt, &spec.conv_path(), conv_shape, f_out, prep)?;

@@ -56,16 +56,11 @@ fn naive_conv2d(
 
 /// Layer-mode transposed conv exactly as spec §4.3 states it: scatter with the
 /// flipped kernel, keep `raw[0 : T·st]` (causal) and `raw[L : L+F·sf]` ('same',
-/// `L = ⌊(kf−sf)/2⌋`), add the bias after the overlap-add and trim.
-fn naive_conv2d_transpose(
-    x: &[f32],
-    t: usize,
-    f: usize,
-    k: &[f32],
-    bias: &[f32],
-    [kt, kf, cin, cout]: [usize; 4],
-    [st, sf]: [usize; 2],
-) -> Vec<f32> {
+/// `L = ⌊(kf−sf)/2⌋`), add the bias after the overlap-add and trim. `x` is
+/// `[t][f_in][cin]`; f64 accumulation.
+fn naive_conv2d_transpose(x: &[f32], t: usize, w: &TransposeWeights) -> Vec<f32> {
+    let ([kt, kf, cin, cout], [st, sf]) = (w.shape, w.stride);
+    let (f, k, bias) = (w.f_in, w.kernel, w.bias);
     let (rt, rf) = ((t - 1) * st + kt, (f - 1) * sf + kf);
     let mut raw = vec![0f64; rt * rf * cout];
     for i in 0..t {
@@ -110,20 +105,21 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
     );
 }
 
-/// Streams `x` (`[groups][t][f][cin]`) through a layer chunk by chunk and returns
+/// Streams `x` (`[groups][t][f][cin]`) through a layer (`run`: `st` output rows per
+/// input row) chunk by chunk, its output grid (`out_shape`) set to `init` before
+/// each chunk (what an accumulating epilogue adds to), and returns
 /// `[groups][t·st][f_out][cout]`.
 #[allow(clippy::too_many_arguments)]
-fn stream(
-    isa: Isa,
+pub(crate) fn stream(
     in_shape: GridShape,
     out_shape: GridShape,
+    st: usize,
     x: &[f32],
     t: usize,
-    st: usize,
     chunks: &[usize],
-    run: &dyn Fn(&Grid, usize, &mut Grid),
+    init: f32,
+    run: &mut dyn FnMut(&Grid, usize, &mut Grid),
 ) -> Vec<f32> {
-    let _ = isa;
     let (g, f, cin) = (in_shape.groups, in_shape.f, in_shape.c);
     let (fo, co) = (out_shape.f, out_shape.c);
     let mut inp = Grid::new(in_shape);
@@ -138,6 +134,7 @@ fn stream(
                 inp.data[dst..dst + f * cin].copy_from_slice(&x[src..src + f * cin]);
             }
         }
+        out.data.iter_mut().for_each(|v| *v = init);
         run(&inp, n, &mut out);
         for gi in 0..g {
             for ti in 0..n * st {
@@ -173,16 +170,13 @@ fn conv2d_matches_naive() {
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 3);
         for &isa in &tiers {
-            let y = stream(
-                isa,
+            let (inp, out) = (
                 conv.input_shape(groups, 3),
                 GridShape::raw(groups, 3, f, cout),
-                &x,
-                t,
-                1,
-                &chunks,
-                &|i, n, o| conv.run(isa, i, n, o, Epilogue::Store, &pool),
             );
+            let y = stream(inp, out, 1, &x, t, &chunks, 0.0, &mut |i, n, o| {
+                conv.run(isa, i, n, o, Epilogue::Store, &pool)
+            });
             for g in 0..groups {
                 let xs = &x[g * t * f * cin..(g + 1) * t * f * cin];
                 let want = naive_conv2d(xs, t, f, &k, &b, [kt, kf, cin, cout]);
@@ -209,23 +203,25 @@ fn conv2d_transpose_matches_naive_scatter() {
     ] {
         let k = rand_vec(kt * kf * cin * cout, 11);
         let b = rand_vec(cout, 12);
-        let ct = Conv2dTranspose::new(&k, &b, [kt, kf, cin, cout], [st, sf], f);
+        let weights = TransposeWeights {
+            kernel: &k,
+            bias: &b,
+            shape: [kt, kf, cin, cout],
+            stride: [st, sf],
+            f_in: f,
+        };
+        let ct = Conv2dTranspose::new(&weights);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 13);
         for &isa in &tiers {
-            let y = stream(
-                isa,
-                ct.input_shape(groups, 3),
-                GridShape::raw(groups, 3 * st, f * sf, cout),
-                &x,
-                t,
-                st,
-                &chunks,
-                &|i, n, o| ct.run(isa, i, n, o, Epilogue::Store, &pool),
-            );
+            let inp = ct.input_shape(groups, 3);
+            let out = GridShape::raw(groups, 3 * st, f * sf, cout);
+            let y = stream(inp, out, st, &x, t, &chunks, 0.0, &mut |i, n, o| {
+                ct.run(isa, i, n, o, Epilogue::Store, &pool)
+            });
             for g in 0..groups {
                 let xs = &x[g * t * f * cin..(g + 1) * t * f * cin];
-                let want = naive_conv2d_transpose(xs, t, f, &k, &b, [kt, kf, cin, cout], [st, sf]);
+                let want = naive_conv2d_transpose(xs, t, &weights);
                 let n = t * st * f * sf * cout;
                 let got = &y[g * n..(g + 1) * n];
                 assert_close(&format!("convT {kt}x{kf} s{st}x{sf} {isa:?}"), got, &want);

@@ -3,6 +3,7 @@
 use rill_kernels::{DisjointOut, Isa, Pool};
 
 use super::{supported, WinoScratch, L};
+use crate::conv::GridConv;
 use crate::grid::{AVec, Grid, GridShape};
 use crate::kernels::winograd::{self as tiles, g_matrix, InArgs, OutArgs};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
@@ -156,12 +157,7 @@ impl WinoConv3x3 {
         pool: &Pool,
     ) {
         let (i, o) = (input.shape, out.shape);
-        assert!(
-            i.hist == 2 && i.pl == 1 && i.pr == 1 && i.f == self.f && i.c == self.cin,
-            "winograd input grid"
-        );
-        assert!(o.groups == i.groups && o.f == self.f && o.c == self.cout);
-        assert!(t <= i.max_t && t <= o.max_t);
+        self.check_grids("winograd", i, t, o, [t, self.f, self.cout]);
         let geo = self.geo(i.groups, t);
         let tiles = geo.tiles();
         let (at, af) = self.alpha();
@@ -316,6 +312,21 @@ unsafe fn output_tile(
                 );
                 elu_in_place(isa, seg);
             }
+        }
+    }
+}
+
+/// The direct 3×3 convolution's grid.
+impl GridConv for WinoConv3x3 {
+    fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
+        GridShape {
+            groups,
+            hist: 2,
+            max_t,
+            f: self.f,
+            pl: 1,
+            pr: 1,
+            c: self.cin,
         }
     }
 }

@@ -4,7 +4,8 @@
 use rill_kernels::{DisjointOut, Isa, Pool};
 
 use super::{supported, WinoScratch, L};
-use crate::grid::{AVec, Grid};
+use crate::conv::{GridConv, TransposeWeights};
+use crate::grid::{AVec, Grid, GridShape};
 use crate::kernels::winograd::{self as tiles, g_matrix, ColArgs};
 use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
 
@@ -40,15 +41,10 @@ const MAX_T_JOBS: usize = 18;
 const COLS_PER_TASK: usize = 16;
 
 impl WinoConvT {
-    /// `kernel` in checkpoint layout `[3, kf, cin, cout]`, strides `(1, sf)`.
-    pub(crate) fn new(
-        kernel: &[f32],
-        bias: &[f32],
-        [kt, kf, cin, cout]: [usize; 4],
-        [st, sf]: [usize; 2],
-        f_in: usize,
-        mt: usize,
-    ) -> WinoConvT {
+    /// `weights` with kernel `[3, kf, cin, cout]`, strides `(1, sf)`.
+    pub(crate) fn new(weights: &TransposeWeights, mt: usize) -> WinoConvT {
+        let ([kt, kf, cin, cout], [st, sf]) = (weights.shape, weights.stride);
+        let (kernel, bias, f_in) = (weights.kernel, weights.bias, weights.f_in);
         assert!(
             kt == 3 && st == 1 && supported(mt),
             "WinoConvT needs 3 time taps, stride 1"
@@ -142,16 +138,8 @@ impl WinoConvT {
         pool: &Pool,
     ) {
         let (i, o) = (input.shape, out.shape);
-        assert!(
-            i.hist == 2
-                && i.pl == self.pl
-                && i.pr == self.pr
-                && i.f == self.f_in
-                && i.c == self.cin,
-            "winograd convT input grid"
-        );
-        assert!(o.groups == i.groups && o.f == self.f_in * self.sf && o.c == self.cout);
-        assert!(t <= i.max_t && t <= o.max_t);
+        let out_rows = [t, self.f_in * self.sf, self.cout];
+        self.check_grids("winograd convT", i, t, o, out_rows);
         assert!(
             t.is_multiple_of(self.mt),
             "{t} rows are not whole Winograd tiles of {}",
@@ -263,5 +251,20 @@ impl WinoConvT {
                 }
             }
         });
+    }
+}
+
+/// [`crate::conv::Conv2dTranspose`]'s grid.
+impl GridConv for WinoConvT {
+    fn input_shape(&self, groups: usize, max_t: usize) -> GridShape {
+        GridShape {
+            groups,
+            hist: 2,
+            max_t,
+            f: self.f_in,
+            pl: self.pl,
+            pr: self.pr,
+            c: self.cin,
+        }
     }
 }

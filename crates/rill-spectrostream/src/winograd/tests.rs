@@ -4,66 +4,10 @@
 use rill_kernels::{Isa, Pool};
 
 use super::*;
-use crate::conv::tests::rand_vec;
-use crate::conv::Conv2d;
+use crate::conv::tests::{rand_vec, stream};
+use crate::conv::{Conv2d, GridConv};
 use crate::grid::{Grid, GridShape};
 use crate::kernels::Epilogue;
-
-/// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, its output grid
-/// (`out_f` columns) set to `init` before each chunk; returns `[groups][t][out_f][cout]`.
-#[allow(clippy::too_many_arguments)]
-fn stream_rows(
-    in_shape: GridShape,
-    out_f: usize,
-    cout: usize,
-    x: &[f32],
-    t: usize,
-    chunks: &[usize],
-    init: f32,
-    run: &mut dyn FnMut(&Grid, usize, &mut Grid),
-) -> Vec<f32> {
-    let (g, f, cin) = (in_shape.groups, in_shape.f, in_shape.c);
-    let mut inp = Grid::new(in_shape);
-    let mut out = Grid::new(GridShape::raw(g, in_shape.max_t, out_f, cout));
-    let mut y = vec![0f32; g * t * out_f * cout];
-    let mut t0 = 0;
-    for &n in chunks {
-        for gi in 0..g {
-            for ti in 0..n {
-                let src = ((gi * t + t0 + ti) * f) * cin;
-                let dst = inp.interior(gi, ti, 0);
-                inp.data[dst..dst + f * cin].copy_from_slice(&x[src..src + f * cin]);
-            }
-        }
-        out.data.iter_mut().for_each(|v| *v = init);
-        run(&inp, n, &mut out);
-        for gi in 0..g {
-            for ti in 0..n {
-                let src = out.interior(gi, ti, 0);
-                let dst = (gi * t + t0 + ti) * out_f * cout;
-                y[dst..dst + out_f * cout].copy_from_slice(&out.data[src..src + out_f * cout]);
-            }
-        }
-        inp.shift_history(n);
-        t0 += n;
-    }
-    y
-}
-
-/// Runs `run` over `x` (`[groups][t][f][cin]`) in chunks of rows, returns `[groups][t][f][cout]`.
-fn stream(
-    in_shape: GridShape,
-    cout: usize,
-    x: &[f32],
-    t: usize,
-    chunks: &[usize],
-    init: f32,
-    run: &mut dyn FnMut(&Grid, usize, &mut Grid),
-) -> Vec<f32> {
-    let y = stream_rows(in_shape, in_shape.f, cout, x, t, chunks, init, run);
-    assert_eq!(chunks.iter().sum::<usize>(), t);
-    y
-}
 
 #[test]
 fn winograd_matches_direct_conv() {
@@ -85,29 +29,20 @@ fn winograd_matches_direct_conv() {
         let x = rand_vec(groups * t * f * cin, 23);
         for &isa in &tiers {
             for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
-                let want = stream(
+                let (inp, out) = (
                     direct.input_shape(groups, 8),
-                    cout,
-                    &x,
-                    t,
-                    &chunks,
-                    0.5,
-                    &mut |i, n, o| direct.run(isa, i, n, o, epi, &pool),
+                    GridShape::raw(groups, 8, f, cout),
                 );
+                let streamed = |run: &mut dyn FnMut(&Grid, usize, &mut Grid)| {
+                    stream(inp, out, 1, &x, t, &chunks, 0.5, run)
+                };
+                let want = streamed(&mut |i, n, o| direct.run(isa, i, n, o, epi, &pool));
                 let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
                 for mt in [2, 4] {
                     for mf in [2, 4] {
                         let w = WinoConv3x3::new(&k, &b, cin, cout, f, [mt, mf]);
                         let mut s = w.scratch(groups, 8);
-                        let got = stream(
-                            direct.input_shape(groups, 8),
-                            cout,
-                            &x,
-                            t,
-                            &chunks,
-                            0.5,
-                            &mut |i, n, o| w.run(isa, i, n, o, epi, &mut s, &pool),
-                        );
+                        let got = streamed(&mut |i, n, o| w.run(isa, i, n, o, epi, &mut s, &pool));
                         let err = got
                             .iter()
                             .zip(&want)
@@ -142,7 +77,8 @@ fn winograd_chunking_and_threads_do_not_change_bits() {
             let mut s = w.scratch(2, 8);
             stream(
                 direct.input_shape(2, 8),
-                cout,
+                GridShape::raw(2, 8, f, cout),
+                1,
                 &x,
                 t,
                 chunks,
@@ -172,7 +108,8 @@ fn winograd_tiers_agree() {
         let mut s = w.scratch(2, 4);
         outs.push(stream(
             direct.input_shape(2, 4),
-            cout,
+            GridShape::raw(2, 4, f, cout),
+            1,
             &x,
             t,
             &[4],
@@ -185,43 +122,38 @@ fn winograd_tiers_agree() {
     }
 }
 
-/// Runs a transposed conv over `x` in chunks of input rows (stride 1 in time).
-fn stream_t(
-    in_shape: GridShape,
-    out_f: usize,
-    cout: usize,
-    x: &[f32],
-    t: usize,
-    chunks: &[usize],
-    run: &mut dyn FnMut(&Grid, usize, &mut Grid),
-) -> Vec<f32> {
-    stream_rows(in_shape, out_f, cout, x, t, chunks, 0.25, run)
-}
-
 #[test]
 fn winograd_convt_matches_direct() {
     let tiers = rill_kernels::isa::tiers_under_test("winograd::winograd_convt_matches_direct");
-    use crate::conv::Conv2dTranspose;
+    use crate::conv::{Conv2dTranspose, TransposeWeights};
     let pool = Pool::new(2);
     let t = 12;
     // The stride-1 decoder shapes: kf 4 / sf 2 (decoder_2/3/5/6), kf 6 / sf 3 (decoder_4).
     for &(kf, sf, cin, cout, f) in &[(4, 2, 32, 16, 10), (6, 3, 16, 32, 4), (4, 2, 16, 48, 3)] {
         let k = rand_vec(3 * kf * cin * cout, 51);
         let b = rand_vec(cout, 52);
-        let direct = Conv2dTranspose::new(&k, &b, [3, kf, cin, cout], [1, sf], f);
+        let weights = TransposeWeights {
+            kernel: &k,
+            bias: &b,
+            shape: [3, kf, cin, cout],
+            stride: [1, sf],
+            f_in: f,
+        };
+        let direct = Conv2dTranspose::new(&weights);
         let groups = 2;
         let x = rand_vec(groups * t * f * cin, 53);
         for &isa in &tiers {
             for epi in [Epilogue::Store, Epilogue::Elu, Epilogue::Accumulate] {
                 let shape = direct.input_shape(groups, 8);
-                let want = stream_t(shape, f * sf, cout, &x, t, &[4, 8], &mut |i, n, o| {
+                let out = GridShape::raw(groups, 8, f * sf, cout);
+                let want = stream(shape, out, 1, &x, t, &[4, 8], 0.25, &mut |i, n, o| {
                     direct.run(isa, i, n, o, epi, &pool)
                 });
                 let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
                 for mt in [2, 4] {
-                    let w = WinoConvT::new(&k, &b, [3, kf, cin, cout], [1, sf], f, mt);
+                    let w = WinoConvT::new(&weights, mt);
                     let mut s = w.scratch(groups, 8);
-                    let got = stream_t(shape, f * sf, cout, &x, t, &[4, 8], &mut |i, n, o| {
+                    let got = stream(shape, out, 1, &x, t, &[4, 8], 0.25, &mut |i, n, o| {
                         w.run(isa, i, n, o, epi, &mut s, &pool)
                     });
                     let err = got
@@ -234,11 +166,11 @@ fn winograd_convt_matches_direct() {
                     );
                 }
                 // Chunking and thread count do not change the bits.
-                let w = WinoConvT::new(&k, &b, [3, kf, cin, cout], [1, sf], f, 4);
+                let w = WinoConvT::new(&weights, 4);
                 let run = |threads: usize, chunks: &[usize]| {
                     let p = Pool::new(threads);
                     let mut s = w.scratch(groups, 8);
-                    stream_t(shape, f * sf, cout, &x, t, chunks, &mut |i, n, o| {
+                    stream(shape, out, 1, &x, t, chunks, 0.25, &mut |i, n, o| {
                         w.run(isa, i, n, o, epi, &mut s, &p)
                     })
                 };
