@@ -5,18 +5,22 @@
 
 use crate::unicode_tables as tables;
 
+/// Where the code-point range `lo..=hi` lies against `cp` (`Equal`: it holds it), for
+/// binary searches of the sorted range tables.
+fn range_vs(lo: u32, hi: u32, cp: u32) -> std::cmp::Ordering {
+    if hi < cp {
+        std::cmp::Ordering::Less
+    } else if lo > cp {
+        std::cmp::Ordering::Greater
+    } else {
+        std::cmp::Ordering::Equal
+    }
+}
+
 fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
     let cp = c as u32;
     ranges
-        .binary_search_by(|&(lo, hi)| {
-            if hi < cp {
-                std::cmp::Ordering::Less
-            } else if lo > cp {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
+        .binary_search_by(|&(lo, hi)| range_vs(lo, hi, cp))
         .is_ok()
 }
 
@@ -61,29 +65,32 @@ fn push_py_case(c: char, mapped: impl Iterator<Item = char> + Clone, out: &mut S
     }
 }
 
-/// Python's `str.upper()` (full, unconditional case mapping, e.g. `ß` → `SS`).
-pub fn py_upper(s: &str) -> String {
+/// `s` case-mapped as Python maps it: `ascii` for an ASCII string, else each
+/// character by `map` (see [`push_py_case`]).
+fn py_case<I: Iterator<Item = char> + Clone>(
+    s: &str,
+    ascii: fn(&str) -> String,
+    map: fn(char) -> I,
+) -> String {
     if s.is_ascii() {
-        return s.to_ascii_uppercase();
+        return ascii(s);
     }
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        push_py_case(c, c.to_uppercase(), &mut out);
+        push_py_case(c, map(c), &mut out);
     }
     out
+}
+
+/// Python's `str.upper()` (full, unconditional case mapping, e.g. `ß` → `SS`).
+pub fn py_upper(s: &str) -> String {
+    py_case(s, str::to_ascii_uppercase, char::to_uppercase)
 }
 
 /// Python's `str.lower()` character by character (without the final-sigma rule, which
 /// only matters for Greek words; rill compares the result with ASCII only).
 pub fn py_lower(s: &str) -> String {
-    if s.is_ascii() {
-        return s.to_ascii_lowercase();
-    }
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        push_py_case(c, c.to_lowercase(), &mut out);
-    }
-    out
+    py_case(s, str::to_ascii_lowercase, char::to_lowercase)
 }
 
 /// Python's `c.isupper()` for one character.
@@ -96,15 +103,7 @@ fn combining_class(c: char) -> u8 {
     if cp < 0x300 {
         return 0;
     }
-    match tables::COMBINING.binary_search_by(|&(lo, hi, _)| {
-        if hi < cp {
-            std::cmp::Ordering::Less
-        } else if lo > cp {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    }) {
+    match tables::COMBINING.binary_search_by(|&(lo, hi, _)| range_vs(lo, hi, cp)) {
         Ok(i) => tables::COMBINING[i].2,
         Err(_) => 0,
     }
