@@ -149,7 +149,7 @@ fn bench_conditioning() -> Conditioning {
         ..Default::default()
     }
     .with_held_notes(&[60, 64, 67])
-    .expect("MIDI pitches")
+    .expect("60, 64 and 67 are MIDI pitches")
 }
 
 /// One tier's timings.
