@@ -171,10 +171,18 @@ mod tests {
         for t in [200, 240, 400] {
             r.catch_up_from(&mut src, ms(t), None, |_| {});
         }
-        assert_eq!((r.played(), src.underruns.get()), (4, 1), "one gap, one underrun");
+        assert_eq!(
+            (r.played(), src.underruns.get()),
+            (4, 1),
+            "one gap, one underrun"
+        );
         src.ready = 3;
         r.catch_up_from(&mut src, ms(240), None, |_| {});
-        assert_eq!((r.played(), src.ready), (6, 1), "late frames taken, none early");
+        assert_eq!(
+            (r.played(), src.ready),
+            (6, 1),
+            "late frames taken, none early"
+        );
         r.catch_up_from(&mut src, ms(280), None, |_| {});
         assert_eq!((r.played(), src.underruns.get()), (7, 1));
         r.catch_up_from(&mut src, ms(320), None, |_| {});
