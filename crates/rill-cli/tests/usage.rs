@@ -101,10 +101,11 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     assert_eq!(refused(&o, "/no/such/text.txt"), 1);
 }
 
-/// Values rill itself refuses (not clap) in `play`, `soak` and `bench` are usage
-/// errors too, found before any weights are made or loaded.
+/// Values rill itself refuses (not clap) in `play`, `soak` and `bench`, and a
+/// `serve --max-sessions` of 0, are usage errors too, found before any weights
+/// are made or loaded.
 #[test]
-fn refused_values_of_play_soak_and_bench_exit_2() {
+fn refused_values_of_play_soak_serve_and_bench_exit_2() {
     for (args, needle) in [
         (&["play", "--seconds=0"][..], "--seconds"),
         (&["play", "--seconds", "nan"][..], "--seconds"),
@@ -113,6 +114,7 @@ fn refused_values_of_play_soak_and_bench_exit_2() {
             &["soak", "--seconds", "10", "--interval", "20"][..],
             "--interval",
         ),
+        (&["serve", "--max-sessions", "0"][..], "--max-sessions"),
         (&["bench", "--precision", "f16"][..], "--model mrt2 takes"),
         (&["bench", "--codec-frames", "2"][..], "--codec-frames"),
         (&["bench", "--isa", "no-such-tier"][..], "--isa"),
