@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rill_checkpoint::layout::{RVQ_CODEBOOK, SOUNDSTREAM};
 use rill_checkpoint::{Checkpoint, Dtype};
-use rill_io::{Array, Data, Npz};
+use rill_io::Npz;
 use rill_mrt2::config::{ModelDims, StackDims};
 use rill_mrt2::sampler::{LEVEL, RESERVED, VOCAB};
 use rill_mrt2::session_file::{self, ModelId};
@@ -19,23 +19,10 @@ use rill_stream::Snapshot;
 
 pub mod seeds;
 
-fn len(a: &Array) -> usize {
-    match &a.data {
-        Data::F32(v) => v.len(),
-        Data::F64(v) => v.len(),
-        Data::I16(v) => v.len(),
-        Data::I32(v) => v.len(),
-        Data::I64(v) => v.len(),
-        Data::U32(v) => v.len(),
-        Data::U8(v) => v.len(),
-        Data::Bool(v) => v.len(),
-    }
-}
-
 /// `.npy` reading: an accepted array holds exactly the elements its shape says.
 pub fn npy(data: &[u8]) {
     if let Ok(a) = rill_io::npy_from_bytes("fuzz.npy", data) {
-        assert_eq!(a.numel(), len(&a), "shape {:?}", a.shape);
+        assert_eq!(a.numel(), a.data_len(), "shape {:?}", a.shape);
     }
 }
 
@@ -52,7 +39,7 @@ pub fn npz(data: &[u8]) {
         .collect();
     for name in names {
         if let Ok(a) = z.get(&name) {
-            assert_eq!(a.numel(), len(a), "{name}: shape {:?}", a.shape);
+            assert_eq!(a.numel(), a.data_len(), "{name}: shape {:?}", a.shape);
         }
         let _ = z.f32(&name);
         let _ = z.i64(&name);

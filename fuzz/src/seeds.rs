@@ -79,18 +79,7 @@ fn npy_seeds() -> Vec<Seed> {
         out.push(("npy", format!("{name}.npy"), b));
     }
     // Fortran order, big-endian, truncated data, an unsupported dtype.
-    let header = |dict: &str, data: &[u8]| {
-        let mut h = dict.as_bytes().to_vec();
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(b' ');
-        }
-        h.push(b'\n');
-        let mut v = b"\x93NUMPY\x01\x00".to_vec();
-        v.extend_from_slice(&(h.len() as u16).to_le_bytes());
-        v.extend_from_slice(&h);
-        v.extend_from_slice(data);
-        v
-    };
+    let header = rill_io::raw_npy;
     let d: Vec<u8> = (0u8..48).collect();
     out.push((
         "npy",

@@ -73,31 +73,33 @@ def state_dict(rng):
   def mask(name, n):
     sd[name] = torch.tril(torch.ones(n, n)).view(1, 1, n, n)
 
+  # One transformer layer's self-attention and feed-forward blocks (width d, `pos`
+  # positions, a kernel-k feed-forward of width ffn), in NeMo's key order.
+  def self_attention(p, d, pos):
+    f(p + 'norm_self.weight', d)
+    f(p + 'self_attention.qkv_net.weight', 3 * d, d)
+    f(p + 'self_attention.o_net.weight', d, d)
+    mask(p + 'self_attention.causal_mask', pos)
+
+  def pos_ff(p, d, ffn, k):
+    f(p + 'norm_pos_ff.weight', d)
+    f(p + 'pos_ff.proj.conv.weight', ffn, d, k)
+    f(p + 'pos_ff.o_net.conv.weight', d, ffn, k)
+
   f('text_embedding.weight', TEXT, D)
   f('encoder.position_embeddings.weight', ENC_POS, D)
-  p = 'encoder.layers.0.'
-  f(p + 'norm_self.weight', D)
-  f(p + 'self_attention.qkv_net.weight', 3 * D, D)
-  f(p + 'self_attention.o_net.weight', D, D)
-  mask(p + 'self_attention.causal_mask', ENC_POS)
-  f(p + 'norm_pos_ff.weight', D)
-  f(p + 'pos_ff.proj.conv.weight', FFN, D, ENC_K)
-  f(p + 'pos_ff.o_net.conv.weight', D, FFN, ENC_K)
+  self_attention('encoder.layers.0.', D, ENC_POS)
+  pos_ff('encoder.layers.0.', D, FFN, ENC_K)
   f('encoder.norm_out.weight', D)
   f('decoder.position_embeddings.weight', DEC_POS, D)
   p = 'decoder.layers.0.'
-  f(p + 'norm_self.weight', D)
-  f(p + 'self_attention.qkv_net.weight', 3 * D, D)
-  f(p + 'self_attention.o_net.weight', D, D)
-  mask(p + 'self_attention.causal_mask', DEC_POS)
+  self_attention(p, D, DEC_POS)
   f(p + 'norm_xattn_query.weight', D)
   f(p + 'cross_attention.q_net.weight', XATTN, D)
   f(p + 'cross_attention.kv_net.weight', 2 * XATTN, D)
   f(p + 'cross_attention.o_net.weight', D, XATTN)
   f(p + 'norm_xattn_memory.weight', D)
-  f(p + 'norm_pos_ff.weight', D)
-  f(p + 'pos_ff.proj.conv.weight', FFN, D, 1)
-  f(p + 'pos_ff.o_net.conv.weight', D, FFN, 1)
+  pos_ff(p, D, FFN, 1)
   f('decoder.norm_out.weight', D)
   # A transposed (non-contiguous) view: torch.save keeps the storage and the strides.
   sd['final_proj.weight'] = torch.from_numpy(
@@ -110,14 +112,8 @@ def state_dict(rng):
   f('local_transformer_in_projection.weight', LT, D)
   f('local_transformer_in_projection.bias', LT)
   f('local_transformer.position_embeddings.weight', LT_POS, LT)
-  p = 'local_transformer.layers.0.'
-  f(p + 'norm_self.weight', LT)
-  f(p + 'self_attention.qkv_net.weight', 3 * LT, LT)
-  f(p + 'self_attention.o_net.weight', LT, LT)
-  mask(p + 'self_attention.causal_mask', LT_POS)
-  f(p + 'norm_pos_ff.weight', LT)
-  f(p + 'pos_ff.proj.conv.weight', LT_FFN, LT, 1)
-  f(p + 'pos_ff.o_net.conv.weight', LT, LT_FFN, 1)
+  self_attention('local_transformer.layers.0.', LT, LT_POS)
+  pos_ff('local_transformer.layers.0.', LT, LT_FFN, 1)
   for c in range(BOOKS):
     f(f'local_transformer_out_projections.{c}.weight', VOCAB, LT)
     f(f'local_transformer_out_projections.{c}.bias', VOCAB)

@@ -104,6 +104,21 @@ pub enum StagesArg {
     Two,
 }
 
+/// The music model, its precision and its controls: the flags `generate`,
+/// `play` and `soak` share (`serve` takes the model and precision only, its
+/// controls come from the browser).
+#[derive(Debug, Clone, Args)]
+pub struct MusicArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
+
+    #[command(flatten)]
+    pub controls: ControlArgs,
+}
+
 /// The music model's `--precision`.
 #[derive(Debug, Clone, Args)]
 pub struct PrecisionArgs {

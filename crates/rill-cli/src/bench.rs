@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_kernels::{Isa, Pool};
@@ -17,18 +17,17 @@ use rill_stream::{FramePipeline, Stages};
 use crate::args::ModelArgs;
 use crate::model_source;
 use crate::stats::{summarize, Summary};
+use crate::usage::{usage, usage_bail};
 
 #[derive(Debug, Args)]
+#[command(mut_arg("codec", |a| a.help(CODEC_HELP)))]
 pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
 
     /// Which model to time: mrt2 (the music model of --checkpoint) or magpie (Magpie
-    /// TTS + NanoCodec on random weights of the real shapes, CFG on, f32 codec;
-    /// --precision sets Magpie's linear layers (f16: rounded to half, as NVIDIA's
-    /// F16 GGUF holds them and f32 runs them); --codec f16 rounds the
-    /// codec weights to half as NVIDIA's F16 GGUF holds them, which lets stage 0
-    /// stream half the bytes with the same results).
+    /// TTS + NanoCodec on random weights of the real shapes, CFG on); --precision and
+    /// --codec name the weights of the model timed (see each).
     #[arg(long = "model", value_enum, default_value = "mrt2")]
     pub which: BenchModel,
 
@@ -36,7 +35,8 @@ pub struct BenchArgs {
     /// (f32, bf16, mlx-int8, int8, mixed, int4, lut4; as `rill generate
     /// --precision`; default f32, or the precision a pre-quantised file was made
     /// for). --model magpie: its linear layers' (f32, f16, bf16, int8; as `rill
-    /// speak --precision`; default f32).
+    /// speak --precision`; default f32; f16: rounded to half, as NVIDIA's F16 GGUF
+    /// holds them, f32 arithmetic).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(bench_precisions()))]
     pub precision: Option<String>,
 
@@ -75,6 +75,14 @@ pub struct BenchArgs {
     pub quality_frames: usize,
 }
 
+/// `rill bench --codec`: one flag, a codec per model (the shared `--codec` help
+/// speaks of SpectroStream only).
+const CODEC_HELP: &str = "Codec weights of the model timed. --model mrt2: the SpectroStream \
+decoder's, f32, i16, f16 or fp16 as `rill generate --codec` (default i16, the live mode). \
+--model magpie: NanoCodec's, f32 (default) or f16 (the random weights rounded to IEEE half, the \
+values NVIDIA's F16 GGUF holds: stage 0 streams half the bytes, f32 arithmetic, the same output \
+bits); i16 and fp16 are refused.";
+
 /// Every name `--precision` takes: the music model's, then Magpie's not among them.
 fn bench_precisions() -> Vec<&'static str> {
     let mut names: Vec<&str> = Precision::ALL.map(Precision::name).to_vec();
@@ -93,10 +101,10 @@ impl BenchArgs {
             .as_deref()
             .map(|n| {
                 Precision::from_name(n).ok_or_else(|| {
-                    anyhow::anyhow!(
+                    usage(format!(
                         "--model mrt2 takes --precision {} (not {n})",
                         Precision::ALL.map(Precision::name).join(", ")
-                    )
+                    ))
                 })
             })
             .transpose()
@@ -108,12 +116,12 @@ impl BenchArgs {
             return Ok(rill_magpie::Precision::F32);
         };
         rill_magpie::Precision::from_name(n).ok_or_else(|| {
-            anyhow::anyhow!(
+            usage(format!(
                 "--model magpie takes --precision {} (not {n})",
                 rill_magpie::Precision::ALL
                     .map(rill_magpie::Precision::name)
                     .join(", ")
-            )
+            ))
         })
     }
 }
@@ -141,7 +149,7 @@ fn bench_conditioning() -> Conditioning {
         ..Default::default()
     }
     .with_held_notes(&[60, 64, 67])
-    .expect("MIDI pitches")
+    .expect("60, 64 and 67 are MIDI pitches")
 }
 
 /// One tier's timings.
@@ -159,7 +167,7 @@ fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
         Some("all") => Ok(Isa::available().into_iter().rev().collect()),
         Some(list) => list
             .split(',')
-            .map(|n| Isa::parse(n).map_err(anyhow::Error::from))
+            .map(|n| Isa::parse(n).map_err(|e| usage(format!("--isa: {e}"))))
             .collect(),
     }
 }
@@ -169,7 +177,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         return crate::bench_magpie::run(&args);
     }
     if args.codec_frames.is_some() {
-        bail!("--codec-frames is for --model magpie (MRT2's codec decodes one frame per call)");
+        usage_bail!(
+            "--codec-frames is for --model magpie (MRT2's codec decodes one frame per call)"
+        );
     }
     let explicit_precision = args.mrt2_precision()?;
     if args.quality {

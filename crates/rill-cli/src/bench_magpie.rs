@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use rill_magpie::{InferenceParams, Model, CODEBOOKS};
 use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
 use rill_stream::tts::{
@@ -21,13 +21,23 @@ use rill_spectrostream::CodecPrecision;
 const FRAME: Duration =
     Duration::from_nanos(SAMPLES_PER_FRAME as u64 * 1_000_000_000 / SAMPLE_RATE as u64);
 use crate::bench::BenchArgs;
-use crate::stats::summarize;
+use crate::stats::{summarize, Summary};
+use crate::usage::usage_bail;
 
 /// A 40-token sentence (the issue's time-to-first-audio case is ≈ 40 tokens).
 const TEXT: &str = "Hello world, I read the rill docs.";
 
 pub fn run(args: &BenchArgs) -> Result<()> {
     let format = args.magpie_precision()?.format();
+    // `--codec` names NanoCodec's weights here: f32, or f16 (rounded to half).
+    let half_codec = match args.model.codec {
+        None | Some(CodecPrecision::F32) => false,
+        Some(CodecPrecision::F16Weights) => true,
+        Some(c) => usage_bail!(
+            "--model magpie takes --codec f32 or f16 (NanoCodec's weights), not {}",
+            c.name()
+        ),
+    };
     let seed = args.model.random_weights.unwrap_or(0);
     let pools = args.model.pools()?;
     let threads = args.model.thread_count()?;
@@ -36,16 +46,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
     let model = Arc::new(Model::with_format(w, format)?);
     let mut codec_weights = rill_nanocodec::Weights::synthetic(seed);
-    let (codec_short, codec_kind) = match args.model.codec {
-        None | Some(CodecPrecision::F32) => ("f32", "f32 codec weights"),
-        Some(CodecPrecision::F16Weights) => {
-            codec_weights.round_to_half();
-            (
-                "f16",
-                "codec weights rounded to half as in NVIDIA's F16 GGUF (f32 arithmetic)",
-            )
-        }
-        Some(c) => bail!("--model magpie takes --codec f32 or f16 (not {})", c.name()),
+    let (codec_short, codec_kind) = if half_codec {
+        codec_weights.round_to_half();
+        (
+            "f16",
+            "codec weights rounded to half as in NVIDIA's F16 GGUF (f32 arithmetic)",
+        )
+    } else {
+        ("f32", "f32 codec weights")
     };
     let codec = NanoCodec::new(&codec_weights)?;
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
@@ -114,37 +122,35 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         ..
     } = sink;
     let setup = Duration::from_secs_f64(stats.setup_seconds);
-    let first_audio = stats.first_audio.map(Duration::from_secs_f64);
+    // Zero when no frame came (none timed).
+    let first_audio = Duration::from_secs_f64(stats.first_audio.unwrap_or(0.0));
     let codec = &voice.codec;
     let ids_len = tokens - 1;
     let frame_ms = 1e3 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
     let (d, c, s) = (summarize(&dec), summarize(&cod), summarize(&step));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     if args.json {
-        println!(
-            "{{\"model\":\"magpie\",\"linears\":\"{}\",\"codec_weights\":\"{codec_short}\",\
-             \"half_convs\":{},\"codec_frames\":{},\"threads\":{threads},\"stages\":\"{}\",\
-             \"isa\":\"{}\",\"frames\":{},\"decoder_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\
-             \"codec_ms\":{{\"median\":{:.2},\"p99\":{:.2}}},\"step_ms\":{{\"median\":{:.2},\
-             \"p99\":{:.2}}},\"setup_ms\":{:.1},\"first_audio_ms\":{:.1},\"cfg_prefill_ms\":{:.1},\
-             \"buffer_ms\":{:.1},\"rtf\":{:.3}}}",
-            format.name(),
-            codec.half_weight_convs(),
-            plan.codec_frames,
-            pools.stages().name(),
-            rill_kernels::isa::active(),
-            timed,
-            d.median,
-            d.p99,
-            c.median,
-            c.p99,
-            s.median,
-            s.p99,
-            setup.as_secs_f64() * 1e3,
-            first_audio.unwrap_or(Duration::ZERO).as_secs_f64() * 1e3,
-            cfg_prefill.as_secs_f64() * 1e3,
-            buffer.as_secs_f64() * 1e3,
-            s.median / frame_ms
-        );
+        let stat = |x: Summary| serde_json::json!({"median": x.median, "p99": x.p99});
+        let v = serde_json::json!({
+            "model": "magpie",
+            "linears": format.name(),
+            "codec_weights": codec_short,
+            "half_convs": codec.half_weight_convs(),
+            "codec_frames": plan.codec_frames,
+            "threads": threads,
+            "stages": pools.stages().name(),
+            "isa": rill_kernels::isa::active().to_string(),
+            "frames": timed,
+            "decoder_ms": stat(d),
+            "codec_ms": stat(c),
+            "step_ms": stat(s),
+            "setup_ms": ms(setup),
+            "first_audio_ms": ms(first_audio),
+            "cfg_prefill_ms": ms(cfg_prefill),
+            "buffer_ms": ms(buffer),
+            "rtf": s.median / frame_ms,
+        });
+        println!("{v}");
     } else {
         println!(
             "{timed} frames of {frame_ms:.1} ms in {} cycles of {} decoder steps beside a codec \
@@ -165,10 +171,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
              (the CFG row's prefill, once per process: {:.0} ms); played from its first frame, \
              the stream is at most {:.0} ms late (the buffer a listener needs)",
             ids_len + 1,
-            setup.as_secs_f64() * 1e3,
-            first_audio.unwrap_or(Duration::ZERO).as_secs_f64() * 1e3,
-            cfg_prefill.as_secs_f64() * 1e3,
-            buffer.as_secs_f64() * 1e3
+            ms(setup),
+            ms(first_audio),
+            ms(cfg_prefill),
+            ms(buffer)
         );
     }
     Ok(())

@@ -11,7 +11,7 @@ use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{FrameTrace, LEVELS};
 use rill_stream::{FramePipeline, NoteTracker, Snapshot, StepReport};
 
-use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_FRAMES, MAX_SECONDS};
+use crate::args::{MusicArgs, MAX_FRAMES, MAX_SECONDS};
 use crate::dump::Dump;
 use crate::model_source;
 use crate::output::{PendingFile, WavOut};
@@ -23,13 +23,7 @@ use crate::usage::usage_bail;
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     #[command(flatten)]
-    pub model: ModelArgs,
-
-    #[command(flatten)]
-    pub precision: PrecisionArgs,
-
-    #[command(flatten)]
-    pub controls: ControlArgs,
+    pub music: MusicArgs,
 
     /// Number of 40 ms frames to generate (25 per second).
     #[arg(long, conflicts_with = "seconds", value_parser = clap::value_parser!(u64).range(1..=MAX_FRAMES))]
@@ -99,8 +93,8 @@ fn default_output() -> PathBuf {
 
 pub fn run(args: GenerateArgs) -> Result<()> {
     // Checked once before any work; applied over the resumed state further down.
-    args.controls.conditioning()?;
-    args.controls.sampling()?;
+    args.music.controls.conditioning()?;
+    args.music.controls.sampling()?;
     let forced = match &args.force_tokens {
         Some(p) => Some(read_tokens(p)?),
         None => None,
@@ -163,15 +157,15 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         .map(PendingFile::reserve)
         .transpose()?;
 
-    let path = model_source::resolve(&args.model)?;
-    let pools = args.model.pools()?;
+    let path = model_source::resolve(&args.music.model)?;
+    let pools = args.music.model.pools()?;
     let (ckpt, _) = model_source::open(&path)?;
-    let precision = model_source::precision(args.precision.precision, &ckpt)?;
+    let precision = model_source::precision(args.music.precision.precision, &ckpt)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
     let codec = if run_codec || args.resume.is_some() {
         Some(model_source::load_codec(
             &ckpt,
-            model_source::codec_precision(&args.model, precision, false),
+            model_source::codec_precision(&args.music.model, precision, false),
         )?)
     } else {
         None
@@ -189,7 +183,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         pools.describe()
     );
 
-    let mut pipe = FramePipeline::new(lm.clone(), codec, args.controls.seed(), &pools);
+    let mut pipe = FramePipeline::new(lm.clone(), codec, args.music.controls.seed(), &pools);
     // The controls: the defaults or the resumed state's, each flag given replacing
     // its value. The note state steps as a live stream's does (a held chord is
     // "on" in every frame).
@@ -201,20 +195,20 @@ pub fn run(args: GenerateArgs) -> Result<()> {
             SamplingParams::default(),
         ),
     };
-    if let Some(held) = args.controls.held_notes()? {
+    if let Some(held) = args.music.controls.held_notes()? {
         notes.set_held(&held)?;
     }
-    let mut cond = args.controls.conditioning_over(&base)?;
+    let mut cond = args.music.controls.conditioning_over(&base)?;
     cond.notes = notes.values();
     if let Some(s) = &resumed {
         pipe.restore(s)?;
-        if let Some(seed) = args.controls.seed {
+        if let Some(seed) = args.music.controls.seed {
             pipe.session_mut().set_key(sampler::key(seed));
         }
     }
     pipe.session_mut().set_conditioning(&cond, pools.lm())?;
     pipe.session_mut()
-        .set_sampling(args.controls.sampling_over(base_sampling)?)?;
+        .set_sampling(args.music.controls.sampling_over(base_sampling)?)?;
     pipe.keep_stft(args.dump.is_some());
 
     let mut dump = args

@@ -9,12 +9,16 @@ use clap::Args;
 use rill_mrt2::Precision;
 use rill_stream::{Control, Engine, EngineConfig};
 
-use crate::args::{ControlArgs, ModelArgs};
+use crate::args::{ControlArgs, ModelArgs, MusicArgs};
 use crate::model_source;
 
-/// Streaming options shared by `play` and `serve`.
+/// The flags of the live commands (`play`, `soak`): the music model and its
+/// controls, and how far generation may run ahead.
 #[derive(Debug, Clone, Args)]
 pub struct LiveArgs {
+    #[command(flatten)]
+    pub music: MusicArgs,
+
     /// How far generation may run ahead of playback, in ms (rounded to 40 ms
     /// frames; 40 to 10000).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(40..=10_000))]

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+use crate::usage::usage_bail;
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
 use rill_server::protocol::{ServerMsg, Wire, WireControls};
@@ -57,7 +59,7 @@ type Ws =
 
 pub fn run(args: OverloadArgs) -> Result<()> {
     if !args.addr.ip().is_loopback() {
-        bail!(
+        usage_bail!(
             "rill overload only targets a server on this machine (a loopback address), not {}",
             args.addr
         );

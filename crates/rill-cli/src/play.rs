@@ -19,21 +19,13 @@ mod device;
 
 use device::{connect_midi, list_midi, open_device};
 
-use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
+use crate::args::MAX_SECONDS;
 use crate::live::{self, LiveArgs};
 use crate::output::WavOut;
+use crate::usage::usage_bail;
 
 #[derive(Debug, Args)]
 pub struct PlayArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-
-    #[command(flatten)]
-    pub precision: PrecisionArgs,
-
-    #[command(flatten)]
-    pub controls: ControlArgs,
-
     #[command(flatten)]
     pub live: LiveArgs,
 
@@ -68,17 +60,21 @@ pub fn run(args: PlayArgs) -> Result<()> {
     }
     let target_frames = match args.seconds {
         Some(s) if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) => {
-            anyhow::bail!("--seconds must be a number in (0, {MAX_SECONDS}], got {s}")
+            usage_bail!("--seconds must be a number in (0, {MAX_SECONDS}], got {s}")
         }
         Some(s) => Some(((s * 25.0).round() as u64).max(1)),
         None => None,
     };
-    let initial = live::initial_controls(&args.controls)?;
+    let initial = live::initial_controls(&args.live.music.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
-    let loaded = live::start_engine(&args.model, args.precision.precision, Some(1))?;
+    let loaded = live::start_engine(
+        &args.live.music.model,
+        args.live.music.precision.precision,
+        Some(1),
+    )?;
     let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {
-        seed: args.controls.seed(),
+        seed: args.live.music.controls.seed(),
         buffer_frames: args.live.buffer_frames(),
         initial,
         record: wav.is_some(),

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use clap::builder::TypedValueParser as _;
 use clap::Args;
 use rill_server::limits::{
     HostName, Origin, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT,
@@ -28,9 +29,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
 
-    /// Most simultaneous streams (default: as many as the CPU sustains in real
-    /// time, measured at start-up; never more than that).
-    #[arg(long, value_name = "N")]
+    /// Most simultaneous streams, at least 1 (default: as many as the CPU
+    /// sustains in real time, measured at start-up; never more than that).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=u32::MAX as u64).map(|n| n as usize))]
     pub max_sessions: Option<usize>,
 
     /// Most WebSocket connections open at once, playing or idle (1..=65536);
@@ -187,9 +189,14 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.max_connections, 3);
+        assert_eq!(
+            parse(&["--max-sessions", "2"]).unwrap().max_sessions,
+            Some(2)
+        );
         assert_eq!(a.allow_origin.len(), 2);
         for (bad, says) in [
             (["--max-connections", "0"], "1..=65536"),
+            (["--max-sessions", "0"], "1..=4294967295"),
             (["--max-connections", "65537"], "1..=65536"),
             (["--allow-origin", "localhost:3000"], "scheme://host[:port]"),
             (["--allow-origin", "http://a.example/page"], "no path"),

@@ -11,20 +11,12 @@ use clap::Args;
 use rill_stream::{Control, PacedReader, StreamConfig, StreamHandle};
 use std::sync::atomic::Ordering;
 
-use crate::args::{ControlArgs, ModelArgs, PrecisionArgs, MAX_SECONDS};
+use crate::args::MAX_SECONDS;
 use crate::live::{self, LiveArgs};
+use crate::usage::usage_bail;
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-
-    #[command(flatten)]
-    pub precision: PrecisionArgs,
-
-    #[command(flatten)]
-    pub controls: ControlArgs,
-
     #[command(flatten)]
     pub live: LiveArgs,
 
@@ -96,28 +88,32 @@ fn totals(streams: &[StreamHandle]) -> (u64, u64) {
 
 pub fn run(args: SoakArgs) -> Result<()> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= MAX_SECONDS) {
-        bail!(
+        usage_bail!(
             "--seconds must be in (0, {MAX_SECONDS}], got {}",
             args.seconds
         );
     }
     if !(args.interval.is_finite() && args.interval >= 1.0 && args.interval <= args.seconds) {
-        bail!(
+        usage_bail!(
             "--interval must be at least 1 s and at most --seconds, got {}",
             args.interval
         );
     }
     if !(1..=MAX_STREAMS).contains(&args.streams) {
-        bail!(
+        usage_bail!(
             "--streams must be in 1..={MAX_STREAMS}, got {}",
             args.streams
         );
     }
     if !(args.vary_every.is_finite() && args.vary_every >= 0.0) {
-        bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
+        usage_bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
     }
-    let initial = live::initial_controls(&args.controls)?;
-    let loaded = live::start_engine(&args.model, args.precision.precision, Some(args.streams))?;
+    let initial = live::initial_controls(&args.live.music.controls)?;
+    let loaded = live::start_engine(
+        &args.live.music.model,
+        args.live.music.precision.precision,
+        Some(args.streams),
+    )?;
     if loaded.engine.capacity() < args.streams {
         bail!(
             "this machine sustains {} stream(s) in real time, fewer than --streams {}",
@@ -128,7 +124,7 @@ pub fn run(args: SoakArgs) -> Result<()> {
     let mut streams = (0..args.streams)
         .map(|i| {
             loaded.engine.open(StreamConfig {
-                seed: args.controls.seed().wrapping_add(i as u64),
+                seed: args.live.music.controls.seed().wrapping_add(i as u64),
                 buffer_frames: args.live.buffer_frames(),
                 initial: initial.clone(),
                 record: false,

@@ -101,6 +101,42 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     assert_eq!(refused(&o, "/no/such/text.txt"), 1);
 }
 
+/// Values rill itself refuses (not clap) in `play`, `soak` and `bench`, and a
+/// `serve --max-sessions` of 0, are usage errors too, found before any weights
+/// are made or loaded.
+#[test]
+fn refused_values_of_play_soak_serve_and_bench_exit_2() {
+    for (args, needle) in [
+        (&["play", "--seconds=0"][..], "--seconds"),
+        (&["play", "--seconds", "nan"][..], "--seconds"),
+        (&["soak", "--vary-every=-1"][..], "--vary-every"),
+        (
+            &["soak", "--seconds", "10", "--interval", "20"][..],
+            "--interval",
+        ),
+        (&["serve", "--max-sessions", "0"][..], "--max-sessions"),
+        (&["bench", "--precision", "f16"][..], "--model mrt2 takes"),
+        (&["bench", "--codec-frames", "2"][..], "--codec-frames"),
+        (&["bench", "--isa", "no-such-tier"][..], "--isa"),
+        (
+            &["bench", "--model", "magpie", "--precision", "int4"][..],
+            "--model magpie takes --precision",
+        ),
+        (
+            &["bench", "--model", "magpie", "--codec", "i16"][..],
+            "--model magpie takes --codec f32 or f16",
+        ),
+    ] {
+        let t = Instant::now();
+        let o = run(args);
+        assert_eq!(refused(&o, needle), 2, "{args:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{args:?} did work first"
+        );
+    }
+}
+
 /// Mistakes that need no weights are found before any load: an empty text, an
 /// unknown speaker, an output that cannot be written. (The random voice takes
 /// seconds to synthesise, so finishing well under a second shows that nothing

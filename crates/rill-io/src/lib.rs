@@ -82,7 +82,9 @@ impl Array {
             .unwrap_or(usize::MAX)
     }
 
-    fn len(&self) -> usize {
+    /// Elements `data` holds: [`Array::numel`] for every array this crate reads
+    /// or writes (an `Array::new` may disagree, which `write_npy` refuses).
+    pub fn data_len(&self) -> usize {
         match &self.data {
             Data::F32(v) => v.len(),
             Data::F64(v) => v.len(),
@@ -131,14 +133,14 @@ impl Array {
 }
 
 fn npy_bytes(a: &Array) -> std::io::Result<Vec<u8>> {
-    if a.numel() != a.len() {
+    if a.numel() != a.data_len() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!(
                 "array of shape {:?} needs {} elements, but its data has {}",
                 a.shape,
                 a.numel(),
-                a.len()
+                a.data_len()
             ),
         ));
     }
@@ -187,6 +189,22 @@ pub fn npy_from_bytes(name: impl AsRef<Path>, bytes: &[u8]) -> Result<Array> {
 }
 
 /// Writes one `.npy` file.
+/// The bytes of a version-1.0 `.npy` with this header dict, taken as given (not
+/// checked), padded as numpy pads it, then `data`: how tests and fuzz seeds make
+/// the malformed files a reader must refuse.
+pub fn raw_npy(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = dict.as_bytes().to_vec();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(b' ');
+    }
+    h.push(b'\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    v.extend_from_slice(&h);
+    v.extend_from_slice(data);
+    v
+}
+
 pub fn write_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
     let path = path.as_ref();
     let werr = |source| IoError::Write {

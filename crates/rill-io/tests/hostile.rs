@@ -1,6 +1,7 @@
 //! Hand-made hostile `.npy` / `.npz` files: each must give one clear error, never a
 //! panic, an abort or an allocation sized by an untrusted header.
 
+use rill_io::raw_npy as npy;
 use rill_io::{Array, Data, IoError, Npz};
 
 /// CRC-32 (IEEE), bitwise: enough for the few bytes these tests archive.
@@ -78,20 +79,6 @@ fn zip_claiming(name: &str, data: &[u8], claimed: u64) -> Vec<u8> {
     le32(&mut z, cd as u32);
     le16(&mut z, 0);
     z
-}
-
-/// A version-1.0 `.npy` with the given header dict and data bytes.
-fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = dict.as_bytes().to_vec();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(b' ');
-    }
-    h.push(b'\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend_from_slice(&(h.len() as u16).to_le_bytes());
-    v.extend_from_slice(&h);
-    v.extend_from_slice(data);
-    v
 }
 
 /// Writes `bytes` to a fresh file in cargo's temp directory for integration tests.

@@ -17,11 +17,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rill_checkpoint::Checkpoint;
-use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_server::{AppState, ServerOptions};
-use rill_spectrostream::Codec;
-use rill_stream::{Engine, EngineConfig};
+
+mod common;
 
 const TIMEOUT: Duration = Duration::from_secs(240);
 
@@ -73,23 +71,7 @@ fn missing_prerequisites() -> Vec<String> {
 
 /// Starts `rill serve` in-process on 127.0.0.1:0; returns its address.
 fn start_server() -> SocketAddr {
-    let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
-    let ckpt = Checkpoint::open(path).expect("opening the synthetic checkpoint");
-    let lm = Arc::new(Mrt2::load(&ckpt, Precision::Int8).expect("loading the LM"));
-    let codec = Arc::new(Codec::load(&ckpt).expect("loading the codec"));
-    drop(ckpt);
-    let engine = Engine::start(
-        lm,
-        codec,
-        EngineConfig {
-            threads: 2,
-            stages: rill_stream::Stages::TwoStage,
-            lm_threads: None,
-            max_sessions: Some(2),
-            calibration_frames: 0,
-        },
-    )
-    .expect("starting the engine");
+    let engine = common::engine(2, rill_stream::Stages::TwoStage, 2);
     // Default limits: the page must pass the same-origin check as served.
     let state = Arc::new(AppState::new(
         engine,

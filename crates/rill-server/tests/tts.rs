@@ -6,20 +6,13 @@ mod common;
 
 use common::*;
 use rill_server::tts::TtsService;
-use rill_stream::tts::Voice;
+use rill_stream::tts::{Voice, VoiceSource};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The oracle's random-weight voice (seed 0, f32 linears), as `rill speak
+/// --random-weights` loads it.
 fn voice() -> Voice {
-    let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0).unwrap();
-    let codec = rill_nanocodec::NanoCodec::new(&rill_nanocodec::Weights::synthetic(0)).unwrap();
-    let model = Arc::new(rill_magpie::Model::new(w).unwrap());
-    let vocab = rill_text::TextVocabulary::from_embedding_rows(model.config.text_vocab, 0).unwrap();
-    Voice {
-        model,
-        codec: Arc::new(codec),
-        front: rill_text::EnglishFrontEnd::new(vocab),
-        params: rill_magpie::InferenceParams::default(),
-    }
+    Voice::load(VoiceSource::Random(0), rill_kernels::WeightFormat::F32).unwrap()
 }
 
 /// A server with (or without) the voice; its address.

@@ -127,12 +127,15 @@ pub trait SpeakSink {
     /// when sequential); for benchmarks.
     fn cycle(&mut self, _times: &CycleTimes) {}
     /// One decoded frame: its codes, float audio and 16-bit PCM (1024 samples each).
+    /// By default dropped: for a sink that only times or counts the cycles.
     fn frame(
         &mut self,
-        codes: &[u32; CODEBOOKS],
-        audio: &[f32; SAMPLES_PER_FRAME],
-        pcm: &[i16; SAMPLES_PER_FRAME],
-    ) -> Result<(), TtsError>;
+        _codes: &[u32; CODEBOOKS],
+        _audio: &[f32; SAMPLES_PER_FRAME],
+        _pcm: &[i16; SAMPLES_PER_FRAME],
+    ) -> Result<(), TtsError> {
+        Ok(())
+    }
 }
 
 /// One cycle of [`Voice::speak`]: decoder steps and a codec call (either may be

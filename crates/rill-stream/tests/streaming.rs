@@ -19,10 +19,10 @@ fn engine(max: usize) -> Engine {
         codec,
         EngineConfig {
             threads: 2,
-            stages: rill_stream::Stages::TwoStage,
-            lm_threads: None,
+            stages: Stages::TwoStage,
             max_sessions: Some(max),
             calibration_frames: 0,
+            ..EngineConfig::default()
         },
     )
     .expect("starting the engine")

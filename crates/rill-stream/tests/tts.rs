@@ -4,24 +4,17 @@
 //! traces come once per decoder step; a bad group size is refused before anything
 //! runs.
 
-use std::sync::Arc;
-
 use rill_magpie::{StepTrace, CODEBOOKS};
 use rill_nanocodec::SAMPLES_PER_FRAME;
-use rill_stream::tts::{CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, SINGLE_FRAMES};
+use rill_stream::tts::{
+    CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource, SINGLE_FRAMES,
+};
 use rill_stream::{StagePools, Stages};
 
+/// The oracle's random-weight voice (seed 0, f32 linears), as `rill speak
+/// --random-weights` loads it.
 fn voice() -> Voice {
-    let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), 0).unwrap();
-    let codec = rill_nanocodec::NanoCodec::new(&rill_nanocodec::Weights::synthetic(0)).unwrap();
-    let model = Arc::new(rill_magpie::Model::new(w).unwrap());
-    let vocab = rill_text::TextVocabulary::from_embedding_rows(model.config.text_vocab, 0).unwrap();
-    Voice {
-        model,
-        codec: Arc::new(codec),
-        front: rill_text::EnglishFrontEnd::new(vocab),
-        params: rill_magpie::InferenceParams::default(),
-    }
+    Voice::load(VoiceSource::Random(0), rill_kernels::WeightFormat::F32).unwrap()
 }
 
 #[derive(Default)]

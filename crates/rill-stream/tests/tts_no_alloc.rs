@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use rill_magpie::CODEBOOKS;
-use rill_nanocodec::SAMPLES_PER_FRAME;
-use rill_stream::tts::{CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice};
+use rill_stream::tts::{CycleTimes, SpeakOptions, SpeakSink, Voice};
 use rill_stream::{StagePools, Stages};
 
 #[global_allocator]
@@ -20,14 +18,6 @@ impl SpeakSink for Counts {
         if self.0.len() < self.0.capacity() {
             self.0.push(rill_testkit::allocations());
         }
-    }
-    fn frame(
-        &mut self,
-        _: &[u32; CODEBOOKS],
-        _: &[f32; SAMPLES_PER_FRAME],
-        _: &[i16; SAMPLES_PER_FRAME],
-    ) -> Result<(), TtsError> {
-        Ok(())
     }
 }
 

@@ -311,6 +311,17 @@ class MagentaRT2:
 
     # --- generation ------------------------------------------------------------
 
+    def _generate(
+        self, conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, audio, logits
+    ):
+        """``generate`` and ``generate_tokens``: checks the arguments (raising
+        before any work) and runs the model; ``(tokens, samples, logits, state)``."""
+        forced = self._forced(forced_tokens)
+        controls = self._controls(conditioning, cfg_scales, temperature, top_k)
+        return self._model.generate(
+            controls, self._frames(frames, forced), self.seed, self._state(state), forced, audio, logits
+        )
+
     def generate(
         self,
         conditioning: Optional[Conditioning] = None,
@@ -336,10 +347,8 @@ class MagentaRT2:
         teacher-forces the language model instead of sampling; ``frames`` then
         defaults to N. The returned waveform's ``tokens`` are the frames' token ids.
         """
-        forced = self._forced(forced_tokens)
-        controls = self._controls(conditioning, cfg_scales, temperature, top_k)
-        tokens, samples, _, new_state = self._model.generate(
-            controls, self._frames(frames, forced), self.seed, self._state(state), forced, True, False
+        tokens, samples, _, new_state = self._generate(
+            conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, True, False
         )
         return Waveform(samples, SAMPLE_RATE, tokens), new_state
 
@@ -362,14 +371,14 @@ class MagentaRT2:
         (the sampler's input; along ``forced_tokens`` when given). The state continues
         with ``generate_tokens`` (the codec did not run, so not with audio).
         """
-        forced = self._forced(forced_tokens)
-        controls = self._controls(conditioning, cfg_scales, temperature, top_k)
-        tokens, _, logits, new_state = self._model.generate(
-            controls,
-            self._frames(frames, forced),
-            self.seed,
-            self._state(state),
-            forced,
+        tokens, _, logits, new_state = self._generate(
+            conditioning,
+            cfg_scales,
+            temperature,
+            top_k,
+            frames,
+            state,
+            forced_tokens,
             False,
             bool(return_logits),
         )

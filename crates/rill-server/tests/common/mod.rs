@@ -41,9 +41,9 @@ pub fn engine(threads: usize, stages: rill_stream::Stages, max: usize) -> Engine
         EngineConfig {
             threads,
             stages,
-            lm_threads: None,
             max_sessions: Some(max),
             calibration_frames: 0,
+            ..EngineConfig::default()
         },
     )
     .expect("starting the engine")
