@@ -19,7 +19,7 @@
 use rill_kernels::{Isa, Pool};
 
 use crate::grid::{Grid, GridShape};
-use crate::kernels::{gemm, EarlyWeights, Epilogue, Job, Packed, RowMap};
+use crate::kernels::{gemm, Blocking, EarlyWeights, Epilogue, Job, Packed, RowMap};
 
 /// A stride-1 convolution, causal in time and 'same' in freq, over a fixed freq size.
 #[derive(Debug, Clone)]
@@ -138,7 +138,7 @@ impl Conv2d {
             input,
             epi,
         };
-        gemm(isa, &[job], out, pool);
+        gemm(isa, Blocking::Grid, &[job], out, pool);
     }
 }
 
@@ -306,7 +306,7 @@ impl Conv2dTranspose {
                 epi,
             }
         });
-        gemm(isa, &jobs[..n], &mut out.data, pool);
+        gemm(isa, Blocking::Grid, &jobs[..n], &mut out.data, pool);
     }
 }
 
