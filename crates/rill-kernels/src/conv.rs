@@ -36,6 +36,21 @@ mod packed;
 #[cfg(test)]
 mod test_data;
 
+/// Deterministic values in [-1, 1) (xorshift): the test inputs of the conv kernels'
+/// tests here and of SpectroStream's (one definition, so both use the same values).
+#[doc(hidden)]
+pub fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 /// Output columns per packed weight panel (one zmm, two ymm, four NEON registers).
 pub const PANEL: usize = 16;
 

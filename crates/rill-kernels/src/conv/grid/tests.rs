@@ -4,9 +4,10 @@ use super::*;
 #[cfg(target_arch = "aarch64")]
 use crate::conv::packed::Narrow;
 use crate::conv::packed::{has_narrow_kernel, Layout};
+use crate::conv::rand_vec;
+use crate::conv::test_data::bits_hash;
 #[cfg(target_arch = "aarch64")]
 use crate::conv::test_data::snr_db;
-use crate::conv::test_data::{bits_hash, rand_vec};
 use crate::Pool;
 
 /// One job over `w` on `isa` into a fresh output of `len` values.
