@@ -1,7 +1,7 @@
 //! Implicit-GEMM convolution kernels of the two audio codecs: one kernel family
-//! ([`gemm`]) with one source file per SIMD tier, and what is particular to each codec.
+//! ([`gemm`](mod@gemm)) with one source file per SIMD tier, and what is particular to each codec.
 //!
-//! * [`gemm`]: the one [`Job`] (`out[row, n] = epi(bias[n] + Σ_tap Σ_ci
+//! * [`gemm`](mod@gemm): the one [`Job`] (`out[row, n] = epi(bias[n] + Σ_tap Σ_ci
 //!   in[row_base + tap + ci]·W[tap·cin + ci, n])`, weights packed in 16-column
 //!   panels, every output element one FMA chain in a fixed order, so the results
 //!   depend neither on the thread count nor on the number of rows of a call), the

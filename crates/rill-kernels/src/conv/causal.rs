@@ -4,7 +4,7 @@
 //! rows stored in front of the current ones) is
 //! `out[t][n] = epi(bias[n] + Σ_tap Σ_ci in[t·s + tap + ci] · W[tap·cin + ci][n])`,
 //! where the tap offsets `j·dilation·cin` address the input rows the tap reads, so
-//! no im2col copy is made: a [`Job`] of the one kernel family ([`super::gemm`]) run
+//! no im2col copy is made: a [`Job`] of the one kernel family ([`super::gemm`](mod@super::gemm)) run
 //! with [`Blocking::Causal`], weights packed once by [`Packed::conv`] (f32 panels,
 //! or half panels on the tiers that read them, [`Packed::store_as_half`]).
 //!

@@ -15,7 +15,7 @@
 //!   `+ bias`, then the epilogue; int16 panels multiply the column scale once after
 //!   the chain), so results are identical for any thread count and for any number of
 //!   rows — a one-frame streaming step and a many-frame batch compute the same bits.
-//! * Micro-kernels, one per tier ([`Tile`] is their argument): AVX-512 (6 rows × 64
+//! * Micro-kernels, one per tier (`Tile` is their argument): AVX-512 (6 rows × 64
 //!   columns, 8 × 48 or 12 × 32: 24 zmm accumulators), AVX2 + FMA (6 × 16), NEON
 //!   (6 × 16), portable (4 × 16, separate multiply and add, auto-vectorised). The
 //!   AVX2, AVX-512 and NEON kernels use FMA in the same order and the same ELU and

@@ -1,6 +1,6 @@
 //! SpectroStream's convolutions: every convolution of MRT2's SpectroStream decoder
 //! (1×1, 3×3, 7×7, and each stride phase of a transposed convolution) is one or more
-//! [`Job`]s of the one kernel family ([`super::gemm`]) run with [`Blocking::Grid`]:
+//! [`Job`]s of the one kernel family ([`super::gemm`](mod@super::gemm)) run with [`Blocking::Grid`]:
 //! a set of output rows given by an affine [`RowMap`] over (group, time, freq), each
 //! reading `taps.len()` contiguous runs of `cin` input channels at fixed offsets
 //! from the row's base, with the ELU as the fused epilogue.
