@@ -1,29 +1,55 @@
-//! Implicit-GEMM convolution kernels of the two audio codecs, one source file per
-//! SIMD tier each, and what their kernels share.
+//! Implicit-GEMM convolution kernels of the two audio codecs: one kernel family
+//! ([`gemm`](mod@gemm)) with one source file per SIMD tier, and what is particular to each codec.
 //!
+//! * [`gemm`](mod@gemm): the one [`Job`] (`out[row, n] = epi(bias[n] + Σ_tap Σ_ci
+//!   in[row_base + tap + ci]·W[tap·cin + ci, n])`, weights packed in 16-column
+//!   panels, every output element one FMA chain in a fixed order, so the results
+//!   depend neither on the thread count nor on the number of rows of a call), the
+//!   one [`Epilogue`] (store, accumulate, ELU, HalfSnake), the one tile driver and
+//!   one micro-kernel per tier (portable, AVX2, AVX-512, NEON; plus the narrow-output
+//!   dot-product kernels and NEON's fp16-arithmetic kernel), with each codec's
+//!   measured task and register blocking as a [`Blocking`] of the call.
 //! * [`grid`]: MRT2's SpectroStream decoder (2-D convolutions over
-//!   `[group][time][freq][channel]` grids, ELU epilogue, f16 / int16 / half-arithmetic
-//!   weight panels, and the tile transforms of its Winograd 3×3 convolutions).
-//! * [`causal`]: NanoCodec (causal 1-D convolutions over `[time][channel]` rows,
-//!   HalfSnake epilogue, half panels, and its Winograd F(4,4) residual convolutions).
+//!   `[group][time][freq][channel]` grids with [`Blocking::Grid`], the ELU on its
+//!   own, and the tile transforms of its Winograd convolutions).
+//! * [`causal`]: NanoCodec (causal 1-D convolutions over `[time][channel]` rows with
+//!   [`Blocking::Causal`], the HalfSnake on its own, and its Winograd F(4,4)
+//!   residual convolutions).
 //!
-//! Both compute `out[row, n] = epi(bias[n] + Σ_tap Σ_ci in[row_base + tap + ci]·W[tap·cin + ci, n])`
-//! with weights packed in 16-column panels, every output element one FMA chain in a
-//! fixed order, so the results depend neither on the thread count nor on the number
-//! of rows of a call. Shared here: the packed weights ([`grid::Packed`], one type for
-//! both), the row description of a job ([`RowMap`]), the panel width and packing ([`PANEL`], [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
-//! ([`run_jobs`]), the row blocking around the micro-kernels ([`by_row_groups`]), the
-//! weight prefetch of the x86 kernels, and the `#[target_feature]` entry points of
-//! code written once for every x86 tier ([`x86_entry_points`]); the disjoint output
-//! pointer of their tasks is [`crate::DisjointOut`].
+//! Shared here: the packed weights ([`Packed`], one type for both), the row
+//! description of a job ([`RowMap`]), the panel width and packing ([`PANEL`],
+//! [`pack_panels`], [`pad_to_panels`]), the split of a call's jobs into pool tasks
+//! ([`run_jobs`]), the row blocking around the micro-kernels ([`by_row_groups`]) and
+//! the `#[target_feature]` entry points of code written once for every x86 tier
+//! ([`x86_entry_points`]); the disjoint output pointer of the tasks is
+//! [`crate::DisjointOut`].
 
 use crate::{AVec, Pool};
 
+pub use gemm::{gemm, gemm_many, Blocking, Epilogue, Job, SnakeParams};
+pub use packed::Packed;
+
 pub mod causal;
+pub mod gemm;
 pub mod grid;
 mod packed;
 #[cfg(test)]
 mod test_data;
+
+/// Deterministic values in [-1, 1) (xorshift): the test inputs of the conv kernels'
+/// tests here and of SpectroStream's (one definition, so both use the same values).
+#[doc(hidden)]
+pub fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
 
 /// Output columns per packed weight panel (one zmm, two ymm, four NEON registers).
 pub const PANEL: usize = 16;
@@ -174,14 +200,6 @@ macro_rules! x86_entry_points {
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86_entry_points;
-
-/// Prefetches the cache line `elems` elements of `T` past `p`
-/// ([`crate::simd::prefetch_ahead`]: the x86 panel kernels' weight streams).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn prefetch_elems<T>(p: *const T, elems: usize) {
-    crate::simd::prefetch_ahead(p as *const u8, elems * std::mem::size_of::<T>());
-}
 
 /// Runs a micro-kernel over the tile's rows in groups of `MR` (the last group
 /// smaller), one instantiation per group size:

@@ -21,7 +21,7 @@ use crate::buffers::Rows;
 use crate::config::{Config, CODEBOOKS, LATENT_DIM, SAMPLES_PER_FRAME};
 use crate::fsq;
 use crate::kernels::{
-    gemm, half_snake_rows, Epilogue, Job, Packed, RowMap, SnakeParams, WinogradConv,
+    gemm, half_snake_rows, Blocking, Epilogue, Job, Packed, RowMap, SnakeParams, WinogradConv,
     WinogradScratch,
 };
 use crate::weights::{ConvTranspose1d, HalfSnake, Weights};
@@ -359,7 +359,7 @@ impl Decoder {
             rows: RowMap::strided(t, 0, LATENT_DIM, 0, c0),
             epi: Epilogue::Store,
         };
-        gemm(isa, &job, &mut b.x, pool);
+        gemm(isa, Blocking::Causal, &[job], &mut b.x, pool);
         probe("pre_conv", c0, &b.x[..t * c0]);
         let o = b.up_in[0].current(0);
         half_snake_rows(

@@ -19,7 +19,7 @@
 use rill_kernels::{Isa, Pool};
 
 use crate::grid::{Grid, GridShape};
-use crate::kernels::{gemm, EarlyWeights, Epilogue, Job, Packed, RowMap};
+use crate::kernels::{gemm, Blocking, EarlyWeights, Epilogue, Job, Packed, RowMap};
 
 /// A convolution over grids: the grid it reads, and the checks of one call.
 pub(crate) trait GridConv {
@@ -147,7 +147,7 @@ impl Conv2d {
             input,
             epi,
         };
-        gemm(isa, &[job], out, pool);
+        gemm(isa, Blocking::Grid, &[job], out, pool);
     }
 }
 
@@ -324,7 +324,7 @@ impl Conv2dTranspose {
                 epi,
             }
         });
-        gemm(isa, &jobs[..n], &mut out.data, pool);
+        gemm(isa, Blocking::Grid, &jobs[..n], &mut out.data, pool);
     }
 }
 

@@ -1,19 +1,5 @@
 //! Deterministic test data and result digests shared by the conv kernels' tests.
 
-/// Deterministic values in [-1, 1) (xorshift; the values SpectroStream's kernel
-/// tests have always used).
-pub(crate) fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 /// SplitMix64 (the checkpoint synthesiser's mixer, so the values are the ones the
 /// codec's tests used).
 fn splitmix64(x: u64) -> u64 {

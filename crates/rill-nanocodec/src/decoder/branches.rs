@@ -7,8 +7,8 @@ use rill_kernels::{Isa, Pool};
 
 use super::{Buffers, Decoder, ResConv, Stage};
 use crate::kernels::{
-    gemm_many, half_snake_rows, winograd_many, Epilogue, Job, Packed, RowMap, WinogradConv,
-    WinogradJob, MAX_CONVS,
+    gemm_many, half_snake_rows, winograd_many, Blocking, Epilogue, Job, Packed, RowMap,
+    WinogradConv, WinogradJob, MAX_CONVS,
 };
 
 /// Which convolution of the residual blocks.
@@ -105,7 +105,7 @@ impl Decoder {
             .filter(|(j, _)| has(&sp.direct, *j))
             .map(|(_, chain)| &mut chain[m].data[..]);
         run_listed(&sp.direct, direct_job, outs, |j, o| {
-            gemm_many(isa, j, o, pool)
+            gemm_many(isa, Blocking::Causal, j, o, pool)
         });
         // Winograd: into scratch rows, then the HalfSnake into the branch's buffer.
         let winograd_job = |j: usize, w| WinogradJob {
@@ -141,7 +141,7 @@ impl Decoder {
             .filter(|(j, _)| has(&sp.direct, *j))
             .map(|(_, br)| &mut br[..]);
         run_listed(&sp.direct, direct_job, outs, |j, o| {
-            gemm_many(isa, j, o, pool)
+            gemm_many(isa, Blocking::Causal, j, o, pool)
         });
         let winograd_job = |j: usize, w| WinogradJob {
             w,

@@ -3,18 +3,7 @@
 
 use super::*;
 
-/// Deterministic pseudo-random values in [-1, 1).
-pub(crate) fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+pub(crate) use rill_kernels::conv::rand_vec;
 
 /// Layer-mode conv: causal time padding `kt−1`, freq padding `((kf−1)/2, rest)`.
 /// `x` is `[t][f][cin]`, kernel `[kt][kf][cin][cout]`; f64 accumulation.

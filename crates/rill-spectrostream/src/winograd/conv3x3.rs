@@ -6,7 +6,7 @@ use super::{supported, WinoScratch, L};
 use crate::conv::GridConv;
 use crate::grid::{AVec, Grid, GridShape};
 use crate::kernels::winograd::{self as tiles, g_matrix, InArgs, OutArgs};
-use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
+use crate::kernels::{elu_in_place, gemm, Blocking, Epilogue, Job, Packed, RowMap};
 
 /// Most transformed positions (`F(4×4, 3×3)`: 6 × 6).
 const MAX_XI: usize = 36;
@@ -201,7 +201,7 @@ impl WinoConv3x3 {
                 epi: Epilogue::Store,
             }
         });
-        gemm(isa, &jobs[..nxi], &mut scratch.m, pool);
+        gemm(isa, Blocking::Grid, &jobs[..nxi], &mut scratch.m, pool);
 
         // 3. Output transform, bias, epilogue.
         let out_len = out.data.len();

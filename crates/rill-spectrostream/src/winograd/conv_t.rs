@@ -7,7 +7,7 @@ use super::{supported, WinoScratch, L};
 use crate::conv::{GridConv, TransposeWeights};
 use crate::grid::{AVec, Grid, GridShape};
 use crate::kernels::winograd::{self as tiles, g_matrix, ColArgs};
-use crate::kernels::{elu_in_place, gemm, Epilogue, Job, Packed, RowMap};
+use crate::kernels::{elu_in_place, gemm, Blocking, Epilogue, Job, Packed, RowMap};
 
 /// A transposed convolution with time stride 1 and 3 time taps (`decoder_2..6`) with
 /// Winograd `F(mt, 3)` along time: per stride phase, the 3 time taps become `mt + 2`
@@ -203,7 +203,7 @@ impl WinoConvT {
                 epi: Epilogue::Store,
             }
         });
-        gemm(isa, &jobs[..njobs], &mut scratch.m, pool);
+        gemm(isa, Blocking::Grid, &jobs[..njobs], &mut scratch.m, pool);
 
         // 3. Output transform along time, bias, epilogue.
         let njb = njm.div_ceil(COLS_PER_TASK);

@@ -1,7 +1,7 @@
 use crate::{isa::tiers_under_test, Isa, Pool, Tier};
 
-use super::portable::sin;
 use super::*;
+use crate::conv::gemm::portable::{self, sin};
 use crate::conv::test_data::bits_hash;
 use crate::conv::test_data::values;
 
@@ -75,7 +75,7 @@ fn conv_with(
         rows: RowMap::strided(rows, 0, cin, 5, stride),
         epi,
     };
-    gemm(isa, &job, &mut out, pool);
+    gemm(isa, Blocking::Causal, &[job], &mut out, pool);
     out
 }
 

@@ -32,8 +32,9 @@
 
 use crate::{DisjointOut, Isa, Pool};
 
-use super::{gemm_many, AVec, Epilogue, Job, Packed, RowMap, MAX_JOBS};
+use super::{gemm_many, Blocking, Epilogue, Job, Packed, RowMap, MAX_JOBS};
 use crate::conv::run_jobs;
+use crate::AVec;
 
 /// Output rows per tile, and taps per group.
 pub const TILE: usize = 4;
@@ -400,7 +401,7 @@ fn frame(
         });
     let mut gouts: [&mut [f32]; MAX_JOBS] =
         std::array::from_fn(|_| runs.next().unwrap_or(&mut [][..]));
-    gemm_many(isa, &gemms[..nj], &mut gouts[..nj], pool);
+    gemm_many(isa, Blocking::Causal, &gemms[..nj], &mut gouts[..nj], pool);
 
     // 3. y = bias + Aᵀ M for the tiles, stored or added: tile `j`'s output `q` is
     // row `4d·b + p + q·d`.

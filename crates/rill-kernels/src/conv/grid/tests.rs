@@ -4,9 +4,11 @@ use super::*;
 #[cfg(target_arch = "aarch64")]
 use crate::conv::packed::Narrow;
 use crate::conv::packed::{has_narrow_kernel, Layout};
+use crate::conv::rand_vec;
+use crate::conv::test_data::bits_hash;
 #[cfg(target_arch = "aarch64")]
 use crate::conv::test_data::snr_db;
-use crate::conv::test_data::{bits_hash, rand_vec};
+use crate::Pool;
 
 /// One job over `w` on `isa` into a fresh output of `len` values.
 fn gemm_one(
@@ -21,6 +23,7 @@ fn gemm_one(
     let mut out = vec![0f32; len];
     gemm(
         isa,
+        Blocking::Grid,
         &[Job {
             w,
             rows,
@@ -85,7 +88,7 @@ fn epilogues_match_reference() {
                     input: &x,
                     epi,
                 };
-                gemm(isa, &[job], &mut out, &pool);
+                gemm(isa, Blocking::Grid, &[job], &mut out, &pool);
                 for r in 0..m {
                     for j in 0..ldo {
                         let got = out[r * ldo + j] as f64;
@@ -103,6 +106,7 @@ fn epilogues_match_reference() {
                                     }
                                 }
                                 Epilogue::Accumulate => 0.25 + y,
+                                Epilogue::Snake(_) => unreachable!("not among the cases"),
                             }
                         };
                         assert!(
@@ -477,7 +481,7 @@ fn fp16_kernel_matches_the_scalar_half_reference() {
                 input: &x,
                 epi,
             };
-            gemm(isa, &[job], &mut out, &pool);
+            gemm(isa, Blocking::Grid, &[job], &mut out, &pool);
             out
         };
         let got = run(&p, Epilogue::Store);

@@ -212,7 +212,7 @@ fn winograd_speed() {
                 rows: RowMap::strided(rows, d * c, c, 0, c),
                 epi: Epilogue::Store,
             };
-            crate::conv::causal::gemm(isa, &job, &mut out, &pool);
+            crate::conv::gemm(isa, Blocking::Causal, &[job], &mut out, &pool);
             best[0] = best[0].min(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
             let job = WinogradJob {

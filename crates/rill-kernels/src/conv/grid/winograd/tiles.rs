@@ -26,7 +26,7 @@ pub struct InArgs {
 }
 
 /// Arguments of an output-tile transform.
-pub struct OutArgs {
+pub struct OutArgs<'a> {
     /// Output position of the tile's first row and column.
     pub dst: *mut f32,
     pub row_stride: usize,
@@ -37,7 +37,9 @@ pub struct OutArgs {
     pub m: *const f32,
     pub tile: usize,
     pub bias: *const f32,
-    pub epi: Epilogue,
+    /// `Accumulate` adds to the output; every other epilogue stores (the caller
+    /// applies the ELU afterwards).
+    pub epi: Epilogue<'a>,
 }
 
 /// One column of a time-only transform: `c` channels at `src + k·src_stride` in,
@@ -173,7 +175,7 @@ pub(super) unsafe fn col_out<const MT: usize>(
     dst: *mut f32,
     a: &ColArgs,
     bias: *const f32,
-    epi: Epilogue,
+    epi: Epilogue<'_>,
 ) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {

@@ -1,6 +1,8 @@
-//! NEON micro-kernels: 6 rows × 16 columns (24 q-register accumulators, 4 weight
-//! vectors, 1 broadcast). Operation for operation the AVX2 / AVX-512 kernels: the
-//! same fused multiply-adds in the same order and the same ELU polynomial, so an
+//! NEON kernels of both codecs: one micro-kernel, 6 rows × 16 columns (24 q-register
+//! accumulators, 4 weight vectors, 1 broadcast), whatever the blocking; the ELU and
+//! the HalfSnake on 4 lanes; and a dot-product kernel for narrow outputs. Operation
+//! for operation the AVX2 / AVX-512 kernels: the same fused multiply-adds in the
+//! same order, the same ELU polynomial and the same separately rounded sine, so an
 //! ARM CPU computes the same bits as the x86 tiers.
 //!
 //! Index loops over the fixed-size accumulator arrays are deliberate: with constant
@@ -9,9 +11,13 @@
 
 use std::arch::aarch64::*;
 
+use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
 use super::simd::{EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_I16};
-use super::{Epilogue, Tile, PANEL};
+use super::{Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
+
+/// Lanes per vector.
+const H: usize = 4;
 
 /// `exp(min(x, 0))`, operation for operation the AVX2 / AVX-512 `exp_nonpos`.
 ///
@@ -54,7 +60,7 @@ unsafe fn elu(x: float32x4_t) -> float32x4_t {
 /// # Safety
 /// NEON must be available; `src`/`dst` valid for `n` floats.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
+pub(crate) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut i = 0;
@@ -68,6 +74,140 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
             let mut out = [0f32; 4];
             vst1q_f32(out.as_mut_ptr(), elu(vld1q_f32(tmp.as_ptr())));
             std::ptr::copy_nonoverlapping(out.as_ptr(), dst.add(i), n - i);
+        }
+    }
+}
+
+/// [`super::portable::sin`] on 4 lanes, the same operations in the same order
+/// (every product and sum rounded separately).
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn sin(x: float32x4_t) -> float32x4_t {
+    let xi = vreinterpretq_u32_f32(x);
+    let sign = vandq_u32(xi, vdupq_n_u32(0x8000_0000));
+    let ax = vreinterpretq_f32_u32(vandq_u32(xi, vdupq_n_u32(0x7fff_ffff)));
+    // Truncation as `cvttps2dq`, including its i32::MIN for out-of-range and NaN.
+    let q = vmulq_f32(ax, vdupq_n_f32(FOPI));
+    let in_range = vcltq_f32(q, vdupq_n_f32(2_147_483_648.0));
+    let j = vbslq_s32(in_range, vcvtq_s32_f32(q), vdupq_n_s32(i32::MIN));
+    let j = vandq_s32(vaddq_s32(j, vdupq_n_s32(1)), vdupq_n_s32(!1));
+    let y = vcvtq_f32_s32(j);
+    let z = vsubq_f32(ax, vmulq_f32(y, vdupq_n_f32(DP1)));
+    let z = vsubq_f32(z, vmulq_f32(y, vdupq_n_f32(DP2)));
+    let z = vsubq_f32(z, vmulq_f32(y, vdupq_n_f32(DP3)));
+    let zz = vmulq_f32(z, z);
+    let mut c = vaddq_f32(vmulq_f32(vdupq_n_f32(COS[0]), zz), vdupq_n_f32(COS[1]));
+    c = vaddq_f32(vmulq_f32(c, zz), vdupq_n_f32(COS[2]));
+    c = vmulq_f32(vmulq_f32(c, zz), zz);
+    c = vsubq_f32(c, vmulq_f32(vdupq_n_f32(0.5), zz));
+    c = vaddq_f32(c, vdupq_n_f32(1.0));
+    let mut s = vaddq_f32(vmulq_f32(vdupq_n_f32(SIN[0]), zz), vdupq_n_f32(SIN[1]));
+    s = vaddq_f32(vmulq_f32(s, zz), vdupq_n_f32(SIN[2]));
+    s = vaddq_f32(vmulq_f32(vmulq_f32(s, zz), z), z);
+    let two = vdupq_n_s32(2);
+    let use_cos = vceqq_s32(vandq_s32(j, two), two);
+    let r = vbslq_f32(use_cos, c, s);
+    let four = vreinterpretq_u32_s32(vandq_s32(j, vdupq_n_s32(4)));
+    let flip = veorq_u32(sign, vshlq_n_u32::<29>(four));
+    vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(r), flip))
+}
+
+/// Lanes `< valid` set (all-ones).
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn lanes_below(valid: usize) -> uint32x4_t {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let idx: [u32; 4] = [0, 1, 2, 3];
+        vcltq_u32(vld1q_u32(idx.as_ptr()), vdupq_n_u32(valid.min(H) as u32))
+    }
+}
+
+/// HalfSnake of 4 lanes whose first `snake_lanes` (saturating) are snake lanes.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn half_snake(
+    x: float32x4_t,
+    alpha: float32x4_t,
+    inv: float32x4_t,
+    snake_lanes: usize,
+) -> float32x4_t {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let pos = vcgtq_f32(x, vdupq_n_f32(0.0));
+        let lrelu = vbslq_f32(pos, x, vmulq_f32(x, vdupq_n_f32(LRELU_SLOPE)));
+        if snake_lanes == 0 {
+            // The leaky-ReLU half of the channels: no sine to take.
+            return lrelu;
+        }
+        let s = sin(vmulq_f32(alpha, x));
+        let snake = vaddq_f32(x, vmulq_f32(inv, vmulq_f32(s, s)));
+        vbslq_f32(lanes_below(snake_lanes), snake, lrelu)
+    }
+}
+
+/// Loads `valid.min(4)` floats, zeros elsewhere.
+///
+/// # Safety
+/// The CPU supports NEON; `p` is valid for `valid.min(4)` floats.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn load_part(p: *const f32, valid: usize) -> float32x4_t {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        if valid >= H {
+            return vld1q_f32(p);
+        }
+        let mut t = [0f32; H];
+        std::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), valid);
+        vld1q_f32(t.as_ptr())
+    }
+}
+
+/// Stores the first `valid.min(4)` lanes.
+///
+/// # Safety
+/// The CPU supports NEON; `p` is valid for `valid.min(4)` floats.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn store_part(p: *mut f32, v: float32x4_t, valid: usize) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        if valid >= H {
+            return vst1q_f32(p, v);
+        }
+        let mut t = [0f32; H];
+        vst1q_f32(t.as_mut_ptr(), v);
+        std::ptr::copy_nonoverlapping(t.as_ptr(), p, valid);
+    }
+}
+
+/// HalfSnake of one row of `p.channels` floats.
+///
+/// # Safety
+/// NEON must be available; `src`/`dst` valid for `p.channels` floats.
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut f32) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let mut c = 0;
+        while c < p.channels {
+            let valid = p.channels - c;
+            let x = load_part(src.add(c), valid);
+            let al = vld1q_f32(p.alpha.as_ptr().add(c));
+            let inv = vld1q_f32(p.inv.as_ptr().add(c));
+            let y = half_snake(x, al, inv, p.half.saturating_sub(c));
+            store_part(dst.add(c), y, valid);
+            c += H;
         }
     }
 }
@@ -131,7 +271,8 @@ unsafe fn micro<const M: usize, const W: u8>(
     }
 }
 
-/// `epi(acc + bias)` for 4 columns; `cur` holds the 4 values Accumulate adds to.
+/// `epi(acc + bias)` for the 4 columns from tile column `col`; `cur` holds the 4
+/// values Accumulate adds to.
 ///
 /// # Safety
 /// The CPU supports this function's target features; with
@@ -139,18 +280,24 @@ unsafe fn micro<const M: usize, const W: u8>(
 #[inline]
 #[target_feature(enable = "neon")]
 unsafe fn finish(
-    epi: Epilogue,
+    t: &Tile<'_>,
     acc: float32x4_t,
     bias: float32x4_t,
     cur: *const f32,
+    col: usize,
 ) -> float32x4_t {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let y = vaddq_f32(acc, bias);
-        match epi {
+        match t.epi {
             Epilogue::Store => y,
             Epilogue::Elu => elu(y),
             Epilogue::Accumulate => vaddq_f32(vld1q_f32(cur), y),
+            Epilogue::Snake(p) => {
+                // The parameters are padded to whole panels.
+                let (al, inv, half) = t.snake_at(p, col);
+                half_snake(y, vld1q_f32(al), vld1q_f32(inv), half)
+            }
         }
     }
 }
@@ -180,21 +327,21 @@ pub(super) unsafe fn epilogue<const M: usize>(
         for (m, acc) in res.iter().enumerate() {
             let dst = c[m].add(j);
             if nvalid == PANEL {
-                // A whole panel (every column count of the decoder is a multiple of 16):
+                // A whole panel (every column count of SpectroStream's decoder is a multiple of 16):
                 // straight to the output, no per-row copy calls.
                 for h in 0..4 {
-                    let o = finish(t.epi, acc[h], bias[h], dst.add(4 * h));
+                    let o = finish(t, acc[h], bias[h], dst.add(4 * h), j + 4 * h);
                     vst1q_f32(dst.add(4 * h), o);
                 }
                 continue;
             }
             let mut cur = [0f32; PANEL];
-            if t.epi == Epilogue::Accumulate {
+            if matches!(t.epi, Epilogue::Accumulate) {
                 cur[..nvalid].copy_from_slice(std::slice::from_raw_parts(dst, nvalid));
             }
             let mut tmp = [0f32; PANEL];
             for h in 0..4 {
-                let o = finish(t.epi, acc[h], bias[h], cur.as_ptr().add(4 * h));
+                let o = finish(t, acc[h], bias[h], cur.as_ptr().add(4 * h), j + 4 * h);
                 vst1q_f32(tmp.as_mut_ptr().add(4 * h), o);
             }
             std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, nvalid);
@@ -202,12 +349,13 @@ pub(super) unsafe fn epilogue<const M: usize>(
     }
 }
 
-/// The panel kernel for weights in format `W` (widened to f32 in registers).
+/// The panel kernel for weights in format `W` (widened to f32 in registers), for
+/// every blocking.
 ///
 /// # Safety
 /// NEON must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
+pub(super) unsafe fn tile<const W: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         for p in 0..t.ncols.div_ceil(PANEL) {
@@ -275,12 +423,7 @@ pub(super) unsafe fn narrow(t: &Tile<'_>) {
                         vst1q_f32(l.as_mut_ptr().add(4 * h), acc[m][h]);
                     }
                     let y = super::portable::reduce16(&l) + *t.bias.add(j);
-                    let dst = t.c[r0 + m].add(j);
-                    *dst = match t.epi {
-                        Epilogue::Store => y,
-                        Epilogue::Elu => super::portable::elu(y),
-                        Epilogue::Accumulate => *dst + y,
-                    };
+                    super::portable::finish(t, y, &mut *t.c[r0 + m].add(j), j);
                 }
             }
             r0 += mr;

@@ -1,14 +1,14 @@
 //! The fp16-arithmetic panel kernel for NEON CPUs with FP16 (ARMv8.2 `FEAT_FP16`):
 //! 4 rows × 16 columns, `FMLA Vd.8H, Vn.8H, Vm.H[lane]` — 8 half lanes per fused
 //! multiply-add where the f32 kernel has 4 — for matrices packed by
-//! [`super::Packed::use_half_arithmetic`].
+//! [`crate::conv::Packed::use_half_arithmetic`].
 //!
 //! Per row and 16 columns, two half accumulators sum [`HALF_CHUNK`] products (one
 //! rounding to half per FMA); each partial sum is then widened (exact) and added to
 //! four f32 accumulators, times a power of two that undoes the weights' and the
 //! inputs' scales (exact). The inputs are read as f32, multiplied by the tile's
 //! input scale — the power of two that puts its largest input at the top of half's
-//! range ([`super::half_input_log2`]), so no partial sum can overflow whatever the
+//! range ([`half_input_log2`]), so no partial sum can overflow whatever the
 //! activations' magnitude and small activations are not lost in half's subnormals —
 //! and rounded to half (`FCVTN`, round to nearest even), 8 channels per conversion.
 //! Per row and 16 input channels this is 32 half FMAs, 8 scaling and conversion
@@ -33,7 +33,8 @@ use std::arch::aarch64::*;
 use std::arch::asm;
 
 use super::arm_neon::epilogue;
-use super::{half_input_log2, Tile, HALF_CHUNK, PANEL};
+use super::{Tile, PANEL};
+use crate::conv::packed::{half_input_log2, HALF_CHUNK};
 
 /// Rows per micro-kernel call.
 const MR: usize = 4;

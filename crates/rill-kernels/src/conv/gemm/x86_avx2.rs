@@ -1,19 +1,26 @@
-//! AVX2 + FMA micro-kernels: 6 rows × 16 columns (12 ymm accumulators, 2 weight
-//! vectors, 1 broadcast). Same FMA order and ELU polynomial as the AVX-512 path, so
-//! both tiers produce identical bits.
+//! AVX2 + FMA kernels of both codecs: one micro-kernel, 6 rows × 16 columns (12 ymm
+//! accumulators, 2 weight vectors, 1 broadcast), whatever the blocking (which sets
+//! only the prefetch distance, [`super::simd::prefetch_bytes`]); the ELU and the
+//! HalfSnake on 8 lanes; and a dot-product kernel for narrow outputs. Same FMA
+//! order, ELU polynomial and HalfSnake operations as the AVX-512 path, so both
+//! tiers produce identical bits.
 //!
 //! Index loops over the fixed-size accumulator arrays are deliberate: with constant
 //! bounds they unroll into straight register code (hence the clippy allowances).
-#![allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+#![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::*;
 
+use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
 use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
-use super::{Epilogue, Tile, PANEL};
+use super::{Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
 
-// Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv selects where
-// AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
+/// Lanes per vector.
+const H: usize = 8;
+
+// Not folded with the AVX-512 twins: 8-lane ymm intrinsics and blendv / maskload
+// where AVX-512 has 16-lane zmm and mask registers (only the row blocking is shared).
 
 /// `exp(min(x, 0))`, operation for operation the AVX-512 `exp_nonpos`.
 ///
@@ -63,7 +70,7 @@ unsafe fn elu(x: __m256) -> __m256 {
 /// # Safety
 /// AVX2 and FMA must be available; `src`/`dst` valid for `n` floats.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
+pub(crate) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut i = 0;
@@ -82,14 +89,119 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     }
 }
 
-/// `M` rows × one 16-column panel `p` of the tile.
+/// [`super::portable::sin`] on 8 lanes, the same operations in the same order.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sin(x: __m256) -> __m256 {
+    let signbit = _mm256_set1_epi32(i32::MIN);
+    let xi = _mm256_castps_si256(x);
+    let sign = _mm256_and_si256(xi, signbit);
+    let ax = _mm256_castsi256_ps(_mm256_andnot_si256(signbit, xi));
+    let j = _mm256_cvttps_epi32(_mm256_mul_ps(ax, _mm256_set1_ps(FOPI)));
+    let j = _mm256_and_si256(
+        _mm256_add_epi32(j, _mm256_set1_epi32(1)),
+        _mm256_set1_epi32(!1),
+    );
+    let y = _mm256_cvtepi32_ps(j);
+    let z = _mm256_sub_ps(ax, _mm256_mul_ps(y, _mm256_set1_ps(DP1)));
+    let z = _mm256_sub_ps(z, _mm256_mul_ps(y, _mm256_set1_ps(DP2)));
+    let z = _mm256_sub_ps(z, _mm256_mul_ps(y, _mm256_set1_ps(DP3)));
+    let zz = _mm256_mul_ps(z, z);
+    let mut c = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_set1_ps(COS[0]), zz),
+        _mm256_set1_ps(COS[1]),
+    );
+    c = _mm256_add_ps(_mm256_mul_ps(c, zz), _mm256_set1_ps(COS[2]));
+    c = _mm256_mul_ps(_mm256_mul_ps(c, zz), zz);
+    c = _mm256_sub_ps(c, _mm256_mul_ps(_mm256_set1_ps(0.5), zz));
+    c = _mm256_add_ps(c, _mm256_set1_ps(1.0));
+    let mut s = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_set1_ps(SIN[0]), zz),
+        _mm256_set1_ps(SIN[1]),
+    );
+    s = _mm256_add_ps(_mm256_mul_ps(s, zz), _mm256_set1_ps(SIN[2]));
+    s = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(s, zz), z), z);
+    let two = _mm256_set1_epi32(2);
+    let use_cos = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(j, two), two));
+    let r = _mm256_blendv_ps(s, c, use_cos);
+    let flip = _mm256_xor_si256(
+        sign,
+        _mm256_slli_epi32::<29>(_mm256_and_si256(j, _mm256_set1_epi32(4))),
+    );
+    _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(r), flip))
+}
+
+/// Lanes `< valid` set (all-ones), as a float blend / maskstore mask.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lanes_below(valid: usize) -> __m256i {
+    let v = valid.min(H) as i32;
+    _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(v),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    )
+}
+
+/// HalfSnake of 8 lanes whose first `snake_lanes` (saturating) are snake lanes.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn half_snake(x: __m256, alpha: __m256, inv: __m256, snake_lanes: usize) -> __m256 {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let pos = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_setzero_ps());
+        let lrelu = _mm256_blendv_ps(_mm256_mul_ps(x, _mm256_set1_ps(LRELU_SLOPE)), x, pos);
+        if snake_lanes == 0 {
+            // The leaky-ReLU half of the channels: no sine to take.
+            return lrelu;
+        }
+        let s = sin(_mm256_mul_ps(alpha, x));
+        let snake = _mm256_add_ps(x, _mm256_mul_ps(inv, _mm256_mul_ps(s, s)));
+        _mm256_blendv_ps(lrelu, snake, _mm256_castsi256_ps(lanes_below(snake_lanes)))
+    }
+}
+
+/// HalfSnake of one row of `p.channels` floats.
+///
+/// # Safety
+/// AVX2 and FMA must be available; `src`/`dst` valid for `p.channels` floats.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut f32) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let mut c = 0;
+        while c < p.channels {
+            let m = lanes_below(p.channels - c);
+            let x = _mm256_maskload_ps(src.add(c), m);
+            let al = _mm256_loadu_ps(p.alpha.as_ptr().add(c));
+            let inv = _mm256_loadu_ps(p.inv.as_ptr().add(c));
+            _mm256_maskstore_ps(
+                dst.add(c),
+                m,
+                half_snake(x, al, inv, p.half.saturating_sub(c)),
+            );
+            c += H;
+        }
+    }
+}
+
+/// `M` rows × one 16-column panel `p` of the tile, `nvalid` columns of it valid,
+/// for weight format `W` and blocking `B` (the prefetch distance).
 ///
 /// # Safety
 /// The CPU supports this function's target features, and the tile's pointers
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn micro<const M: usize, const W: u8>(
+unsafe fn micro<const M: usize, const W: u8, const B: u8>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -114,20 +226,20 @@ unsafe fn micro<const M: usize, const W: u8>(
                 let (b0, b1) = match W {
                     W_F16 => (
                         {
-                            prefetch_ahead(bh);
+                            prefetch_ahead::<W, B, _>(bh);
                             _mm256_cvtph_ps(_mm_loadu_si128(bh as *const __m128i))
                         },
                         _mm256_cvtph_ps(_mm_loadu_si128(bh.add(8) as *const __m128i)),
                     ),
                     W_I16 => {
-                        prefetch_ahead(bq);
+                        prefetch_ahead::<W, B, _>(bq);
                         let q = _mm256_loadu_si256(bq as *const __m256i);
                         let lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q));
                         let hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(q));
                         (_mm256_cvtepi32_ps(lo), _mm256_cvtepi32_ps(hi))
                     }
                     _ => {
-                        prefetch_ahead(bp);
+                        prefetch_ahead::<W, B, _>(bp);
                         (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)))
                     }
                 };
@@ -156,21 +268,35 @@ unsafe fn micro<const M: usize, const W: u8>(
     }
 }
 
-/// `epi(acc + bias)` for 8 columns; `cur` holds the 8 values Accumulate adds to.
+/// `epi(acc + bias)` for the 8 columns from tile column `col` of the row at `dst`
+/// (Accumulate reads them: all 8 if `FULL`, else the lanes of `mask`).
 ///
 /// # Safety
 /// The CPU supports this function's target features; with
-/// `Epilogue::Accumulate`, `cur` is valid for the lanes it reads.
+/// `Epilogue::Accumulate`, `dst` is valid for the lanes it reads.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn finish(epi: Epilogue, acc: __m256, bias: __m256, cur: *const f32) -> __m256 {
+unsafe fn finish<const FULL: bool>(
+    t: &Tile<'_>,
+    acc: __m256,
+    bias: __m256,
+    dst: *const f32,
+    mask: __m256i,
+    col: usize,
+) -> __m256 {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let y = _mm256_add_ps(acc, bias);
-        match epi {
+        match t.epi {
             Epilogue::Store => y,
             Epilogue::Elu => elu(y),
-            Epilogue::Accumulate => _mm256_add_ps(_mm256_loadu_ps(cur), y),
+            Epilogue::Accumulate if FULL => _mm256_add_ps(_mm256_loadu_ps(dst), y),
+            Epilogue::Accumulate => _mm256_add_ps(_mm256_maskload_ps(dst, mask), y),
+            Epilogue::Snake(p) => {
+                // The parameters are padded to whole panels.
+                let (al, inv, half) = t.snake_at(p, col);
+                half_snake(y, _mm256_loadu_ps(al), _mm256_loadu_ps(inv), half)
+            }
         }
     }
 }
@@ -190,47 +316,50 @@ unsafe fn epilogue<const M: usize>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let j = p * PANEL;
+        // Bias (and snake parameters) are padded to whole panels.
         let bias = [
             _mm256_loadu_ps(t.bias.add(j)),
-            _mm256_loadu_ps(t.bias.add(j + 8)),
+            _mm256_loadu_ps(t.bias.add(j + H)),
         ];
+        let all = _mm256_set1_epi32(-1);
         for (m, acc) in res.iter().enumerate() {
             let dst = c[m].add(j);
             if nvalid == PANEL {
-                // A whole panel (every column count of the decoder is a multiple of 16):
-                // straight to the output, no per-row copy calls.
+                // A whole panel (every column count of SpectroStream's decoder is a
+                // multiple of 16): straight to the output, no masked stores.
                 for h in 0..2 {
-                    let o = finish(t.epi, acc[h], bias[h], dst.add(8 * h));
-                    _mm256_storeu_ps(dst.add(8 * h), o);
+                    let d = dst.add(H * h);
+                    let o = finish::<true>(t, acc[h], bias[h], d, all, j + H * h);
+                    _mm256_storeu_ps(d, o);
                 }
                 continue;
             }
-            let mut cur = [0f32; PANEL];
-            if t.epi == Epilogue::Accumulate {
-                cur[..nvalid].copy_from_slice(std::slice::from_raw_parts(dst, nvalid));
-            }
-            let mut tmp = [0f32; PANEL];
             for h in 0..2 {
-                let o = finish(t.epi, acc[h], bias[h], cur.as_ptr().add(8 * h));
-                _mm256_storeu_ps(tmp.as_mut_ptr().add(8 * h), o);
+                if H * h >= nvalid {
+                    break;
+                }
+                let mask = lanes_below(nvalid - H * h);
+                let d = dst.add(H * h);
+                let o = finish::<false>(t, acc[h], bias[h], d, mask, j + H * h);
+                _mm256_maskstore_ps(d, mask, o);
             }
-            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, nvalid);
         }
     }
 }
 
 /// The panel kernel for weights in format `W`, widened to f32 in registers (int16:
-/// the column scale multiplies each sum once, as on AVX-512 and NEON).
+/// the column scale multiplies each sum once, as on AVX-512 and NEON), with the
+/// prefetch distance of blocking `B` (`Blocking as u8`).
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
+pub(super) unsafe fn tile<const W: u8, const B: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W>(p, nvalid));
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W, B>(p, nvalid));
         }
     }
 }
@@ -348,12 +477,7 @@ unsafe fn narrow_block<const R: usize, const C: usize>(
                 _mm256_storeu_ps(l.as_mut_ptr(), lo[c][m]);
                 _mm256_storeu_ps(l.as_mut_ptr().add(8), hi[c][m]);
                 let y = super::portable::reduce16(&l) + *t.bias.add(j);
-                let dst = t.c[r0 + m].add(j);
-                *dst = match t.epi {
-                    Epilogue::Store => y,
-                    Epilogue::Elu => super::portable::elu(y),
-                    Epilogue::Accumulate => *dst + y,
-                };
+                super::portable::finish(t, y, &mut *t.c[r0 + m].add(j), j);
             }
         }
     }

@@ -1,6 +1,10 @@
-//! AVX-512 micro-kernels: 6 rows × 64 columns (24 zmm accumulators, 4 weight
-//! vectors, 1 broadcast = 29 of 32 registers), a 6 × 16 variant for column counts
-//! that are not multiples of 64, and a dot-product kernel for narrow outputs.
+//! AVX-512 kernels of both codecs: one micro-kernel, `M` rows × `NV` panels, in the
+//! shapes of the job's blocking — 6 rows × 64 columns (24 zmm accumulators, 4 weight
+//! vectors, 1 broadcast = 29 of 32 registers) and 6 × 16 for column counts that are
+//! not multiples of 64 ([`Blocking::Grid`]); 8 rows × 3 panels, 12 × 2 or 8 × 1
+//! ([`Blocking::Causal`]) — the ELU and HalfSnake on 16 lanes, and a dot-product
+//! kernel for narrow outputs. The weights are prefetched ahead
+//! ([`super::simd::prefetch_bytes`]).
 //!
 //! Index loops over the fixed-size accumulator arrays are deliberate: with constant
 //! bounds they unroll into straight register code (hence the clippy allowances).
@@ -8,8 +12,9 @@
 
 use std::arch::x86_64::*;
 
+use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
 use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
-use super::{Epilogue, Tile, PANEL};
+use super::{Blocking, Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
 
 /// ELU, `where(x > 0, x, exp(x) − 1)`, with the exp polynomial of [`exp_nonpos`].
@@ -65,7 +70,7 @@ unsafe fn exp_nonpos(x: __m512) -> __m512 {
 /// # Safety
 /// AVX-512F must be available; `src`/`dst` valid for `n` floats.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
+pub(crate) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut i = 0;
@@ -82,6 +87,96 @@ pub(super) unsafe fn elu_raw(src: *const f32, dst: *mut f32, n: usize) {
     }
 }
 
+/// [`super::portable::sin`] on 16 lanes, the same operations in the same order.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn sin(x: __m512) -> __m512 {
+    let signbit = _mm512_set1_epi32(i32::MIN);
+    let xi = _mm512_castps_si512(x);
+    let sign = _mm512_and_si512(xi, signbit);
+    let ax = _mm512_castsi512_ps(_mm512_andnot_si512(signbit, xi));
+    let j = _mm512_cvttps_epi32(_mm512_mul_ps(ax, _mm512_set1_ps(FOPI)));
+    let j = _mm512_and_si512(
+        _mm512_add_epi32(j, _mm512_set1_epi32(1)),
+        _mm512_set1_epi32(!1),
+    );
+    let y = _mm512_cvtepi32_ps(j);
+    let z = _mm512_sub_ps(ax, _mm512_mul_ps(y, _mm512_set1_ps(DP1)));
+    let z = _mm512_sub_ps(z, _mm512_mul_ps(y, _mm512_set1_ps(DP2)));
+    let z = _mm512_sub_ps(z, _mm512_mul_ps(y, _mm512_set1_ps(DP3)));
+    let zz = _mm512_mul_ps(z, z);
+    let mut c = _mm512_add_ps(
+        _mm512_mul_ps(_mm512_set1_ps(COS[0]), zz),
+        _mm512_set1_ps(COS[1]),
+    );
+    c = _mm512_add_ps(_mm512_mul_ps(c, zz), _mm512_set1_ps(COS[2]));
+    c = _mm512_mul_ps(_mm512_mul_ps(c, zz), zz);
+    c = _mm512_sub_ps(c, _mm512_mul_ps(_mm512_set1_ps(0.5), zz));
+    c = _mm512_add_ps(c, _mm512_set1_ps(1.0));
+    let mut s = _mm512_add_ps(
+        _mm512_mul_ps(_mm512_set1_ps(SIN[0]), zz),
+        _mm512_set1_ps(SIN[1]),
+    );
+    s = _mm512_add_ps(_mm512_mul_ps(s, zz), _mm512_set1_ps(SIN[2]));
+    s = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(s, zz), z), z);
+    let use_cos = _mm512_test_epi32_mask(j, _mm512_set1_epi32(2));
+    let r = _mm512_mask_blend_ps(use_cos, s, c);
+    let flip = _mm512_xor_si512(
+        sign,
+        _mm512_slli_epi32::<29>(_mm512_and_si512(j, _mm512_set1_epi32(4))),
+    );
+    _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(r), flip))
+}
+
+/// HalfSnake of 16 lanes whose first `snake_lanes` (saturating) are snake lanes.
+///
+/// # Safety
+/// The CPU supports this function's target features (register arithmetic only).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn half_snake(x: __m512, alpha: __m512, inv: __m512, snake_lanes: usize) -> __m512 {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let pos = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_setzero_ps());
+        let lrelu = _mm512_mask_blend_ps(pos, _mm512_mul_ps(x, _mm512_set1_ps(LRELU_SLOPE)), x);
+        if snake_lanes == 0 {
+            // The leaky-ReLU half of the channels: no sine to take.
+            return lrelu;
+        }
+        let s = sin(_mm512_mul_ps(alpha, x));
+        let snake = _mm512_add_ps(x, _mm512_mul_ps(inv, _mm512_mul_ps(s, s)));
+        _mm512_mask_blend_ps(lane_mask(snake_lanes), lrelu, snake)
+    }
+}
+
+/// HalfSnake of one row of `p.channels` floats.
+///
+/// # Safety
+/// AVX-512F must be available; `src`/`dst` valid for `p.channels` floats.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut f32) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
+        let mut c = 0;
+        while c < p.channels {
+            let m = lane_mask(p.channels - c);
+            let x = _mm512_maskz_loadu_ps(m, src.add(c));
+            // The parameters are padded to whole panels.
+            let al = _mm512_loadu_ps(p.alpha.as_ptr().add(c));
+            let inv = _mm512_loadu_ps(p.inv.as_ptr().add(c));
+            _mm512_mask_storeu_ps(
+                dst.add(c),
+                m,
+                half_snake(x, al, inv, p.half.saturating_sub(c)),
+            );
+            c += PANEL;
+        }
+    }
+}
+
 #[inline]
 fn lane_mask(valid: usize) -> __mmask16 {
     if valid >= PANEL {
@@ -91,14 +186,15 @@ fn lane_mask(valid: usize) -> __mmask16 {
     }
 }
 
-/// `M` rows × `NV`·16 columns starting at column `col` of the tile.
+/// `M` rows × `NV`·16 columns starting at column `col` of the tile, `nvalid` of
+/// them valid, for weight format `W` and blocking `B` (the prefetch distance).
 ///
 /// # Safety
 /// The CPU supports this function's target features, and the tile's pointers
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
+unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -123,19 +219,19 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8>(
                 for (v, b) in bv.iter_mut().enumerate() {
                     *b = match W {
                         W_F16 => {
-                            prefetch_ahead(bh.add(v * t.b_stride));
+                            prefetch_ahead::<W, B, _>(bh.add(v * t.b_stride));
                             _mm512_cvtph_ps(_mm256_loadu_si256(
                                 bh.add(v * t.b_stride) as *const __m256i
                             ))
                         }
                         W_I16 => {
-                            prefetch_ahead(bq.add(v * t.b_stride));
+                            prefetch_ahead::<W, B, _>(bq.add(v * t.b_stride));
                             _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
                                 bq.add(v * t.b_stride) as *const __m256i,
                             )))
                         }
                         _ => {
-                            prefetch_ahead(bp.add(v * t.b_stride));
+                            prefetch_ahead::<W, B, _>(bp.add(v * t.b_stride));
                             _mm512_loadu_ps(bp.add(v * t.b_stride))
                         }
                     };
@@ -192,6 +288,10 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
                     Epilogue::Store => y,
                     Epilogue::Elu => elu(y),
                     Epilogue::Accumulate => _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), y),
+                    Epilogue::Snake(p) => {
+                        let (al, inv, half) = t.snake_at(p, j);
+                        half_snake(y, _mm512_loadu_ps(al), _mm512_loadu_ps(inv), half)
+                    }
                 };
                 _mm512_mask_storeu_ps(dst, mask, out);
             }
@@ -202,20 +302,32 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 /// The panel kernel for weights in format `W` ([`W_F32`](super::simd::W_F32);
 /// [`W_F16`]: halves widened with `vcvtph2ps`, exact; [`W_I16`]: the int16 values
 /// widened exactly, the per-column scale applied once to the sum), all in the same
-/// f32 FMA chain.
+/// f32 FMA chain, in the micro-kernel shapes of blocking `B` (`Blocking as u8`).
 ///
 /// # Safety
 /// AVX-512F must be available and the tile's pointers valid (see `Tile`).
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn tile_w<const W: u8>(t: &Tile<'_>) {
+pub(super) unsafe fn tile<const W: u8, const B: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
-        if t.ncols == 4 * PANEL {
-            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 4, W>(0, 4 * PANEL));
+        if B == Blocking::Causal as u8 {
+            // A tile of at most 3 panels in one call: 8 rows × 3 panels or 12 × 2
+            // (24 accumulators either way).
+            match t.ncols.div_ceil(PANEL) {
+                3 => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 3, W, B>(0, t.ncols)),
+                2 => by_row_groups!(
+                    t,
+                    [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2],
+                    micro::<_, 2, W, B>(0, t.ncols)
+                ),
+                _ => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 1, W, B>(0, t.ncols)),
+            }
+        } else if t.ncols == 4 * PANEL {
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 4, W, B>(0, 4 * PANEL));
         } else {
             for p in 0..t.ncols.div_ceil(PANEL) {
                 let nvalid = PANEL.min(t.ncols - p * PANEL);
-                by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 1, W>(p * PANEL, nvalid));
+                by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 1, W, B>(p * PANEL, nvalid));
             }
         }
     }
@@ -322,12 +434,7 @@ unsafe fn narrow_block<const R: usize, const C: usize>(t: &Tile<'_>, r0: usize, 
             let j = j0 + c;
             for m in 0..R {
                 let y = reduce16(acc[c][m]) + *t.bias.add(j);
-                let dst = t.c[r0 + m].add(j);
-                *dst = match t.epi {
-                    Epilogue::Store => y,
-                    Epilogue::Elu => super::portable::elu(y),
-                    Epilogue::Accumulate => *dst + y,
-                };
+                super::portable::finish(t, y, &mut *t.c[r0 + m].add(j), j);
             }
         }
     }
