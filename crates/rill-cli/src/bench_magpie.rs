@@ -84,7 +84,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         voice.codec.half_weight_convs(),
         plan.codec_frames,
         pools.describe(),
-        rill_kernels::isa::active()
+        model.isa()
     );
     // The CFG row's prefill is a constant of the model, made once per process (at
     // start-up in `rill serve`); timed on its own, outside the sentence's setup.
@@ -131,7 +131,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             codec.half_weight_convs(),
             plan.codec_frames,
             pools.stages().name(),
-            rill_kernels::isa::active(),
+            model.isa(),
             timed,
             d.median,
             d.p99,

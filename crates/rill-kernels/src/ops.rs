@@ -1,9 +1,13 @@
 //! Small vector operations of a transformer step. Each follows the formula of the
 //! MLX op it mirrors (cited per function); all arithmetic is f32.
+//!
+//! The operations with a kernel per SIMD tier ([`dots_isa`], [`axpys_isa`],
+//! [`gelu_tanh_isa`]) take the tier explicitly; a model calls them through the
+//! [`crate::Ops`] it resolved at load, never through a process-wide tier.
 
+use crate::isa::Isa;
 #[cfg(target_arch = "x86_64")]
 use crate::isa::Tier;
-use crate::isa::{self, Isa};
 
 /// Sum with 8 independent lanes (vectorises; order fixed for reproducibility).
 pub fn sum(x: &[f32]) -> f32 {
@@ -55,13 +59,8 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
 
 /// `out[j] = dot(x, row j)` for every `j < out.len()`, row `j` being
 /// `rows[j·stride + offset..][..x.len()]` (one head's attention scores over a
-/// key cache). The same bits as [`dot`] per row on every tier: the compiler only
-/// widens the registers (it never fuses a multiply and an add).
-pub fn dots(x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
-    dots_isa(isa::active(), x, rows, stride, offset, out)
-}
-
-/// [`dots`] on an explicit tier.
+/// key cache), on tier `isa`. The same bits as [`dot`] per row on every tier: the
+/// compiler only widens the registers (it never fuses a multiply and an add).
 pub fn dots_isa(isa: Isa, x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -71,13 +70,9 @@ pub fn dots_isa(isa: Isa, x: &[f32], rows: &[f32], stride: usize, offset: usize,
     }
 }
 
-/// `y += Σ_j p[j]·row j` in the order of `j` (rows as in [`dots`]): one head's
-/// attention output over a value cache, with the bits of one [`axpy`] per row.
-pub fn axpys(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
-    axpys_isa(isa::active(), p, rows, stride, offset, y)
-}
-
-/// [`axpys`] on an explicit tier.
+/// `y += Σ_j p[j]·row j` in the order of `j` (rows as in [`dots_isa`]), on tier
+/// `isa`: one head's attention output over a value cache, with the bits of one
+/// [`axpy`] per row.
 pub fn axpys_isa(isa: Isa, p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -202,12 +197,8 @@ pub fn tanh_fast(x: f32) -> f32 {
     t.copysign(x)
 }
 
-/// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-pub fn gelu_tanh(x: &mut [f32]) {
-    gelu_tanh_isa(isa::active(), x)
-}
-
-/// [`gelu_tanh`] on an explicit tier (the same bits on every tier).
+/// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`
+/// on tier `isa` (the same bits on every tier).
 pub fn gelu_tanh_isa(isa: Isa, x: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
