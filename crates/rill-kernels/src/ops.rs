@@ -198,7 +198,9 @@ pub fn tanh_fast(x: f32) -> f32 {
 }
 
 /// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`
-/// on tier `isa` (the same bits on every tier).
+/// on tier `isa` (the same bits on every tier). `−∞` gives `−0.0`, the limit of
+/// GELU and what large finite negative inputs give (the formula alone gives
+/// `−∞·0 = NaN`).
 pub fn gelu_tanh_isa(isa: Isa, x: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -213,7 +215,9 @@ fn gelu_tanh_lanes(x: &mut [f32]) {
     let c = (2.0f64 / std::f64::consts::PI).sqrt() as f32;
     for v in x {
         let u = *v;
-        *v = 0.5 * u * (1.0 + tanh_fast(c * (u + 0.044715 * (u * u * u))));
+        let g = 0.5 * u * (1.0 + tanh_fast(c * (u + 0.044715 * (u * u * u))));
+        // A select, not a branch: the loop still vectorises.
+        *v = if u == f32::NEG_INFINITY { -0.0 } else { g };
     }
 }
 
@@ -295,6 +299,23 @@ mod tests {
             let mut y = x.clone();
             gelu_tanh_isa(isa, &mut y);
             assert_eq!(bits(&y), bits(&want), "{isa}");
+        }
+    }
+
+    /// GELU's limits: `−∞ → −0.0` (as large finite negatives give, not the
+    /// formula's `−∞·0 = NaN`), `+∞ → +∞`, NaN stays NaN; on every tier.
+    #[test]
+    fn gelu_tanh_has_the_limits_of_gelu_on_every_tier() {
+        for isa in crate::isa::tiers_under_test("ops::gelu_tanh limits") {
+            // Past 8 lanes, so the vector body and the tail both see each value.
+            let mut x = [f32::NEG_INFINITY, -60.0, f32::INFINITY, f32::NAN].repeat(5);
+            gelu_tanh_isa(isa, &mut x);
+            for c in x.chunks(4) {
+                assert_eq!(c[0].to_bits(), (-0.0f32).to_bits(), "{isa}: gelu(-inf)");
+                assert_eq!(c[1].to_bits(), (-0.0f32).to_bits(), "{isa}: gelu(-60)");
+                assert_eq!(c[2], f32::INFINITY, "{isa}: gelu(inf)");
+                assert!(c[3].is_nan(), "{isa}: gelu(NaN)");
+            }
         }
     }
 
