@@ -1,6 +1,8 @@
 //! The Magpie model (`magpietts.py:338-731`, spec §1.4, §4): text encoder, decoder
 //! over `[baked context ; frames]` with a host-owned KV cache, `final_proj`, and the
-//! local transformer with its 8 heads.
+//! local transformer with its 8 heads. The SIMD tier is fixed at load
+//! ([`Model::with_isa`]): the model keeps a [`rill_kernels::Ops`] and passes it to
+//! every layer call.
 
 use std::sync::OnceLock;
 
@@ -277,11 +279,6 @@ impl Model {
     /// The SIMD tier every product of this model runs on (fixed at load).
     pub fn isa(&self) -> Isa {
         self.ops.isa()
-    }
-
-    /// An empty [`MatmulScratch`] on this model's tier.
-    pub fn matmul_scratch(&self) -> MatmulScratch {
-        self.ops.matmul_scratch()
     }
 
     /// How many weight matrices are stored in each format (f32 weights that are

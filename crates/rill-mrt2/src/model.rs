@@ -2,7 +2,9 @@
 //! the temporal step (one per frame) and the depth step (12 per frame).
 //!
 //! Everything here is immutable and `Sync`; all state lives in the caller's
-//! [`crate::session::Session`].
+//! [`crate::session::Session`]. The SIMD tier is fixed at load: the model and each
+//! of its blocks keep the [`rill_kernels::Ops`] of [`Mrt2::load_with_isa`] and run
+//! every product and attention loop through it.
 
 use rill_checkpoint::layout::RVQ_LEVELS;
 use rill_checkpoint::Checkpoint;
@@ -298,28 +300,20 @@ impl Mrt2 {
     ) {
         let lo = RESERVED + LEVEL * level;
         let bias = &self.to_logits_bias[lo..lo + LEVEL];
-        if self.precision.computes_in_bf16() {
-            ops_bf16::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
-            self.ops.gemv_rows(
-                &self.to_logits,
-                normed,
-                logits,
-                lo..lo + LEVEL,
-                scratch,
-                pool,
-            );
+        let (scale, shift) = (&self.final_ln_scale, &self.final_ln_bias);
+        let bf16 = self.precision.computes_in_bf16();
+        if bf16 {
+            ops_bf16::layer_norm(z, scale, shift, 1e-6, normed);
+        } else {
+            ops::layer_norm(z, scale, shift, 1e-6, normed);
+        }
+        let rows = lo..lo + LEVEL;
+        self.ops
+            .gemv_rows(&self.to_logits, normed, logits, rows, scratch, pool);
+        if bf16 {
             ops_bf16::add(logits, bias);
             ops_bf16::soft_cap(logits, SOFT_CAP);
         } else {
-            ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
-            self.ops.gemv_rows(
-                &self.to_logits,
-                normed,
-                logits,
-                lo..lo + LEVEL,
-                scratch,
-                pool,
-            );
             ops::add_in_place(logits, bias);
             ops::soft_cap(logits, SOFT_CAP);
         }
