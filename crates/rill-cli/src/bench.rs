@@ -191,7 +191,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let t0 = Instant::now();
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(explicit_precision, &ckpt)?;
-    let lm = Arc::new(Mrt2::load(&ckpt, precision)?);
+    // The LM of the first tier; each further tier loads its own (below), so every
+    // model's kernels stay the tier it was loaded with.
+    let mut lm = Some(Arc::new(Mrt2::load_with_isa(&ckpt, precision, tiers[0])?));
     let codec_precision = model_source::codec_precision(&args.model, precision, true);
     let load_codec = |isa| {
         rill_spectrostream::Codec::load_with(
@@ -210,13 +212,26 @@ pub fn run(args: BenchArgs) -> Result<()> {
     for &isa in &tiers[1..] {
         codecs.push(load_codec(isa)?);
     }
-    drop(ckpt);
+    // Kept only while a tier's LM is still to load.
+    let mut ckpt = (tiers.len() > 1).then_some(ckpt);
     rill_kernels::huge_pages::collapse_resident();
 
     let mut runs = Vec::new();
-    for (&isa, codec) in tiers.iter().zip(codecs) {
-        rill_kernels::isa::set_active(isa);
-        let mut pipe = FramePipeline::new(lm.clone(), Some(codec), 42, &pools);
+    for (i, (&isa, codec)) in tiers.iter().zip(codecs).enumerate() {
+        // One tier's LM at a time: the previous one is dropped with its pipeline.
+        let lm = match lm.take() {
+            Some(lm) => lm,
+            None => {
+                let c = ckpt.as_ref().expect("kept while tiers remain");
+                let lm = Arc::new(Mrt2::load_with_isa(c, precision, isa)?);
+                if i + 1 == tiers.len() {
+                    ckpt = None;
+                }
+                rill_kernels::huge_pages::collapse_resident();
+                lm
+            }
+        };
+        let mut pipe = FramePipeline::new(lm, Some(codec), 42, &pools);
         pipe.session_mut()
             .set_conditioning(&bench_conditioning(), pools.lm())?;
         let (mut lm_t, mut codec_t, mut total_t) = (Vec::new(), Vec::new(), Vec::new());

@@ -92,7 +92,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         voice.codec.half_weight_convs(),
         plan.codec_frames,
         pools.describe(),
-        rill_kernels::isa::active()
+        model.isa()
     );
     // The CFG row's prefill is a constant of the model, made once per process (at
     // start-up in `rill serve`); timed on its own, outside the sentence's setup.
@@ -139,7 +139,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "codec_frames": plan.codec_frames,
             "threads": threads,
             "stages": pools.stages().name(),
-            "isa": rill_kernels::isa::active().to_string(),
+            "isa": model.isa().to_string(),
             "frames": timed,
             "decoder_ms": stat(d),
             "codec_ms": stat(c),

@@ -2,7 +2,7 @@
 //! `cargo run --release -p rill-kernels --example gemv_speed -- [threads]`.
 use std::time::Instant;
 
-use rill_kernels::{GemvScratch, Matrix, Pool, WeightFormat};
+use rill_kernels::{GemvScratch, Matrix, Ops, Pool, WeightFormat};
 
 fn main() {
     let threads: usize = std::env::args()
@@ -10,6 +10,7 @@ fn main() {
         .map(|s| s.parse().unwrap())
         .unwrap_or(2);
     let pool = Pool::new(threads);
+    let ops = Ops::active();
     let mut scratch = GemvScratch::new();
     let (rows, cols) = (4096, 1024);
     let mut seed = 1u64;
@@ -38,12 +39,12 @@ fn main() {
         let n = 200;
         let t = Instant::now();
         for _ in 0..n {
-            ms[0].gemv(&x, &mut y, &mut scratch, &pool);
+            ops.gemv(&ms[0], &x, &mut y, &mut scratch, &pool);
         }
         let hot = t.elapsed().as_secs_f64() / n as f64;
         let t = Instant::now();
         for i in 0..n {
-            ms[i % ms.len()].gemv(&x, &mut y, &mut scratch, &pool);
+            ops.gemv(&ms[i % ms.len()], &x, &mut y, &mut scratch, &pool);
         }
         let cold = t.elapsed().as_secs_f64() / n as f64;
         println!(

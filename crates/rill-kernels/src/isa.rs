@@ -2,6 +2,8 @@
 //!
 //! Kernels exist for each tier; the best one the CPU supports is chosen once at
 //! first use. `RILL_ISA` forces a lower tier (for tests and for comparing paths).
+//! A model fixes its tier when it is loaded ([`crate::Ops`]); no kernel call
+//! reads the process's tier.
 //!
 //! An [`Isa`] is a proof: the only ways to get one are detection
 //! ([`Isa::detect`], [`Isa::available`], [`active`], [`from_env`]) and
@@ -279,8 +281,10 @@ impl Isa {
     }
 }
 
-/// The tier kernels use: the detected one, lowered by `RILL_ISA` if set. A bad
-/// `RILL_ISA` value is ignored here (check it with [`from_env`] first).
+/// The process's tier: the detected one, lowered by `RILL_ISA` if set. A bad
+/// `RILL_ISA` value is ignored here (check it with [`from_env`] first). Models
+/// read it once, at load, into the [`crate::Ops`] their steps run on (to compare
+/// tiers in one process, load a model per tier with an explicit [`Isa`]).
 pub fn active() -> Isa {
     match ACTIVE.load(Ordering::Relaxed) {
         0 => {
@@ -294,13 +298,6 @@ pub fn active() -> Isa {
         // Only codes of detected tiers are ever stored.
         c => Isa::from_code(c),
     }
-}
-
-/// Makes `isa` the tier of every later kernel call in this process (for
-/// benchmarks that compare tiers in one run). Weights packed for a tier at load
-/// (the codec's) keep the tier they were loaded with.
-pub fn set_active(isa: Isa) {
-    ACTIVE.store(isa.code(), Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //!
 //! * [`isa`]: which SIMD tier this CPU runs (detected once, overridable with `RILL_ISA`).
 //! * [`pool`]: a persistent worker pool in which the caller participates.
+//! * [`Ops`]: a model's hot-path kernels on the SIMD tier it resolved once at load
+//!   (products, attention loops, GELU); no step reads the process-wide tier.
 //! * [`matrix`]: weight matrices in several formats and their matrix-vector products.
 //! * [`ops`]: the small vector operations of a transformer step (norms, GELU, softmax).
 //! * [`metrics`]: how close two signals are (cosine, largest difference, SNR).
@@ -21,6 +23,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod ops;
 pub mod ops_bf16;
+mod ops_table;
 pub mod pool;
 pub mod quant;
 
@@ -37,4 +40,5 @@ pub use isa::{Isa, Tier};
 pub use matrix::{
     all_exact_f16, GemvScratch, Matrix, MatrixArrays, MatrixArraysError, WeightFormat,
 };
+pub use ops_table::Ops;
 pub use pool::Pool;

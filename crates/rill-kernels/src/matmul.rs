@@ -1,7 +1,7 @@
 //! Products of one weight matrix with several input rows (Magpie TTS's linears), `y[i] = W·x[i]`, reading
 //! the weights from memory once per call: the prefill's 111 rows and the encoder's
-//! text rows. One row goes to [`Matrix::gemv`], the two CFG rows of a step to
-//! [`Matrix::gemv2`] (float weights read once for both; widening the weights into a
+//! text rows. One row goes to [`Matrix::gemv_rows_isa`], the two CFG rows of a step to
+//! [`Matrix::gemv2_isa`] (float weights read once for both; widening the weights into a
 //! buffer first measured no faster than streaming them twice).
 //!
 //! Three or more rows run as a small GEMM in the usual register-blocked form: each
@@ -326,6 +326,7 @@ mod x86;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemv_int8::tests::Rng;
     use crate::WeightFormat;
 
     #[test]
@@ -333,13 +334,8 @@ mod tests {
         let tiers = isa::tiers_under_test("matmul");
         let pool = Pool::new(2);
         let mut scratch = MatmulScratch::new();
-        let mut seed = 9u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        };
+        let mut rng = Rng(9);
+        let mut next = || rng.unit();
         for &(rows, cols, n) in &[
             (1, 1, 2),
             (37, 768, 3),
@@ -390,13 +386,8 @@ mod tests {
     /// input block or the column block, and on every SIMD tier.
     #[test]
     fn blocking_and_tiers_change_no_bit() {
-        let mut seed = 5u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        };
+        let mut rng = Rng(5);
+        let mut next = || rng.unit();
         let pool = Pool::new(2);
         let mut scratch = MatmulScratch::new();
         let (rows, cols, n) = (37, 2 * KC + 88, 13);

@@ -1,9 +1,13 @@
 //! Small vector operations of a transformer step. Each follows the formula of the
 //! MLX op it mirrors (cited per function); all arithmetic is f32.
+//!
+//! The operations with a kernel per SIMD tier ([`dots_isa`], [`axpys_isa`],
+//! [`gelu_tanh_isa`]) take the tier explicitly; a model calls them through the
+//! [`crate::Ops`] it resolved at load, never through a process-wide tier.
 
+use crate::isa::Isa;
 #[cfg(target_arch = "x86_64")]
 use crate::isa::Tier;
-use crate::isa::{self, Isa};
 
 /// Sum with 8 independent lanes (vectorises; order fixed for reproducibility).
 pub fn sum(x: &[f32]) -> f32 {
@@ -55,13 +59,8 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
 
 /// `out[j] = dot(x, row j)` for every `j < out.len()`, row `j` being
 /// `rows[j·stride + offset..][..x.len()]` (one head's attention scores over a
-/// key cache). The same bits as [`dot`] per row on every tier: the compiler only
-/// widens the registers (it never fuses a multiply and an add).
-pub fn dots(x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
-    dots_isa(isa::active(), x, rows, stride, offset, out)
-}
-
-/// [`dots`] on an explicit tier.
+/// key cache), on tier `isa`. The same bits as [`dot`] per row on every tier: the
+/// compiler only widens the registers (it never fuses a multiply and an add).
 pub fn dots_isa(isa: Isa, x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -71,13 +70,9 @@ pub fn dots_isa(isa: Isa, x: &[f32], rows: &[f32], stride: usize, offset: usize,
     }
 }
 
-/// `y += Σ_j p[j]·row j` in the order of `j` (rows as in [`dots`]): one head's
-/// attention output over a value cache, with the bits of one [`axpy`] per row.
-pub fn axpys(p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
-    axpys_isa(isa::active(), p, rows, stride, offset, y)
-}
-
-/// [`axpys`] on an explicit tier.
+/// `y += Σ_j p[j]·row j` in the order of `j` (rows as in [`dots_isa`]), on tier
+/// `isa`: one head's attention output over a value cache, with the bits of one
+/// [`axpy`] per row.
 pub fn axpys_isa(isa: Isa, p: &[f32], rows: &[f32], stride: usize, offset: usize, y: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -202,12 +197,10 @@ pub fn tanh_fast(x: f32) -> f32 {
     t.copysign(x)
 }
 
-/// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-pub fn gelu_tanh(x: &mut [f32]) {
-    gelu_tanh_isa(isa::active(), x)
-}
-
-/// [`gelu_tanh`] on an explicit tier (the same bits on every tier).
+/// `mlx.nn.gelu_approx` (tanh form): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`
+/// on tier `isa` (the same bits on every tier). `−∞` gives `−0.0`, the limit of
+/// GELU and what large finite negative inputs give (the formula alone gives
+/// `−∞·0 = NaN`).
 pub fn gelu_tanh_isa(isa: Isa, x: &mut [f32]) {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
@@ -222,7 +215,9 @@ fn gelu_tanh_lanes(x: &mut [f32]) {
     let c = (2.0f64 / std::f64::consts::PI).sqrt() as f32;
     for v in x {
         let u = *v;
-        *v = 0.5 * u * (1.0 + tanh_fast(c * (u + 0.044715 * (u * u * u))));
+        let g = 0.5 * u * (1.0 + tanh_fast(c * (u + 0.044715 * (u * u * u))));
+        // A select, not a branch: the loop still vectorises.
+        *v = if u == f32::NEG_INFINITY { -0.0 } else { g };
     }
 }
 
@@ -304,6 +299,23 @@ mod tests {
             let mut y = x.clone();
             gelu_tanh_isa(isa, &mut y);
             assert_eq!(bits(&y), bits(&want), "{isa}");
+        }
+    }
+
+    /// GELU's limits: `−∞ → −0.0` (as large finite negatives give, not the
+    /// formula's `−∞·0 = NaN`), `+∞ → +∞`, NaN stays NaN; on every tier.
+    #[test]
+    fn gelu_tanh_has_the_limits_of_gelu_on_every_tier() {
+        for isa in crate::isa::tiers_under_test("ops::gelu_tanh limits") {
+            // Past 8 lanes, so the vector body and the tail both see each value.
+            let mut x = [f32::NEG_INFINITY, -60.0, f32::INFINITY, f32::NAN].repeat(5);
+            gelu_tanh_isa(isa, &mut x);
+            for c in x.chunks(4) {
+                assert_eq!(c[0].to_bits(), (-0.0f32).to_bits(), "{isa}: gelu(-inf)");
+                assert_eq!(c[1].to_bits(), (-0.0f32).to_bits(), "{isa}: gelu(-60)");
+                assert_eq!(c[2], f32::INFINITY, "{isa}: gelu(inf)");
+                assert!(c[3].is_nan(), "{isa}: gelu(NaN)");
+            }
         }
     }
 

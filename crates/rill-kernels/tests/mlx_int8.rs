@@ -96,6 +96,6 @@ fn quantiser_product_and_rows_match_mlx() {
     // Pre-quantised file round trip (the arrays a file stores).
     let back = Matrix::from_arrays(ROWS, COLS, arrays).unwrap();
     let mut y = vec![0f32; ROWS];
-    back.gemv(&x, &mut y, &mut scratch, &pool);
+    rill_kernels::Ops::active().gemv(&back, &x, &mut y, &mut scratch, &pool);
     assert_eq!(y, y_mlx);
 }

@@ -7,11 +7,15 @@
 //! each other. The new rows' keys/values are written to caller-provided slices; the
 //! caller owns the caches and appends them.
 
-use rill_kernels::{ops, GemvScratch, Matrix, Pool, WeightFormat};
+//!
+//! Every kernel with a per-tier build runs through the [`Ops`] the model resolved
+//! at load, passed down each call.
+
+use rill_kernels::matmul::MatmulScratch;
+use rill_kernels::{ops, GemvScratch, Matrix, Ops, Pool, WeightFormat};
 
 use crate::error::Result;
 use crate::weights::Weights;
-use rill_kernels::matmul::{matmul, MatmulScratch};
 
 /// `torch.nn.LayerNorm` epsilon.
 pub const LN_EPS: f32 = 1e-5;
@@ -100,17 +104,38 @@ pub struct SeqIo<'a> {
     pub probs: Option<&'a mut [f32]>,
 }
 
-impl SeqIo<'_> {
-    /// A placeholder for unused slots of a fixed-size batch array.
-    pub fn unused() -> SeqIo<'static> {
+impl<'a> SeqIo<'a> {
+    /// A sequence with no past and no cross-attention memory (the text encoder's
+    /// rows) whose new keys and values go to `new_k`, `new_v`.
+    pub fn fresh(new_k: &'a mut [f32], new_v: &'a mut [f32]) -> SeqIo<'a> {
         SeqIo {
             past: KvPast::EMPTY,
-            new_k: &mut [],
-            new_v: &mut [],
+            new_k,
+            new_v,
             cross: None,
             probs: None,
         }
     }
+
+    /// A placeholder for unused slots of a fixed-size batch array.
+    pub fn unused() -> SeqIo<'static> {
+        SeqIo::fresh(&mut [], &mut [])
+    }
+}
+
+/// `x += m·inp` for every row (a sublayer's output projection and its residual
+/// add), through `out`.
+fn project_residual(
+    ops: Ops,
+    m: &Matrix,
+    inp: &[f32],
+    x: &mut [f32],
+    out: &mut [f32],
+    products: &mut MatmulScratch,
+    pool: &Pool,
+) {
+    ops.matmul(m, inp, out, products, pool);
+    ops::add_in_place(x, out);
 }
 
 /// Activations of a forward call over up to `rows` rows (allocated once).
@@ -187,6 +212,7 @@ impl SelfAttention {
     /// `x[r] += o_net(attn(h[r]))` for the `n` rows of each sequence; writes their K/V.
     fn forward(
         &self,
+        ops: Ops,
         n: usize,
         x: &mut [f32],
         seqs: &mut [SeqIo<'_>],
@@ -197,7 +223,7 @@ impl SelfAttention {
         let hd = hn * dh;
         let d = self.o_net.rows();
         let bn = seqs.len() * n;
-        matmul(
+        ops.matmul(
             &self.qkv_net,
             &s.h[..bn * d],
             &mut s.qkv[..bn * 3 * hd],
@@ -221,8 +247,8 @@ impl SelfAttention {
                     // Keys 0..past.rows are past rows, the rest this call's new rows.
                     let sc = &mut s.scores[..keys];
                     let (sp, sn) = sc.split_at_mut(past.rows);
-                    ops::dots(q, past.k, hd, h * dh, sp);
-                    ops::dots(q, new_k, hd, h * dh, sn);
+                    ops.dots(q, past.k, hd, h * dh, sp);
+                    ops.dots(q, new_k, hd, h * dh, sn);
                     for o in sc.iter_mut() {
                         *o *= scale;
                     }
@@ -231,19 +257,20 @@ impl SelfAttention {
                     let out = &mut s.ctx[co + h * dh..co + (h + 1) * dh];
                     out.fill(0.0);
                     let (pp, pn) = sc.split_at(past.rows);
-                    ops::axpys(pp, past.v, hd, h * dh, out);
-                    ops::axpys(pn, new_v, hd, h * dh, out);
+                    ops.axpys(pp, past.v, hd, h * dh, out);
+                    ops.axpys(pn, new_v, hd, h * dh, out);
                 }
             }
         }
-        matmul(
+        project_residual(
+            ops,
             &self.o_net,
             &s.ctx[..bn * hd],
+            &mut x[..bn * d],
             &mut s.out[..bn * d],
             &mut s.products,
             pool,
         );
-        ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
 
@@ -271,6 +298,7 @@ impl CrossAttention {
     /// memory LN): `k`, `v` are `T × 128`.
     pub fn memory(
         &self,
+        ops: Ops,
         memory_normed: &[f32],
         k: &mut [f32],
         v: &mut [f32],
@@ -280,7 +308,7 @@ impl CrossAttention {
         let (d, x) = (self.kv_net.cols(), self.q_net.rows());
         let mut kv = vec![0f32; 2 * x];
         for (t, m) in memory_normed.chunks_exact(d).enumerate() {
-            self.kv_net.gemv(m, &mut kv, scratch, pool);
+            ops.gemv(&self.kv_net, m, &mut kv, scratch, pool);
             k[t * x..(t + 1) * x].copy_from_slice(&kv[..x]);
             v[t * x..(t + 1) * x].copy_from_slice(&kv[x..]);
         }
@@ -291,6 +319,7 @@ impl CrossAttention {
     /// probabilities to its `probs`.
     fn forward(
         &self,
+        ops: Ops,
         n: usize,
         x: &mut [f32],
         seqs: &mut [SeqIo<'_>],
@@ -299,7 +328,7 @@ impl CrossAttention {
     ) {
         let (d, xd) = (self.q_net.cols(), self.q_net.rows());
         let bn = seqs.len() * n;
-        matmul(
+        ops.matmul(
             &self.q_net,
             &s.h[..bn * d],
             &mut s.xq[..bn * xd],
@@ -318,7 +347,7 @@ impl CrossAttention {
                 let o = (b * n + r) * xd;
                 let q = &s.xq[o..o + xd];
                 let p = &mut s.probs[..t];
-                ops::dots(q, mem.k, xd, 0, p);
+                ops.dots(q, mem.k, xd, 0, p);
                 for pj in p.iter_mut() {
                     *pj *= scale;
                 }
@@ -334,21 +363,22 @@ impl CrossAttention {
                 }
                 let ctx = &mut s.xctx[o..o + xd];
                 ctx.fill(0.0);
-                ops::axpys(p, mem.v, xd, 0, ctx);
+                ops.axpys(p, mem.v, xd, 0, ctx);
             }
             if let Some(out) = io.probs.as_deref_mut() {
                 out[..t].copy_from_slice(&s.probs[..t]);
             }
         }
         // The rows without memory have a zero context, so o_net adds exactly 0.
-        matmul(
+        project_residual(
+            ops,
             &self.o_net,
             &s.xctx[..bn * xd],
+            &mut x[..bn * d],
             &mut s.out[..bn * d],
             &mut s.products,
             pool,
         );
-        ops::add_in_place(&mut x[..bn * d], &s.out[..bn * d]);
     }
 }
 
@@ -379,10 +409,19 @@ impl PositionwiseConvFF {
     /// `x[t] += ff(h)[t]` for the `n` rows of each of `seqs` sequences; with a kernel
     /// wider than 1 every sequence must start at position 0 (the zero left padding),
     /// which is how the encoder runs.
-    fn forward(&self, seqs: usize, n: usize, x: &mut [f32], s: &mut LayerScratch, pool: &Pool) {
+    fn forward(
+        &self,
+        ops: Ops,
+        seqs: usize,
+        n: usize,
+        x: &mut [f32],
+        s: &mut LayerScratch,
+        pool: &Pool,
+    ) {
         let (d, f, k) = (self.o_net.rows(), self.proj.rows(), self.kernel);
         let bn = seqs * n;
         causal_conv(
+            ops,
             &self.proj,
             k,
             (seqs, n),
@@ -392,8 +431,9 @@ impl PositionwiseConvFF {
             &mut s.products,
             pool,
         );
-        ops::gelu_tanh(&mut s.hidden[..bn * f]);
+        ops.gelu_tanh(&mut s.hidden[..bn * f]);
         causal_conv(
+            ops,
             &self.o_net,
             k,
             (seqs, n),
@@ -412,6 +452,7 @@ impl PositionwiseConvFF {
 /// one product over interleaved taps; `k == 1` is a plain linear layer).
 #[allow(clippy::too_many_arguments)]
 fn causal_conv(
+    ops: Ops,
     m: &Matrix,
     k: usize,
     (seqs, n): (usize, usize),
@@ -422,7 +463,7 @@ fn causal_conv(
     pool: &Pool,
 ) {
     if k == 1 {
-        return matmul(m, src, dst, products, pool);
+        return ops.matmul(m, src, dst, products, pool);
     }
     if seqs * n == 0 {
         return;
@@ -440,7 +481,7 @@ fn causal_conv(
             );
         }
     }
-    matmul(m, &conv_in[..seqs * n * k * width], dst, products, pool);
+    ops.matmul(m, &conv_in[..seqs * n * k * width], dst, products, pool);
 }
 
 /// `v[i·k + j] = rows[t − (k−1) + j][i]`, zero before row 0.
@@ -505,10 +546,11 @@ impl TransformerLayer {
     }
 
     /// Runs the layer over `n` new rows of each sequence (`x`: `seqs.len() × n × D`,
-    /// in place). Sequences are independent (attention never crosses them); they
-    /// share each weight read.
+    /// in place) on the kernels `ops`. Sequences are independent (attention never
+    /// crosses them); they share each weight read.
     pub fn forward(
         &self,
+        ops: Ops,
         n: usize,
         x: &mut [f32],
         seqs: &mut [SeqIo<'_>],
@@ -523,13 +565,13 @@ impl TransformerLayer {
             }
         };
         norm(&self.norm_self, x, &mut s.h);
-        self.self_attention.forward(n, x, seqs, s, pool);
+        self.self_attention.forward(ops, n, x, seqs, s, pool);
         if let Some(c) = &self.cross {
             norm(&c.norm_xattn_query, x, &mut s.h);
-            c.cross_attention.forward(n, x, seqs, s, pool);
+            c.cross_attention.forward(ops, n, x, seqs, s, pool);
         }
         norm(&self.norm_pos_ff, x, &mut s.h);
-        self.pos_ff.forward(seqs.len(), n, x, s, pool);
+        self.pos_ff.forward(ops, seqs.len(), n, x, s, pool);
     }
 }
 

@@ -39,7 +39,7 @@ fn causal_conv_ffn_matches_direct_formula() {
     s.h[..n * d].copy_from_slice(&h);
     let mut x = vec![0f32; n * d];
     let pool = Pool::new(1);
-    ff.forward(1, n, &mut x, &mut s, &pool);
+    ff.forward(Ops::active(), 1, n, &mut x, &mut s, &pool);
     let gelu = |v: f64| {
         0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh())
     };
@@ -151,7 +151,7 @@ fn sequences_in_one_call_are_independent() {
                 probs: None,
             },
         ];
-        layer.forward(n, &mut both, &mut io, &mut s, &pool);
+        layer.forward(Ops::active(), n, &mut both, &mut io, &mut s, &pool);
     }
     for (b, cross) in [(0, Some(mem)), (1, None)] {
         let mut one = x0[b * n * d..(b + 1) * n * d].to_vec();
@@ -163,7 +163,7 @@ fn sequences_in_one_call_are_independent() {
             cross,
             probs: None,
         }];
-        layer.forward(n, &mut one, &mut io, &mut s, &pool);
+        layer.forward(Ops::active(), n, &mut one, &mut io, &mut s, &pool);
         assert_eq!(one, both[b * n * d..(b + 1) * n * d], "sequence {b}");
         assert_eq!(k, kv[2 * b]);
     }
@@ -172,14 +172,8 @@ fn sequences_in_one_call_are_independent() {
     plain.cross = None;
     let mut one = x0[n * d..].to_vec();
     let (mut k, mut v) = (vec![0f32; n * d], vec![0f32; n * d]);
-    let mut io = [SeqIo {
-        past: KvPast::EMPTY,
-        new_k: &mut k,
-        new_v: &mut v,
-        cross: None,
-        probs: None,
-    }];
-    plain.forward(n, &mut one, &mut io, &mut s, &pool);
+    let mut io = [SeqIo::fresh(&mut k, &mut v)];
+    plain.forward(Ops::active(), n, &mut one, &mut io, &mut s, &pool);
     assert_eq!(one, both[n * d..]);
 }
 
@@ -209,7 +203,7 @@ fn rows_at_once_equal_cached_steps() {
         cross: Some(mem),
         probs: Some(&mut p_all),
     }];
-    layer.forward(n, &mut all, &mut io, &mut s, &pool);
+    layer.forward(Ops::active(), n, &mut all, &mut io, &mut s, &pool);
     let (mut ck, mut cv) = (vec![0f32; n * d], vec![0f32; n * d]);
     let mut s1 = LayerScratch::new(1, d, f, 1, n, xd, t);
     let mut p_one = vec![0f32; t];
@@ -230,7 +224,7 @@ fn rows_at_once_equal_cached_steps() {
             cross: Some(mem),
             probs: Some(&mut p_one),
         }];
-        layer.forward(1, &mut row, &mut io, &mut s1, &pool);
+        layer.forward(Ops::active(), 1, &mut row, &mut io, &mut s1, &pool);
         // Rows at once run the GEMM (one FMA chain per output), one row the GEMV
         // (lane-parallel sums): the same products summed in another order.
         let want = &all[r * d..(r + 1) * d];

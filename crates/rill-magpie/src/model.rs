@@ -1,16 +1,18 @@
 //! The Magpie model (`magpietts.py:338-731`, spec §1.4, §4): text encoder, decoder
 //! over `[baked context ; frames]` with a host-owned KV cache, `final_proj`, and the
-//! local transformer with its 8 heads.
+//! local transformer with its 8 heads. The SIMD tier is fixed at load
+//! ([`Model::with_isa`]): the model keeps a [`rill_kernels::Ops`] and passes it to
+//! every layer call.
 
 use std::sync::OnceLock;
 
-use rill_kernels::{ops, GemvScratch, Matrix, Pool};
+use rill_kernels::matmul::MatmulScratch;
+use rill_kernels::{isa, ops, GemvScratch, Isa, Matrix, Ops, Pool, WeightFormat};
 
 use crate::config::Config;
 use crate::error::{MagpieError, Result};
 use crate::layers::{linear, CrossInput, KvPast, LayerNorm, LayerScratch, SeqIo, TransformerLayer};
 use crate::weights::Weights;
-use rill_kernels::matmul::{matmul, MatmulScratch};
 
 /// Most sequences one decoder call runs (conditional + CFG unconditional).
 pub const MAX_BATCH: usize = 2;
@@ -38,6 +40,8 @@ pub struct Model {
     baked_context_len: Vec<usize>,
     /// The CFG-unconditional prefill, computed on first use ([`Model::unconditional_prefill`]).
     unconditional: OnceLock<DecoderOut>,
+    /// The kernels of every product and attention loop, resolved once at load.
+    ops: Ops,
 }
 
 /// Cross-attention memory of one utterance: per decoder layer `T × 128` keys and
@@ -204,13 +208,19 @@ pub struct PriorUse<'a> {
 impl Model {
     /// Takes the tensors of a validated checkpoint (f32 products, NeMo's arithmetic).
     pub fn new(w: Weights) -> Result<Model> {
-        Model::with_format(w, rill_kernels::WeightFormat::F32)
+        Model::with_format(w, WeightFormat::F32)
     }
 
     /// As [`Model::new`] with the linear layers stored as `format` (`Bf16` halves
     /// the bytes each step streams, `Int8` quarters them; both approximate NeMo's
-    /// f32 products). Embeddings and norms stay f32.
-    pub fn with_format(mut w: Weights, format: rill_kernels::WeightFormat) -> Result<Model> {
+    /// f32 products). Embeddings and norms stay f32. The kernels run on the
+    /// process's tier as of now ([`isa::active`]).
+    pub fn with_format(w: Weights, format: WeightFormat) -> Result<Model> {
+        Model::with_isa(w, format, isa::active())
+    }
+
+    /// As [`Model::with_format`] with every kernel on tier `isa`.
+    pub fn with_isa(mut w: Weights, format: WeightFormat, isa: Isa) -> Result<Model> {
         w.matrix_format = format;
         let config = w.config().clone();
         let w = &mut w;
@@ -261,8 +271,14 @@ impl Model {
             baked_context_embedding: w.take_f32("baked_context_embedding.weight")?,
             baked_context_len: lens,
             unconditional: OnceLock::new(),
+            ops: Ops::new(isa),
             config,
         })
+    }
+
+    /// The SIMD tier every product of this model runs on (fixed at load).
+    pub fn isa(&self) -> Isa {
+        self.ops.isa()
     }
 
     /// How many weight matrices are stored in each format (f32 weights that are
@@ -324,14 +340,8 @@ impl Model {
         let mut s = LayerScratch::new(t, d, c.ffn, c.encoder_kernel, t, c.xattn_dim, t);
         let (mut k, mut v) = (vec![0f32; t * d], vec![0f32; t * d]);
         for layer in &self.encoder {
-            let mut io = [SeqIo {
-                past: KvPast::EMPTY,
-                new_k: &mut k,
-                new_v: &mut v,
-                cross: None,
-                probs: None,
-            }];
-            layer.forward(t, &mut x, &mut io, &mut s, pool);
+            let mut io = [SeqIo::fresh(&mut k, &mut v)];
+            layer.forward(self.ops, t, &mut x, &mut io, &mut s, pool);
         }
         for (xi, oi) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
             self.encoder_norm_out.apply(xi, oi);
@@ -358,7 +368,7 @@ impl Model {
             }
             let (mut k, mut v) = (vec![0f32; t * x], vec![0f32; t * x]);
             c.cross_attention
-                .memory(&normed, &mut k, &mut v, &mut scratch, pool);
+                .memory(self.ops, &normed, &mut k, &mut v, &mut scratch, pool);
             mem.k.push(k);
             mem.v.push(v);
         }
@@ -452,7 +462,14 @@ impl Model {
                     probs: if b == 0 { probs.take() } else { None },
                 }
             });
-            layer.forward(n, &mut x[..batch * n * d], &mut io[..batch], s, pool);
+            layer.forward(
+                self.ops,
+                n,
+                &mut x[..batch * n * d],
+                &mut io[..batch],
+                s,
+                pool,
+            );
         }
         for b in 0..batch {
             let last = &x[(b * n + n - 1) * d..(b * n + n) * d];
@@ -506,7 +523,8 @@ impl Model {
         scratch: &mut MatmulScratch,
         pool: &Pool,
     ) {
-        matmul(&self.final_proj, hidden, out, scratch, pool);
+        self.ops
+            .matmul(&self.final_proj, hidden, out, scratch, pool);
         for o in out.chunks_exact_mut(self.final_proj_bias.len()) {
             ops::add_in_place(o, &self.final_proj_bias);
         }
@@ -523,7 +541,8 @@ impl Model {
         pool: &Pool,
     ) {
         let ld = self.config.lt_dim;
-        matmul(&self.local_transformer_in_projection, v, out, scratch, pool);
+        self.ops
+            .matmul(&self.local_transformer_in_projection, v, out, scratch, pool);
         let pe = &self.local_transformer_position_embeddings[pos * ld..(pos + 1) * ld];
         for o in out.chunks_exact_mut(ld) {
             ops::add_in_place(o, &self.local_transformer_in_projection_bias);
@@ -560,7 +579,7 @@ impl Model {
         pool: &Pool,
     ) {
         for layer in &self.local_transformer {
-            layer.forward(1, x, seqs, s, pool);
+            layer.forward(self.ops, 1, x, seqs, s, pool);
         }
     }
 
@@ -574,7 +593,7 @@ impl Model {
         pool: &Pool,
     ) {
         let (m, b) = &self.local_transformer_out_projections[c];
-        matmul(m, y, out, scratch, pool);
+        self.ops.matmul(m, y, out, scratch, pool);
         for o in out.chunks_exact_mut(b.len()) {
             ops::add_in_place(o, b);
         }

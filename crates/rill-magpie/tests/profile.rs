@@ -75,8 +75,10 @@ fn profile_two_rows() {
             t_two += t.elapsed().as_secs_f64();
             let t = Instant::now();
             for m in &ms {
-                m.gemv(&x[..cols], &mut y[..rows], scratch.gemv(), &pool);
-                m.gemv(&x[cols..], &mut y[rows..], scratch.gemv(), &pool);
+                let (y0, y1) = y.split_at_mut(rows);
+                let ops = rill_kernels::Ops::new(scratch.isa());
+                ops.gemv(m, &x[..cols], y0, scratch.gemv(), &pool);
+                ops.gemv(m, &x[cols..], y1, scratch.gemv(), &pool);
             }
             t_gemv += t.elapsed().as_secs_f64();
         }

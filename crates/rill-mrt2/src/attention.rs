@@ -4,8 +4,8 @@
 //! step's key/value, and writes only the context. The caller (the session) owns the
 //! caches and appends the current slice after the step (trap T11: write after read).
 
-use rill_kernels::ops;
 use rill_kernels::ops_bf16::{self, bf};
+use rill_kernels::{ops, Ops};
 
 /// Past keys and values of one attention layer: `slots` valid rows of `H·Dh`
 /// floats each, in physical order. Every valid slot is visible to a single-frame
@@ -37,6 +37,8 @@ pub struct Attention {
     /// Scores, probabilities and context rounded to bf16 as upstream's bf16
     /// compute does (MLX's `scaled_dot_product_attention` fallback on CPU).
     pub bf16: bool,
+    /// The kernels of the loops over the caches (the model's, fixed at load).
+    pub ops: Ops,
 }
 
 /// The per-dimension query scale of `SL/mlx/attention.py:_query_scale_vector`.
@@ -68,6 +70,7 @@ impl Attention {
         per_dim_scale: &[f32],
         sink: Option<(&[f32], &[f32])>,
         bf16: bool,
+        ops: Ops,
     ) -> Self {
         let q_scale = if bf16 {
             query_scale_bf16(per_dim_scale)
@@ -89,6 +92,7 @@ impl Attention {
             q_scale,
             sink,
             bf16,
+            ops,
         }
     }
 
@@ -125,7 +129,8 @@ impl Attention {
                 n += 1;
             }
             // Every cached key at once: per key the bits of `ops::dot`, in wider registers.
-            ops::dots(qh, past.k, hd, h * dh, &mut scores[n..n + past.slots]);
+            self.ops
+                .dots(qh, past.k, hd, h * dh, &mut scores[n..n + past.slots]);
             n += past.slots;
             scores[n] = ops::dot(qh, &k_cur[r.clone()]);
             n += 1;
@@ -143,7 +148,8 @@ impl Attention {
                 j += 1;
             }
             // One `ops::axpy` per cached value, in slot order (the same bits).
-            ops::axpys(&scores[j..j + past.slots], past.v, hd, h * dh, out);
+            self.ops
+                .axpys(&scores[j..j + past.slots], past.v, hd, h * dh, out);
             j += past.slots;
             ops::axpy(scores[j], &v_cur[r.clone()], out);
             if self.bf16 {
@@ -165,7 +171,7 @@ mod tests {
         let pds: Vec<f32> = (0..dh).map(|i| 0.1 * i as f32 - 0.1).collect();
         let sk: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.37).sin()).collect();
         let sv: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.11).cos()).collect();
-        let att = Attention::new(hn, dh, &pds, Some((&sk, &sv)), false);
+        let att = Attention::new(hn, dh, &pds, Some((&sk, &sv)), false, Ops::active());
         let q0: Vec<f32> = (0..hd).map(|i| (i as f32 * 0.7).cos()).collect();
         let pk: Vec<f32> = (0..3 * hd).map(|i| (i as f32 * 0.3).sin()).collect();
         let pv: Vec<f32> = (0..3 * hd).map(|i| (i as f32 * 0.2).cos()).collect();

@@ -6,7 +6,7 @@
 //! src     = LayerNorm((mulan + regular) / 2)
 //! ```
 
-use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Ops, Pool};
 
 use crate::conditioning::{CHANNELS, STYLE_LEVELS};
 use crate::config::{MULAN_DIM, MULAN_ROWS, MULAN_VOCAB, REGULAR_ROWS};
@@ -44,6 +44,7 @@ pub struct Encoder {
     dim: usize,
     /// Activations rounded as upstream's bf16 compute rounds them.
     bf16: bool,
+    ops: Ops,
 }
 
 /// Scratch of [`Encoder::encode`].
@@ -85,6 +86,7 @@ impl Encoder {
             offsets: regular_offsets(),
             dim,
             bf16: l.precision.computes_in_bf16(),
+            ops: l.ops,
         })
     }
 
@@ -123,8 +125,13 @@ impl Encoder {
         if self.bf16 {
             ops_bf16::round(&mut s.sum768);
         }
-        self.mulan_adapter
-            .gemv(&s.sum768, &mut s.mulan, &mut s.gemv, pool);
+        self.ops.gemv(
+            &self.mulan_adapter,
+            &s.sum768,
+            &mut s.mulan,
+            &mut s.gemv,
+            pool,
+        );
 
         s.regular.fill(0.0);
         for (c, &t) in tokens[STYLE_LEVELS..].iter().enumerate() {

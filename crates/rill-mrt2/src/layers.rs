@@ -5,9 +5,10 @@
 //! past keys/values through [`KvView`] and write this step's key/value into
 //! caller-provided slices; the session appends them.
 
-use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
+use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Ops, Pool};
 
 use crate::attention::{Attention, KvView};
+use crate::config::StackDims;
 use crate::error::ModelError;
 use crate::loader::Loader;
 use crate::precision::Role;
@@ -70,6 +71,52 @@ fn add_bias(y: &mut [f32], b: &[f32], bf16: bool) {
     }
 }
 
+/// The attention core under `{a}` (`…/attention`): the per-dimension query scale
+/// and, with `sinks`, the sink key and value.
+fn load_attention(
+    l: &Loader<'_>,
+    a: &str,
+    heads: usize,
+    head_dim: usize,
+    sinks: bool,
+) -> Result<Attention, ModelError> {
+    let inner = heads * head_dim;
+    let pds = l.vector(&format!("{a}/per_dim_scale"), head_dim)?;
+    let sink = if sinks {
+        Some((
+            l.vector(&format!("{a}/sink_key_embeddings"), inner)?,
+            l.vector(&format!("{a}/sink_value_embeddings"), inner)?,
+        ))
+    } else {
+        None
+    };
+    Ok(Attention::new(
+        heads,
+        head_dim,
+        &pds,
+        sink.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+        l.precision.computes_in_bf16(),
+        l.ops,
+    ))
+}
+
+/// The output projection `[D][H·Dh]` of a block (the checkpoint's `[d, n, h]`
+/// kernel as is).
+fn load_output(
+    l: &Loader<'_>,
+    prefix: &str,
+    dim: usize,
+    inner: usize,
+    role: Role,
+) -> Result<Matrix, ModelError> {
+    l.rows(
+        &format!("{prefix}/output_projection/kernel"),
+        dim,
+        inner,
+        role,
+    )
+}
+
 /// Self-attention residual branch.
 #[derive(Debug, Clone)]
 pub struct SelfAttentionBlock {
@@ -77,23 +124,25 @@ pub struct SelfAttentionBlock {
     post_norm: Vec<f32>,
     /// q, k, v projections stacked: `[3·H·Dh][D]`.
     wqkv: Matrix,
-    /// Output projection `[D][H·Dh]` (the checkpoint's `[d, n, h]` kernel as is).
+    /// Output projection `[D][H·Dh]`.
     wo: Matrix,
     pub attn: Attention,
     /// Activations rounded as upstream's bf16 compute rounds them.
     bf16: bool,
+    /// The products' kernels (the model's, fixed at load).
+    ops: Ops,
 }
 
 impl SelfAttentionBlock {
+    /// The block under `prefix` of a stack of dimensions `s`.
     pub(crate) fn load(
         l: &Loader<'_>,
         prefix: &str,
-        dim: usize,
-        heads: usize,
-        head_dim: usize,
+        s: &StackDims,
         sinks: bool,
         role: Role,
     ) -> Result<Self, ModelError> {
+        let (dim, heads, head_dim) = (s.dim, s.heads, s.head_dim);
         let inner = heads * head_dim;
         let a = format!("{prefix}/attention");
         let wqkv = l.dense_stacked(
@@ -106,33 +155,15 @@ impl SelfAttentionBlock {
             inner,
             role,
         )?;
-        let pds = l.vector(&format!("{a}/per_dim_scale"), head_dim)?;
-        let sink = if sinks {
-            Some((
-                l.vector(&format!("{a}/sink_key_embeddings"), inner)?,
-                l.vector(&format!("{a}/sink_value_embeddings"), inner)?,
-            ))
-        } else {
-            None
-        };
+        let attn = load_attention(l, &a, heads, head_dim, sinks)?;
         Ok(SelfAttentionBlock {
             pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
             post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
             wqkv,
-            wo: l.rows(
-                &format!("{prefix}/output_projection/kernel"),
-                dim,
-                inner,
-                role,
-            )?,
-            attn: Attention::new(
-                heads,
-                head_dim,
-                &pds,
-                sink.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
-                l.precision.computes_in_bf16(),
-            ),
+            wo: load_output(l, prefix, dim, inner, role)?,
+            attn,
             bf16: l.precision.computes_in_bf16(),
+            ops: l.ops,
         })
     }
 
@@ -148,13 +179,15 @@ impl SelfAttentionBlock {
     ) {
         let inner = self.attn.heads * self.attn.head_dim;
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.wqkv.gemv(&s.h, &mut s.qkv, &mut s.gemv, pool);
+        self.ops
+            .gemv(&self.wqkv, &s.h, &mut s.qkv, &mut s.gemv, pool);
         new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
         new_v.copy_from_slice(&s.qkv[2 * inner..]);
         let (q, _) = s.qkv.split_at_mut(inner);
         self.attn
             .attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
-        self.wo.gemv(&s.ctx, &mut s.out, &mut s.gemv, pool);
+        self.ops
+            .gemv(&self.wo, &s.ctx, &mut s.out, &mut s.gemv, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
@@ -170,23 +203,23 @@ pub struct CrossAttentionBlock {
     wo: Matrix,
     pub attn: Attention,
     bf16: bool,
+    ops: Ops,
 }
 
 impl CrossAttentionBlock {
+    /// The block under `prefix` of a stack of dimensions `s` over a source of
+    /// width `src_dim`.
     pub(crate) fn load(
         l: &Loader<'_>,
         prefix: &str,
-        dim: usize,
+        s: &StackDims,
         src_dim: usize,
-        heads: usize,
-        head_dim: usize,
         role: Role,
     ) -> Result<Self, ModelError> {
+        let (dim, heads, head_dim) = (s.dim, s.heads, s.head_dim);
         let inner = heads * head_dim;
         let a = format!("{prefix}/attention");
-        let pds = l.vector(&format!("{a}/per_dim_scale"), head_dim)?;
-        let sk = l.vector(&format!("{a}/sink_key_embeddings"), inner)?;
-        let sv = l.vector(&format!("{a}/sink_value_embeddings"), inner)?;
+        let attn = load_attention(l, &a, heads, head_dim, true)?;
         Ok(CrossAttentionBlock {
             pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
             post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
@@ -200,20 +233,10 @@ impl CrossAttentionBlock {
                 inner,
                 role,
             )?,
-            wo: l.rows(
-                &format!("{prefix}/output_projection/kernel"),
-                dim,
-                inner,
-                role,
-            )?,
-            attn: Attention::new(
-                heads,
-                head_dim,
-                &pds,
-                Some((&sk, &sv)),
-                l.precision.computes_in_bf16(),
-            ),
+            wo: load_output(l, prefix, dim, inner, role)?,
+            attn,
             bf16: l.precision.computes_in_bf16(),
+            ops: l.ops,
         })
     }
 
@@ -226,7 +249,7 @@ impl CrossAttentionBlock {
         scratch: &mut GemvScratch,
         pool: &Pool,
     ) {
-        self.wkv.gemv(src, kv, scratch, pool);
+        self.ops.gemv(&self.wkv, src, kv, scratch, pool);
     }
 
     /// One step attending over the past source window and the current `kv`.
@@ -241,7 +264,7 @@ impl CrossAttentionBlock {
         let inner = self.attn.heads * self.attn.head_dim;
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
         let q = &mut s.qkv[..inner];
-        self.wq.gemv(&s.h, q, &mut s.gemv, pool);
+        self.ops.gemv(&self.wq, &s.h, q, &mut s.gemv, pool);
         self.attn.attend(
             q,
             past,
@@ -250,7 +273,8 @@ impl CrossAttentionBlock {
             &mut s.ctx,
             &mut s.scores,
         );
-        self.wo.gemv(&s.ctx, &mut s.out, &mut s.gemv, pool);
+        self.ops
+            .gemv(&self.wo, &s.ctx, &mut s.out, &mut s.gemv, pool);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }
 }
@@ -265,16 +289,18 @@ pub struct FfnBlock {
     w2: Matrix,
     b2: Vec<f32>,
     bf16: bool,
+    ops: Ops,
 }
 
 impl FfnBlock {
+    /// The block under `prefix` of a stack of dimensions `s`.
     pub(crate) fn load(
         l: &Loader<'_>,
         prefix: &str,
-        dim: usize,
-        ffn: usize,
+        s: &StackDims,
         role: Role,
     ) -> Result<Self, ModelError> {
+        let (dim, ffn) = (s.dim, s.ffn);
         Ok(FfnBlock {
             pre_norm: l.vector(&format!("{prefix}/pre_norm/scale"), dim)?,
             post_norm: l.vector(&format!("{prefix}/post_norm/scale"), dim)?,
@@ -283,19 +309,22 @@ impl FfnBlock {
             w2: l.dense(&format!("{prefix}/ffn_layer2/kernel"), ffn, dim, role)?,
             b2: l.vector(&format!("{prefix}/ffn_layer2/bias"), dim)?,
             bf16: l.precision.computes_in_bf16(),
+            ops: l.ops,
         })
     }
 
     pub fn step(&self, x: &mut [f32], s: &mut StackScratch, pool: &Pool) {
         pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.w1.gemv(&s.h, &mut s.hidden, &mut s.gemv, pool);
+        self.ops
+            .gemv(&self.w1, &s.h, &mut s.hidden, &mut s.gemv, pool);
         add_bias(&mut s.hidden, &self.b1, self.bf16);
         if self.bf16 {
             ops_bf16::gelu_tanh(&mut s.hidden);
         } else {
-            ops::gelu_tanh(&mut s.hidden);
+            self.ops.gelu_tanh(&mut s.hidden);
         }
-        self.w2.gemv(&s.hidden, &mut s.out, &mut s.gemv, pool);
+        self.ops
+            .gemv(&self.w2, &s.hidden, &mut s.out, &mut s.gemv, pool);
         add_bias(&mut s.out, &self.b2, self.bf16);
         add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
     }

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::{round_bf16, transpose};
-use rill_kernels::{Matrix, WeightFormat};
+use rill_kernels::{Matrix, Ops, WeightFormat};
 
 use crate::error::ModelError;
 use crate::precision::{Precision, Role};
@@ -20,6 +20,8 @@ pub(crate) type RecordedMatrix = (String, Matrix);
 pub(crate) struct Loader<'a> {
     pub ckpt: &'a Checkpoint,
     pub precision: Precision,
+    /// The kernels every block of the model runs on (resolved once, at load).
+    pub ops: Ops,
     /// When set, every matrix loaded by name is also recorded here.
     pub record: Option<RefCell<Vec<RecordedMatrix>>>,
 }

@@ -2,12 +2,14 @@
 //! the temporal step (one per frame) and the depth step (12 per frame).
 //!
 //! Everything here is immutable and `Sync`; all state lives in the caller's
-//! [`crate::session::Session`].
+//! [`crate::session::Session`]. The SIMD tier is fixed at load: the model and each
+//! of its blocks keep the [`rill_kernels::Ops`] of [`Mrt2::load_with_isa`] and run
+//! every product and attention loop through it.
 
 use rill_checkpoint::layout::RVQ_LEVELS;
 use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::round_bf16;
-use rill_kernels::{ops, ops_bf16, GemvScratch, Matrix, Pool};
+use rill_kernels::{isa, ops, ops_bf16, GemvScratch, Isa, Matrix, Ops, Pool};
 
 use crate::attention::KvView;
 use crate::config::Mrt2Config;
@@ -44,14 +46,27 @@ pub struct Mrt2 {
     /// `[12294][D_depth]`; only the current level's 1024 rows are ever multiplied.
     to_logits: Matrix,
     to_logits_bias: Vec<f32>,
+    /// The kernels of every step, resolved once at load.
+    ops: Ops,
 }
 
 impl Mrt2 {
-    /// Validates the checkpoint and loads the depthformer at `precision`.
+    /// Validates the checkpoint and loads the depthformer at `precision`, its
+    /// kernels on the process's tier as of now ([`isa::active`]).
     pub fn load(ckpt: &Checkpoint, precision: Precision) -> Result<Mrt2, ModelError> {
+        Mrt2::load_with_isa(ckpt, precision, isa::active())
+    }
+
+    /// [`Mrt2::load`] with every kernel of its steps on tier `isa`.
+    pub fn load_with_isa(
+        ckpt: &Checkpoint,
+        precision: Precision,
+        isa: Isa,
+    ) -> Result<Mrt2, ModelError> {
         Mrt2::load_with(&Loader {
             ckpt,
             precision,
+            ops: Ops::new(isa),
             record: None,
         })
     }
@@ -65,6 +80,7 @@ impl Mrt2 {
         let l = Loader {
             ckpt,
             precision,
+            ops: Ops::active(),
             record: Some(Default::default()),
         };
         let m = Mrt2::load_with(&l)?;
@@ -81,26 +97,23 @@ impl Mrt2 {
         let mut temporal = Vec::with_capacity(t.layers);
         for i in 0..t.layers {
             let p = format!("{dec}/temporal_body/transformer/x_layers_{i}");
+            let role = Role::Temporal;
             temporal.push(TemporalLayer {
                 self_attn: SelfAttentionBlock::load(
                     l,
                     &format!("{p}/self_attention"),
-                    t.dim,
-                    t.heads,
-                    t.head_dim,
+                    &t,
                     true,
-                    Role::Temporal,
+                    role,
                 )?,
                 cross_attn: CrossAttentionBlock::load(
                     l,
                     &format!("{p}/cross_attention"),
-                    t.dim,
+                    &t,
                     d.enc_dim,
-                    t.heads,
-                    t.head_dim,
-                    Role::Temporal,
+                    role,
                 )?,
-                ffn: FfnBlock::load(l, &format!("{p}/ffn"), t.dim, t.ffn, Role::Temporal)?,
+                ffn: FfnBlock::load(l, &format!("{p}/ffn"), &t, role)?,
             });
         }
         let mut depth = Vec::with_capacity(dp.layers);
@@ -110,13 +123,11 @@ impl Mrt2 {
                 self_attn: SelfAttentionBlock::load(
                     l,
                     &format!("{p}/self_attention"),
-                    dp.dim,
-                    dp.heads,
-                    dp.head_dim,
+                    &dp,
                     false,
                     Role::Depth,
                 )?,
-                ffn: FfnBlock::load(l, &format!("{p}/ffn"), dp.dim, dp.ffn, Role::Depth)?,
+                ffn: FfnBlock::load(l, &format!("{p}/ffn"), &dp, Role::Depth)?,
             });
         }
         let sqrt_d = (t.dim as f64).sqrt() as f32;
@@ -152,7 +163,13 @@ impl Mrt2 {
                 Role::Logits,
             )?,
             to_logits_bias: l.vector(&format!("{dec}/depth_body/to_logits/bias"), VOCAB)?,
+            ops: l.ops,
         })
+    }
+
+    /// The SIMD tier every step of this model runs on (fixed at load).
+    pub fn isa(&self) -> Isa {
+        self.ops.isa()
     }
 
     pub fn encoder(&self) -> &Encoder {
@@ -252,7 +269,7 @@ impl Mrt2 {
 
     /// Depth input adapter: `z = W_adapt · inp`.
     pub fn depth_input(&self, inp: &[f32], z: &mut [f32], scratch: &mut GemvScratch, pool: &Pool) {
-        self.depth_adapter.gemv(inp, z, scratch, pool);
+        self.ops.gemv(&self.depth_adapter, inp, z, scratch, pool);
     }
 
     /// One depth layer step; writes this step's key/value into `new_kv` (`[k | v]`).
@@ -283,16 +300,20 @@ impl Mrt2 {
     ) {
         let lo = RESERVED + LEVEL * level;
         let bias = &self.to_logits_bias[lo..lo + LEVEL];
-        if self.precision.computes_in_bf16() {
-            ops_bf16::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
-            self.to_logits
-                .gemv_rows(normed, logits, lo..lo + LEVEL, scratch, pool);
+        let (scale, shift) = (&self.final_ln_scale, &self.final_ln_bias);
+        let bf16 = self.precision.computes_in_bf16();
+        if bf16 {
+            ops_bf16::layer_norm(z, scale, shift, 1e-6, normed);
+        } else {
+            ops::layer_norm(z, scale, shift, 1e-6, normed);
+        }
+        let rows = lo..lo + LEVEL;
+        self.ops
+            .gemv_rows(&self.to_logits, normed, logits, rows, scratch, pool);
+        if bf16 {
             ops_bf16::add(logits, bias);
             ops_bf16::soft_cap(logits, SOFT_CAP);
         } else {
-            ops::layer_norm(z, &self.final_ln_scale, &self.final_ln_bias, 1e-6, normed);
-            self.to_logits
-                .gemv_rows(normed, logits, lo..lo + LEVEL, scratch, pool);
             ops::add_in_place(logits, bias);
             ops::soft_cap(logits, SOFT_CAP);
         }

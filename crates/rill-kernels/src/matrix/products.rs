@@ -13,7 +13,7 @@ use crate::pool::Pool;
 use crate::{gemv_float, gemv_int8, gemv_lut4, gemv_q4, quant};
 
 /// Work memory of the products: the input vector quantised (int8 and int4
-/// weights) or rounded to bf16 (MLX int8), one slot per row of [`Matrix::gemv2`].
+/// weights) or rounded to bf16 (MLX int8), one slot per row of [`Matrix::gemv2_isa`].
 /// The calling thread writes it before the pool's tasks start and the tasks only
 /// read it, so it belongs to the caller (a model's or session's scratch), not to a
 /// thread. Grown on first use, then reused: a warm scratch makes products
@@ -43,37 +43,10 @@ struct ActScratch {
 }
 
 impl Matrix {
-    /// `y = W·x` over all rows.
-    pub fn gemv(&self, x: &[f32], y: &mut [f32], scratch: &mut GemvScratch, pool: &Pool) {
-        self.gemv_rows(x, y, 0..self.rows, scratch, pool);
-    }
-
-    /// `y[i] = (W·x)[rows.start + i]` for a contiguous range of rows.
-    pub fn gemv_rows(
-        &self,
-        x: &[f32],
-        y: &mut [f32],
-        rows: Range<usize>,
-        scratch: &mut GemvScratch,
-        pool: &Pool,
-    ) {
-        self.gemv_rows_isa(isa::active(), x, y, rows, scratch, pool);
-    }
-
-    /// `y0 = W·x0` and `y1 = W·x1` (two rows of a batch, e.g. the conditional and
-    /// unconditional rows of classifier-free guidance). Float weights are read once
-    /// for both; every output has exactly the bits [`Matrix::gemv`] gives it.
-    pub fn gemv2(
-        &self,
-        x: [&[f32]; 2],
-        y: [&mut [f32]; 2],
-        scratch: &mut GemvScratch,
-        pool: &Pool,
-    ) {
-        self.gemv2_isa(isa::active(), x, y, scratch, pool);
-    }
-
-    /// [`Matrix::gemv2`] on an explicit ISA tier.
+    /// `y0 = W·x0` and `y1 = W·x1` on tier `isa` (two rows of a batch, e.g. the
+    /// conditional and unconditional rows of classifier-free guidance). Float
+    /// weights are read once for both; every output has exactly the bits
+    /// [`Matrix::gemv_rows_isa`] gives it. Models call it through [`crate::Ops`].
     pub fn gemv2_isa(
         &self,
         isa: Isa,
@@ -133,7 +106,8 @@ impl Matrix {
         }
     }
 
-    /// Like [`Matrix::gemv_rows`] on an explicit ISA tier (for cross-checking paths).
+    /// `y[i] = (W·x)[rows.start + i]` for a contiguous range of rows, on tier
+    /// `isa` (models call it through [`crate::Ops`], resolved at load).
     pub fn gemv_rows_isa(
         &self,
         isa: Isa,
@@ -276,7 +250,7 @@ impl GemvScratch {
         s.act(scale)
     }
 
-    /// [`GemvScratch::quantize`] for the two rows of [`Matrix::gemv2`].
+    /// [`GemvScratch::quantize`] for the two rows of [`Matrix::gemv2_isa`].
     fn quantize2(&mut self, isa: Isa, x: [&[f32]; 2], group: usize) -> [Act<'_>; 2] {
         let [s0, s1] = &mut self.rows;
         let (c0, c1) = (s0.quantize(isa, x[0], group), s1.quantize(isa, x[1], group));

@@ -1,6 +1,7 @@
 use super::*;
 use crate::isa::Isa;
 use crate::pool::Pool;
+use crate::Ops;
 
 fn lcg(seed: &mut u64) -> f32 {
     *seed = seed
@@ -181,7 +182,7 @@ fn unaligned_row_ranges_stacking_and_parts() {
     for format in [WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Lut4] {
         let m = Matrix::from_f32(rows, cols, w.clone(), format);
         let mut full = vec![0f32; rows];
-        m.gemv(&x, &mut full, &mut scratch, &pool);
+        Ops::active().gemv(&m, &x, &mut full, &mut scratch, &pool);
         for &isa in &tiers {
             // A window like one RVQ level of `to_logits` (not block aligned).
             let mut part = vec![0f32; 170];
@@ -196,15 +197,15 @@ fn unaligned_row_ranges_stacking_and_parts() {
         // Arrays round-trip exactly; stacking equals converting the stacked matrix.
         let back = Matrix::from_arrays(rows, cols, m.to_arrays()).unwrap();
         let mut y2 = vec![0f32; rows];
-        back.gemv(&x, &mut y2, &mut scratch, &pool);
+        Ops::active().gemv(&back, &x, &mut y2, &mut scratch, &pool);
         assert_eq!(y2, full, "{format:?} arrays");
         let top = Matrix::from_f32(160, cols, w[..160 * cols].to_vec(), format);
         let bottom = Matrix::from_f32(128, cols, w[160 * cols..288 * cols].to_vec(), format);
         let stacked = Matrix::stack(vec![top, bottom]);
         let whole = Matrix::from_f32(288, cols, w[..288 * cols].to_vec(), format);
         let (mut a, mut b) = (vec![0f32; 288], vec![0f32; 288]);
-        stacked.gemv(&x, &mut a, &mut scratch, &pool);
-        whole.gemv(&x, &mut b, &mut scratch, &pool);
+        Ops::active().gemv(&stacked, &x, &mut a, &mut scratch, &pool);
+        Ops::active().gemv(&whole, &x, &mut b, &mut scratch, &pool);
         assert_eq!(a, b, "{format:?} stack");
     }
 }
@@ -224,7 +225,7 @@ fn row_range_and_transpose() {
     let m = Matrix::from_f32_transposed(rows, cols, &t, WeightFormat::F32);
     let x = vec![1f32; cols];
     let mut y = vec![0f32; 3];
-    m.gemv_rows(&x, &mut y, 4..7, &mut scratch, &pool);
+    Ops::active().gemv_rows(&m, &x, &mut y, 4..7, &mut scratch, &pool);
     for (i, v) in y.iter().enumerate() {
         let r = 4 + i;
         assert_eq!(*v, (0..cols).map(|c| (r * cols + c) as f32).sum::<f32>());
