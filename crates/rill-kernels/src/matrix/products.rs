@@ -8,7 +8,7 @@ use super::{round_bf16, Matrix, Storage, ROWS_PER_TASK};
 use crate::gemv_int8::Act;
 use crate::gemv_mlx8;
 use crate::gemv_q4::AFFINE_GROUP;
-use crate::isa::{self, Isa};
+use crate::isa::Isa;
 use crate::pool::Pool;
 use crate::{gemv_float, gemv_int8, gemv_lut4, gemv_q4, quant};
 
@@ -279,7 +279,7 @@ impl ActScratch {
         match isa.tier() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Isa` of tier AVX2 or above comes only from detecting avx2 and fma.
-            isa::Tier::Avx2 | isa::Tier::Avx512 => unsafe { x86::fill(self, x, group) },
+            crate::Tier::Avx2 | crate::Tier::Avx512 => unsafe { x86::fill(self, x, group) },
             _ => self.fill(x, group),
         }
     }
