@@ -8,7 +8,8 @@
 //!   one [`Epilogue`] (store, accumulate, ELU, HalfSnake), the one tile driver and
 //!   one micro-kernel per tier (portable, AVX2, AVX-512, NEON; plus the narrow-output
 //!   dot-product kernels and NEON's fp16-arithmetic kernel), with each codec's
-//!   measured task and register blocking as a [`Blocking`] of the call.
+//!   measured task and register blocking as a [`Blocking`] of the call. Magpie's
+//!   multi-row GEMM ([`crate::matmul`]) runs on the same micro-kernels.
 //! * [`grid`]: MRT2's SpectroStream decoder (2-D convolutions over
 //!   `[group][time][freq][channel]` grids with [`Blocking::Grid`], the ELU on its
 //!   own, and the tile transforms of its Winograd convolutions).

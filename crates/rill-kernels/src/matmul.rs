@@ -4,30 +4,34 @@
 //! [`Matrix::gemv2_isa`] (float weights read once for both; widening the weights into a
 //! buffer first measured no faster than streaming them twice).
 //!
-//! Three or more rows run as a small GEMM in the usual register-blocked form: each
-//! task widens a panel of [`PANEL`] weight rows, then per block of [`KC`] columns
-//! packs the block transposed (`[col][PANEL]`, in register transposes; it stays in
-//! L1) and runs a micro-kernel over every block of [`INPUTS`] input rows, which
-//! keeps the inputs × the panel in registers, broadcasting one input value against
-//! the panel's column per FMA (2 loads and 6 broadcasts feed 12 FMAs). The partial
-//! sums of every input row are stored and reloaded between column blocks.
+//! Three or more rows run as a small GEMM on the convolution kernels' micro-kernels
+//! (one per tier, [`conv::gemm`](mod@crate::conv::gemm)): each task widens a panel
+//! of [`PANEL`] weight rows (two 16-column conv panels), then per block of [`KC`]
+//! columns packs the block in the conv panel layout (`[panel][col][16]`, in register
+//! transposes; it stays in L1) and runs the conv micro-kernel over every block of
+//! [`INPUTS`] input rows as a one-tap convolution ([`chain_tile`]): the inputs × the
+//! panel in registers, one input value broadcast against the panel's column per FMA.
+//! The kernel starts every output's chain from its value in `y` (zeroed first) and
+//! stores the sum as it is, without bias, so the partial sums live in `y` between
+//! column blocks.
 //!
 //! Every output is one fused multiply-add chain over the columns in order, so its
 //! bits do not depend on the input block, the column block, the number of rows or
 //! of threads, and the SIMD tiers compute the same chain (AVX-512 and AVX2 agree bit
-//! for bit, tested; so do NEON's two tiers; the portable tier rounds each product).
+//! for bit, tested; so does NEON; the portable tier rounds each product).
 //! The one-row GEMV sums in lanes instead: a prefill row and the same row as a step
 //! agree to ~1e-6 of their scale, not bit for bit (NeMo's batched and stepped torch
 //! kernels do not either).
 
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+use crate::conv::{self, gemm::chain_tile};
 use crate::{isa, DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
 
-/// Output rows per packed panel (two zmm, four ymm or eight q-registers).
-const PANEL: usize = 32;
-/// Input rows per micro-kernel call.
-const INPUTS: usize = 6;
+/// Output rows per task: two of the conv kernels' 16-column panels.
+const PANEL: usize = 2 * conv::PANEL;
+/// Input rows per [`chain_tile`] call (the micro-kernels block them in registers).
+const INPUTS: usize = 48;
 /// Columns per block: a 32 KB block of the packed panel.
 const KC: usize = 256;
 /// Inputs of at most this many rows use one GEMV per row.
@@ -89,13 +93,11 @@ impl Clone for MatmulScratch {
     }
 }
 
-/// One task's panel: its weight rows widened, one column block of them packed, and
-/// the partial sums of every input row.
+/// One task's panel: its weight rows widened and one column block of them packed.
 #[derive(Debug, Default)]
 struct Panel {
     rows: Vec<f32>,
     panel: Vec<f32>,
-    acc: Vec<f32>,
 }
 
 /// A free panel of `panels`, claimed until the guard drops.
@@ -170,43 +172,40 @@ pub fn matmul_isa(
 }
 
 /// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul`]:
-/// widens the weight rows into `s`, then per column block packs the block (it stays
-/// in L1) and runs the micro-kernel over every input block, keeping the partial sums
-/// of all inputs. Only this call writes those rows of `y` (through `out`).
+/// widens the weight rows into `s`, zeroes the outputs, then per column block packs
+/// the block (it stays in L1) and runs the conv micro-kernel over the inputs
+/// ([`chain_tile`], continuing every output's chain from its value in `y`). Only
+/// this call writes those rows of `y` (through `out`).
 fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: DisjointOut<'_>) {
     let (rows, cols) = (m.rows(), m.cols());
     let n = x.len() / cols;
     let valid = PANEL.min(rows - r0);
     s.rows.resize(cols * PANEL, 0.0);
-    s.panel.resize(KC * PANEL, 0.0);
-    s.acc.clear();
-    s.acc.resize(n.div_ceil(INPUTS) * INPUTS * PANEL, 0.0);
     widen_rows(m, r0, valid, &mut s.rows);
-    for k0 in (0..cols).step_by(KC) {
-        let kc = KC.min(cols - k0);
-        let panel = &mut s.panel[..kc * PANEL];
-        pack_block(isa, &s.rows, cols, k0, panel);
-        for (b, acc) in s.acc.chunks_exact_mut(INPUTS * PANEL).enumerate() {
-            let i0 = b * INPUTS;
-            let acc: &mut [f32; INPUTS * PANEL] = acc.try_into().expect("whole blocks");
-            micro(
-                isa,
-                panel,
-                &x[i0 * cols + k0..],
-                cols,
-                INPUTS.min(n - i0),
-                acc,
-            );
-        }
-    }
     for i in 0..n {
-        let src = &s.acc[i * PANEL..i * PANEL + valid];
         // SAFETY: rows r0..r0 + valid belong to this call only and i < n, so the
         // run is inside `y` (n × rows, alive until `Pool::run` returns) and written
         // by no other task.
-        unsafe {
-            let dst = out.at(i * rows + r0);
-            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, valid);
+        unsafe { std::ptr::write_bytes(out.at(i * rows + r0), 0, valid) };
+    }
+    for k0 in (0..cols).step_by(KC) {
+        let kc = KC.min(cols - k0);
+        s.panel.resize(kc * PANEL, 0.0);
+        pack_block(isa, &s.rows, cols, k0, &mut s.panel[..kc * PANEL]);
+        for i0 in (0..n).step_by(INPUTS) {
+            let ni = INPUTS.min(n - i0);
+            let mut a = [std::ptr::null::<f32>(); INPUTS];
+            let mut c = [std::ptr::null_mut::<f32>(); INPUTS];
+            for (i, (a, c)) in (i0..i0 + ni).zip(a.iter_mut().zip(&mut c)) {
+                *a = x[i * cols + k0..].as_ptr();
+                // SAFETY: as above (the zeroing).
+                *c = unsafe { out.at(i * rows + r0) };
+            }
+            // SAFETY: the tier was checked when `isa` was built; each `a[i]` starts
+            // `kc` input values of row i, each `c[i]` the `valid` outputs of row i
+            // owned by this call (see above; `y` does not overlap `x` or the panel),
+            // and the block holds `PANEL / conv::PANEL` whole panels of `kc` rows.
+            unsafe { chain_tile(isa, &a[..ni], &c[..ni], kc, s.panel.as_ptr(), valid) };
         }
     }
 }
@@ -223,9 +222,16 @@ fn widen_rows(m: &Matrix, r0: usize, valid: usize, rows: &mut [f32]) {
     }
 }
 
-/// `panel[(c − k0)·PANEL + j] = rows[j·cols + c]` for the `panel.len() / PANEL`
-/// columns from `k0`: 8 × 8 register transposes (x86), then strips for the rest.
-/// A scalar transpose of whole rows took a quarter of a 111-row product.
+/// Where weight row `j` (`< PANEL`), column `c` of a block of `block` columns goes
+/// in the packed block: the conv kernels' panel layout, `[j / 16][c][j % 16]`.
+#[inline(always)]
+const fn packed_at(block: usize, c: usize, j: usize) -> usize {
+    (j / conv::PANEL * block + c) * conv::PANEL + j % conv::PANEL
+}
+
+/// `panel[packed_at(kc, c − k0, j)] = rows[j·cols + c]` for the `kc = panel.len() /
+/// PANEL` columns from `k0`: 8 × 8 register transposes (x86), then strips for the
+/// rest. A scalar transpose of whole rows took a quarter of a 111-row product.
 fn pack_block(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32]) {
     let kc = panel.len() / PANEL;
     assert!(rows.len() >= PANEL * cols && k0 + kc <= cols);
@@ -236,7 +242,7 @@ fn pack_block(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32])
         for j in 0..PANEL {
             let src = &rows[j * cols + k0 + c0..j * cols + k0 + c1];
             for (c, &v) in (c0..c1).zip(src) {
-                panel[c * PANEL + j] = v;
+                panel[packed_at(kc, c, j)] = v;
             }
         }
     }
@@ -262,59 +268,6 @@ fn transpose_simd(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f
             done
         }
         _ => 0,
-    }
-}
-
-/// `f::<N>(args)` with the const `N` equal to the runtime input count `ni`
-/// (1..=[`INPUTS`]): the micro-kernels keep their accumulators in registers only
-/// for a compile-time count.
-macro_rules! with_inputs {
-    ($ni:expr, $m:ident::$f:ident, $($arg:expr),*) => {
-        match $ni {
-            6 => $m::$f::<6>($($arg),*),
-            5 => $m::$f::<5>($($arg),*),
-            4 => $m::$f::<4>($($arg),*),
-            3 => $m::$f::<3>($($arg),*),
-            2 => $m::$f::<2>($($arg),*),
-            _ => $m::$f::<1>($($arg),*),
-        }
-    };
-}
-
-/// `acc[i·PANEL + j] += Σ_c x[i·stride + c]·panel[c·PANEL + j]` for `i < ni ≤ INPUTS`
-/// over the `panel.len() / PANEL` columns, one fused chain per output.
-fn micro(
-    isa: Isa,
-    panel: &[f32],
-    x: &[f32],
-    stride: usize,
-    ni: usize,
-    acc: &mut [f32; INPUTS * PANEL],
-) {
-    let kc = panel.len() / PANEL;
-    assert!((1..=INPUTS).contains(&ni) && x.len() >= (ni - 1) * stride + kc);
-    match isa.tier() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX-512F/BW; the
-        // shapes were checked above.
-        Tier::Avx512 => unsafe { with_inputs!(ni, x86::micro_avx512, panel, x, stride, acc) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has AVX2 and FMA.
-        Tier::Avx2 => unsafe { with_inputs!(ni, x86::micro_avx2, panel, x, stride, acc) },
-        #[cfg(target_arch = "aarch64")]
-        // SAFETY: an `Isa` of this tier exists only if the CPU has NEON.
-        Tier::Neon => unsafe { with_inputs!(ni, arm::micro_neon, panel, x, stride, acc) },
-        _ => {
-            for i in 0..ni {
-                let a = &mut acc[i * PANEL..(i + 1) * PANEL];
-                for (c, w) in panel.chunks_exact(PANEL).enumerate() {
-                    let xv = x[i * stride + c];
-                    for (o, &wj) in a.iter_mut().zip(w) {
-                        *o += xv * wj;
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -25,6 +25,12 @@
 //!   fp16-arithmetic kernel of NEON CPUs with FP16 ([`Packed::use_half_arithmetic`]:
 //!   4 rows × 16 columns of half FMAs, each partial sum of
 //!   [`HALF_CHUNK`](super::packed::HALF_CHUNK) products added into f32 accumulators).
+//! * Magpie's [`matmul`](crate::matmul) runs on the panel micro-kernels too, through
+//!   `chain_tile`: one-tap tiles over a block of k whose FMA chains start from the
+//!   values at the output (the sums of the previous blocks) and are stored without
+//!   bias or epilogue (the tile's `chain` flag, a const parameter of the micro-kernels
+//!   chosen once per tile, so the codecs' instantiations do not test it), so
+//!   each output is still one chain over all of k.
 
 use super::packed::{has_narrow_kernel, EarlyWeights, Layout, Narrow};
 use super::{run_jobs, Packed, RowMap, PANEL};
@@ -235,6 +241,11 @@ pub(super) struct Tile<'a> {
     /// 16 values can always be loaded).
     pub bias: *const f32,
     pub epi: Epilogue<'a>,
+    /// A GEMM blocked over k ([`chain_tile`], Magpie's matmul): each output's FMA
+    /// chain goes on from the value at `c` (the micro-kernels load it into their
+    /// accumulators) and the sum is stored as it is, no bias (null) and no epilogue
+    /// (`epi` is `Store`). False for the codecs' convolutions.
+    pub chain: bool,
 }
 
 impl Tile<'_> {
@@ -383,10 +394,67 @@ fn run_task(isa: Isa, blocking: Blocking, job: &Job<'_>, task: usize, out: Disjo
         col0: c0,
         bias: w.bias[c0..].as_ptr(),
         epi: job.epi,
+        chain: false,
     };
     // SAFETY: all pointers were derived from bounds-checked buffers above; the ISA
     // tier is only selected when the CPU supports it (`rill_kernels::isa`).
     unsafe { dispatch(isa, blocking, w, &tile) }
+}
+
+/// `c[r][j] += Σ_k a[r][k]·B[k][j]` for the rows `r` of `a` and `c` and the `ncols
+/// ≤ 48` columns `j`, each output one FMA chain continued from its value in `c` (a
+/// GEMM blocked over k: Magpie's [`matmul`](crate::matmul), whose bits are those of
+/// one chain over all of k from zero); `B` is `k = cin` rows of f32 weights packed
+/// in panels (`[panel][cin][PANEL]`, zero-padded) at `b`. Runs the tier's one panel
+/// micro-kernel with the register shapes of [`Blocking::Causal`] (AVX-512: 12 rows ×
+/// 2 panels for a 32-column block).
+///
+/// # Safety
+/// `isa`'s tier is supported by the CPU; `a.len() == c.len() ≤ 48`; every `a[r]`
+/// is valid for `cin` reads, every `c[r]` for `ncols` reads and writes (no two
+/// overlapping, none overlapping any `a[r]` or `b`); `b` is valid for
+/// `ncols.div_ceil(PANEL)·cin·PANEL` reads.
+pub(crate) unsafe fn chain_tile(
+    isa: Isa,
+    a: &[*const f32],
+    c: &[*mut f32],
+    cin: usize,
+    b: *const f32,
+    ncols: usize,
+) {
+    debug_assert!(a.len() == c.len() && a.len() <= MAX_BLOCK_M && ncols <= 3 * PANEL);
+    let tile = Tile {
+        a,
+        c,
+        taps: &[0],
+        cin,
+        b,
+        b16: std::ptr::null(),
+        w_log2: 0,
+        bq: std::ptr::null(),
+        bscale: std::ptr::null(),
+        b_stride: cin * PANEL,
+        ncols,
+        col0: 0,
+        bias: std::ptr::null(),
+        epi: Epilogue::Store,
+        chain: true,
+    };
+    #[cfg(target_arch = "x86_64")]
+    const CAUSAL: u8 = Blocking::Causal as u8;
+    // SAFETY: the caller upholds this function's `# Safety` contract, which covers
+    // the tile's pointers; the tier was checked by whoever built `isa`.
+    unsafe {
+        match isa.tier() {
+            #[cfg(target_arch = "x86_64")]
+            Tier::Avx512 => x86_avx512::tile::<W_F32, CAUSAL>(&tile),
+            #[cfg(target_arch = "x86_64")]
+            Tier::Avx2 => x86_avx2::tile::<W_F32, CAUSAL>(&tile),
+            #[cfg(target_arch = "aarch64")]
+            Tier::Neon => arm_neon::tile::<W_F32>(&tile),
+            _ => portable::tile(&tile),
+        }
+    }
 }
 
 /// Expands to `$tier::tile::<format, blocking>(t)` for the matrix's weight format

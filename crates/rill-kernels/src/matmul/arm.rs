@@ -1,19 +1,21 @@
-//! NEON kernels of the small GEMM: the micro-kernel and the panel transpose.
+//! The NEON panel transpose of the small GEMM.
 
-use super::{INPUTS, PANEL};
+use super::{packed_at, PANEL};
 use std::arch::aarch64::*;
 
-/// `panel[c·PANEL + j] = rows[j·cols + k0 + c]` for `c < kc` (a multiple of
-/// 4), 4 rows × 4 columns per register transpose.
+/// `panel[packed_at(block, c, j)] = rows[j·cols + k0 + c]` for `c < kc` (a multiple
+/// of 4) with `block = panel.len() / PANEL` columns in the block, 4 rows × 4
+/// columns per register transpose.
 ///
 /// # Safety
-/// The CPU must support NEON; `rows.len() ≥ PANEL·cols`, `panel.len() ≥
-/// PANEL·kc`, `k0 + kc ≤ cols`.
+/// The CPU must support NEON; `rows.len() ≥ PANEL·cols`, `panel.len()` a multiple
+/// of `PANEL` and `≥ PANEL·kc`, `k0 + kc ≤ cols`.
 #[target_feature(enable = "neon")]
 pub unsafe fn transpose_neon(rows: &[f32], cols: usize, k0: usize, kc: usize, panel: &mut [f32]) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         assert!(rows.len() >= PANEL * cols && panel.len() >= PANEL * kc && k0 + kc <= cols);
+        let block = panel.len() / PANEL;
         let (rp, pp) = (rows.as_ptr(), panel.as_mut_ptr());
         let pairs = |a: float32x4_t, b: float32x4_t, high: bool| {
             let (a, b) = (vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b));
@@ -37,45 +39,7 @@ pub unsafe fn transpose_neon(rows: &[f32], cols: usize, k0: usize, kc: usize, pa
                     pairs(t1, t3, true),
                 ];
                 for (k, v) in out.into_iter().enumerate() {
-                    vst1q_f32(pp.add((c0 + k) * PANEL + j0), v);
-                }
-            }
-        }
-    }
-}
-
-/// # Safety
-/// The CPU must support NEON; `x` holds `NI` rows of `stride` with at least
-/// `panel.len() / PANEL` columns each.
-#[target_feature(enable = "neon")]
-pub unsafe fn micro_neon<const NI: usize>(
-    panel: &[f32],
-    x: &[f32],
-    stride: usize,
-    acc: &mut [f32; INPUTS * PANEL],
-) {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    unsafe {
-        // Half the panel at a time: 4 × NI accumulators + 4 weights in 32 q-registers.
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        for half in 0..2 {
-            let h = half * 16;
-            let mut a: [[float32x4_t; 4]; NI] = std::array::from_fn(|i| {
-                std::array::from_fn(|v| vld1q_f32(ap.add(i * PANEL + h + v * 4)))
-            });
-            for c in 0..panel.len() / PANEL {
-                let w: [float32x4_t; 4] =
-                    std::array::from_fn(|v| vld1q_f32(wp.add(c * PANEL + h + v * 4)));
-                for i in 0..NI {
-                    let xv = *xp.add(i * stride + c);
-                    for v in 0..4 {
-                        a[i][v] = vfmaq_n_f32(a[i][v], w[v], xv);
-                    }
-                }
-            }
-            for i in 0..NI {
-                for v in 0..4 {
-                    vst1q_f32(ap.add(i * PANEL + h + v * 4), a[i][v]);
+                    vst1q_f32(pp.add(packed_at(block, c0 + k, j0)), v);
                 }
             }
         }

@@ -1,54 +1,21 @@
-//! AVX-512 and AVX2 kernels of the small GEMM: the micro-kernels and the panel
-//! transpose.
+//! The x86 panel transpose of the small GEMM (AVX2, also on the AVX-512 tier).
 
-use super::{INPUTS, PANEL};
+use super::{packed_at, PANEL};
 use std::arch::x86_64::*;
 
-/// # Safety
-/// The CPU must support AVX-512F; `x` holds `NI` rows of `stride` with at least
-/// `panel.len() / PANEL` columns each.
-#[target_feature(enable = "avx512f")]
-pub unsafe fn micro_avx512<const NI: usize>(
-    panel: &[f32],
-    x: &[f32],
-    stride: usize,
-    acc: &mut [f32; INPUTS * PANEL],
-) {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    unsafe {
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        let mut a: [[__m512; 2]; NI] = std::array::from_fn(|i| {
-            let p = ap.add(i * PANEL);
-            [_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16))]
-        });
-        for c in 0..panel.len() / PANEL {
-            let w0 = _mm512_loadu_ps(wp.add(c * PANEL));
-            let w1 = _mm512_loadu_ps(wp.add(c * PANEL + 16));
-            for i in 0..NI {
-                let xv = _mm512_set1_ps(*xp.add(i * stride + c));
-                a[i][0] = _mm512_fmadd_ps(xv, w0, a[i][0]);
-                a[i][1] = _mm512_fmadd_ps(xv, w1, a[i][1]);
-            }
-        }
-        for i in 0..NI {
-            let p = ap.add(i * PANEL);
-            _mm512_storeu_ps(p, a[i][0]);
-            _mm512_storeu_ps(p.add(16), a[i][1]);
-        }
-    }
-}
-
-/// `panel[c·PANEL + j] = rows[j·cols + k0 + c]` for `c < kc` (a multiple of
-/// 8), 8 rows × 8 columns per register transpose.
+/// `panel[packed_at(block, c, j)] = rows[j·cols + k0 + c]` for `c < kc` (a multiple
+/// of 8) with `block = panel.len() / PANEL` columns in the block, 8 rows × 8
+/// columns per register transpose.
 ///
 /// # Safety
-/// The CPU must support AVX2; `rows.len() ≥ PANEL·cols`, `panel.len() ≥
-/// PANEL·kc`, `k0 + kc ≤ cols`.
+/// The CPU must support AVX2; `rows.len() ≥ PANEL·cols`, `panel.len()` a multiple
+/// of `PANEL` and `≥ PANEL·kc`, `k0 + kc ≤ cols`.
 #[target_feature(enable = "avx2")]
 pub unsafe fn transpose_avx2(rows: &[f32], cols: usize, k0: usize, kc: usize, panel: &mut [f32]) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         assert!(rows.len() >= PANEL * cols && panel.len() >= PANEL * kc && k0 + kc <= cols);
+        let block = panel.len() / PANEL;
         let (rp, pp) = (rows.as_ptr(), panel.as_mut_ptr());
         for c0 in (0..kc).step_by(8) {
             for j0 in (0..PANEL).step_by(8) {
@@ -82,45 +49,8 @@ pub unsafe fn transpose_avx2(rows: &[f32], cols: usize, k0: usize, kc: usize, pa
                     _mm256_permute2f128_ps::<0x31>(s3, s7),
                 ];
                 for (k, v) in out.into_iter().enumerate() {
-                    _mm256_storeu_ps(pp.add((c0 + k) * PANEL + j0), v);
+                    _mm256_storeu_ps(pp.add(packed_at(block, c0 + k, j0)), v);
                 }
-            }
-        }
-    }
-}
-
-/// # Safety
-/// The CPU must support AVX2 and FMA; shapes as [`micro_avx512`].
-#[target_feature(enable = "avx2,fma")]
-pub unsafe fn micro_avx2<const NI: usize>(
-    panel: &[f32],
-    x: &[f32],
-    stride: usize,
-    acc: &mut [f32; INPUTS * PANEL],
-) {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    unsafe {
-        // Half the panel at a time keeps 2 × NI accumulators + 2 weights in 16 ymm.
-        let (wp, xp, ap) = (panel.as_ptr(), x.as_ptr(), acc.as_mut_ptr());
-        for half in 0..2 {
-            let h = half * 16;
-            let mut a: [[__m256; 2]; NI] = std::array::from_fn(|i| {
-                let p = ap.add(i * PANEL + h);
-                [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))]
-            });
-            for c in 0..panel.len() / PANEL {
-                let w0 = _mm256_loadu_ps(wp.add(c * PANEL + h));
-                let w1 = _mm256_loadu_ps(wp.add(c * PANEL + h + 8));
-                for i in 0..NI {
-                    let xv = _mm256_set1_ps(*xp.add(i * stride + c));
-                    a[i][0] = _mm256_fmadd_ps(xv, w0, a[i][0]);
-                    a[i][1] = _mm256_fmadd_ps(xv, w1, a[i][1]);
-                }
-            }
-            for i in 0..NI {
-                let p = ap.add(i * PANEL + h);
-                _mm256_storeu_ps(p, a[i][0]);
-                _mm256_storeu_ps(p.add(8), a[i][1]);
             }
         }
     }

@@ -253,6 +253,6 @@ unsafe fn micro<const M: usize>(
                 ci += n;
             }
         }
-        epilogue(t, &acc, c, p, nvalid);
+        epilogue::<M, false>(t, &acc, c, p, nvalid);
     }
 }

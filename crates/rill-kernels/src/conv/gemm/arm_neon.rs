@@ -12,7 +12,7 @@
 use std::arch::aarch64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::{EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_I16};
+use super::simd::{EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F32, W_I16};
 use super::{Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
 
@@ -219,7 +219,7 @@ pub(crate) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "neon")]
-unsafe fn micro<const M: usize, const W: u8>(
+unsafe fn micro<const M: usize, const W: u8, const CHAIN: bool>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -229,6 +229,22 @@ unsafe fn micro<const M: usize, const W: u8>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut acc = [[vdupq_n_f32(0.0); 4]; M];
+        if CHAIN {
+            // A GEMM blocked over k: the chains go on from the sums at `c`.
+            for m in 0..M {
+                let src = c[m].add(p * PANEL);
+                let mut cur = [0f32; PANEL];
+                let from = if nvalid == PANEL {
+                    src
+                } else {
+                    std::ptr::copy_nonoverlapping(src, cur.as_mut_ptr(), nvalid);
+                    cur.as_ptr()
+                };
+                for h in 0..4 {
+                    acc[m][h] = vld1q_f32(from.add(4 * h));
+                }
+            }
+        }
         // Only the pointer of format `W` is non-null; wrapping arithmetic keeps the
         // unused one well-defined.
         let mut bp = t.b.wrapping_add(p * t.b_stride);
@@ -267,7 +283,7 @@ unsafe fn micro<const M: usize, const W: u8>(
                 }
             }
         }
-        epilogue(t, &res, c, p, nvalid);
+        epilogue::<M, CHAIN>(t, &res, c, p, nvalid);
     }
 }
 
@@ -307,7 +323,7 @@ unsafe fn finish(
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn epilogue<const M: usize>(
+pub(super) unsafe fn epilogue<const M: usize, const CHAIN: bool>(
     t: &Tile<'_>,
     res: &[[float32x4_t; 4]; M],
     c: &[*mut f32],
@@ -317,6 +333,25 @@ pub(super) unsafe fn epilogue<const M: usize>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let j = p * PANEL;
+        if CHAIN {
+            // The sums as they are: no bias, no epilogue.
+            for (m, acc) in res.iter().enumerate() {
+                let dst = c[m].add(j);
+                let mut tmp = [0f32; PANEL];
+                let to = if nvalid == PANEL {
+                    dst
+                } else {
+                    tmp.as_mut_ptr()
+                };
+                for h in 0..4 {
+                    vst1q_f32(to.add(4 * h), acc[h]);
+                }
+                if nvalid < PANEL {
+                    std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, nvalid);
+                }
+            }
+            return;
+        }
         let b = t.bias.add(j);
         let bias = [
             vld1q_f32(b),
@@ -358,9 +393,27 @@ pub(super) unsafe fn epilogue<const M: usize>(
 pub(super) unsafe fn tile<const W: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
+        if W == W_F32 && t.chain {
+            panels::<W, true>(t)
+        } else {
+            panels::<W, false>(t)
+        }
+    }
+}
+
+/// [`tile`] with the tile's `chain` flag a constant (`CHAIN`), so the codecs'
+/// kernels carry no trace of it.
+///
+/// # Safety
+/// As [`tile`].
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn panels<const W: u8, const CHAIN: bool>(t: &Tile<'_>) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W>(p, nvalid));
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W, CHAIN>(p, nvalid));
         }
     }
 }

@@ -123,11 +123,21 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
             let b = t.b.add(p * t.b_stride);
-            let bias = t.bias.add(p * PANEL);
+            // Null for a chain tile (never read then).
+            let bias = t.bias.wrapping_add(p * PANEL);
             let mut r = 0;
             while r < rows {
                 let mr = MR.min(rows - r);
                 let mut acc = [[0f32; PANEL]; MR];
+                if t.chain {
+                    // A GEMM blocked over k: the chains go on from the sums at `c`.
+                    for (m, accm) in acc.iter_mut().enumerate().take(mr) {
+                        let c = t.c[r + m].add(p * PANEL);
+                        for (l, v) in accm.iter_mut().enumerate().take(nvalid) {
+                            *v = *c.add(l);
+                        }
+                    }
+                }
                 let mut bp = b;
                 for &off in t.taps {
                     for ci in 0..t.cin {
@@ -144,7 +154,12 @@ pub(super) unsafe fn tile(t: &Tile<'_>) {
                 for (m, accm) in acc.iter().enumerate().take(mr) {
                     let c = t.c[r + m].add(p * PANEL);
                     for (l, &v) in accm.iter().enumerate().take(nvalid) {
-                        finish(t, v + *bias.add(l), &mut *c.add(l), p * PANEL + l);
+                        if t.chain {
+                            // The sums as they are: no bias, no epilogue.
+                            *c.add(l) = v;
+                        } else {
+                            finish(t, v + *bias.add(l), &mut *c.add(l), p * PANEL + l);
+                        }
                     }
                 }
                 r += mr;

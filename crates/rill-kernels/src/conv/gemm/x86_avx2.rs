@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
+use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_F32, W_I16};
 use super::{Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
 
@@ -201,7 +201,7 @@ pub(crate) unsafe fn half_snake_run(p: &SnakeParams, src: *const f32, dst: *mut 
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn micro<const M: usize, const W: u8, const B: u8>(
+unsafe fn micro<const M: usize, const W: u8, const B: u8, const CHAIN: bool>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -211,6 +211,19 @@ unsafe fn micro<const M: usize, const W: u8, const B: u8>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut acc = [[_mm256_setzero_ps(); 2]; M];
+        if CHAIN {
+            // A GEMM blocked over k: the chains go on from the sums at `c`.
+            for m in 0..M {
+                let src = c[m].add(p * PANEL);
+                for h in 0..2 {
+                    if nvalid >= H * (h + 1) {
+                        acc[m][h] = _mm256_loadu_ps(src.add(H * h));
+                    } else if nvalid > H * h {
+                        acc[m][h] = _mm256_maskload_ps(src.add(H * h), lanes_below(nvalid - H * h));
+                    }
+                }
+            }
+        }
         // Only the pointer of format `W` is non-null; wrapping arithmetic keeps the
         // unused ones well-defined.
         let mut bp = t.b.wrapping_add(p * t.b_stride);
@@ -264,7 +277,7 @@ unsafe fn micro<const M: usize, const W: u8, const B: u8>(
                 }
             }
         }
-        epilogue(t, &res, c, p, nvalid);
+        epilogue::<M, CHAIN>(t, &res, c, p, nvalid);
     }
 }
 
@@ -306,7 +319,7 @@ unsafe fn finish<const FULL: bool>(
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn epilogue<const M: usize>(
+unsafe fn epilogue<const M: usize, const CHAIN: bool>(
     t: &Tile<'_>,
     res: &[[__m256; 2]; M],
     c: &[*mut f32],
@@ -316,6 +329,20 @@ unsafe fn epilogue<const M: usize>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let j = p * PANEL;
+        if CHAIN {
+            // The sums as they are: no bias, no epilogue.
+            for (m, acc) in res.iter().enumerate() {
+                let dst = c[m].add(j);
+                for h in 0..2 {
+                    if nvalid >= H * (h + 1) {
+                        _mm256_storeu_ps(dst.add(H * h), acc[h]);
+                    } else if nvalid > H * h {
+                        _mm256_maskstore_ps(dst.add(H * h), lanes_below(nvalid - H * h), acc[h]);
+                    }
+                }
+            }
+            return;
+        }
         // Bias (and snake parameters) are padded to whole panels.
         let bias = [
             _mm256_loadu_ps(t.bias.add(j)),
@@ -357,9 +384,27 @@ unsafe fn epilogue<const M: usize>(
 pub(super) unsafe fn tile<const W: u8, const B: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
+        if W == W_F32 && t.chain {
+            panels::<W, B, true>(t)
+        } else {
+            panels::<W, B, false>(t)
+        }
+    }
+}
+
+/// [`tile`] with the tile's `chain` flag a constant (`CHAIN`), so the codecs'
+/// kernels carry no trace of it.
+///
+/// # Safety
+/// As [`tile`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn panels<const W: u8, const B: u8, const CHAIN: bool>(t: &Tile<'_>) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
         for p in 0..t.ncols.div_ceil(PANEL) {
             let nvalid = PANEL.min(t.ncols - p * PANEL);
-            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W, B>(p, nvalid));
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, W, B, CHAIN>(p, nvalid));
         }
     }
 }

@@ -13,7 +13,7 @@
 use std::arch::x86_64::*;
 
 use super::portable::{COS, DP1, DP2, DP3, FOPI, LRELU_SLOPE, SIN};
-use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_I16};
+use super::simd::{prefetch_ahead, EXP_LN2_HI, EXP_LN2_LO, EXP_MIN, EXP_POLY, W_F16, W_F32, W_I16};
 use super::{Blocking, Epilogue, SnakeParams, Tile, PANEL};
 use crate::conv::by_row_groups;
 
@@ -194,7 +194,7 @@ fn lane_mask(valid: usize) -> __mmask16 {
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8>(
+unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8, const CHAIN: bool>(
     t: &Tile<'_>,
     a: &[*const f32],
     c: &[*mut f32],
@@ -204,6 +204,15 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8>(
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
         let mut acc = [[_mm512_setzero_ps(); NV]; M];
+        if CHAIN {
+            // A GEMM blocked over k: the chains go on from the sums at `c`.
+            for m in 0..M {
+                for v in 0..NV {
+                    let mask = lane_mask(nvalid.saturating_sub(v * PANEL));
+                    acc[m][v] = _mm512_maskz_loadu_ps(mask, c[m].add(col + v * PANEL));
+                }
+            }
+        }
         // Only one of the three is non-null (`W`: the weight format); wrapping
         // arithmetic keeps the unused ones well-defined.
         let mut bp = t.b.wrapping_add((col / PANEL) * t.b_stride);
@@ -260,7 +269,7 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8>(
                 }
             }
         }
-        epilogue(t, &res, c, col, nvalid);
+        epilogue::<M, NV, CHAIN>(t, &res, c, col, nvalid);
     }
 }
 
@@ -269,7 +278,7 @@ unsafe fn micro<const M: usize, const NV: usize, const W: u8, const B: u8>(
 /// are valid for the rows and columns it covers (see `Tile`).
 #[inline(never)]
 #[target_feature(enable = "avx512f")]
-unsafe fn epilogue<const M: usize, const NV: usize>(
+unsafe fn epilogue<const M: usize, const NV: usize, const CHAIN: bool>(
     t: &Tile<'_>,
     res: &[[__m512; NV]; M],
     c: &[*mut f32],
@@ -282,8 +291,13 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
             for (v, &acc) in row.iter().enumerate() {
                 let mask = lane_mask(nvalid.saturating_sub(v * PANEL));
                 let j = col + v * PANEL;
-                let y = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, t.bias.add(j)));
                 let dst = c[m].add(j);
+                if CHAIN {
+                    // The sums as they are: no bias, no epilogue.
+                    _mm512_mask_storeu_ps(dst, mask, acc);
+                    continue;
+                }
+                let y = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, t.bias.add(j)));
                 let out = match t.epi {
                     Epilogue::Store => y,
                     Epilogue::Elu => elu(y),
@@ -310,24 +324,54 @@ unsafe fn epilogue<const M: usize, const NV: usize>(
 pub(super) unsafe fn tile<const W: u8, const B: u8>(t: &Tile<'_>) {
     // SAFETY: the caller upholds this function's `# Safety` contract.
     unsafe {
+        if W == W_F32 && t.chain {
+            panels::<W, B, true>(t)
+        } else {
+            panels::<W, B, false>(t)
+        }
+    }
+}
+
+/// [`tile`] with the tile's `chain` flag a constant (`CHAIN`), so the codecs'
+/// kernels carry no trace of it.
+///
+/// # Safety
+/// As [`tile`].
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn panels<const W: u8, const B: u8, const CHAIN: bool>(t: &Tile<'_>) {
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    unsafe {
         if B == Blocking::Causal as u8 {
             // A tile of at most 3 panels in one call: 8 rows × 3 panels or 12 × 2
             // (24 accumulators either way).
             match t.ncols.div_ceil(PANEL) {
-                3 => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 3, W, B>(0, t.ncols)),
+                3 => by_row_groups!(
+                    t,
+                    [8, 7, 6, 5, 4, 3, 2],
+                    micro::<_, 3, W, B, CHAIN>(0, t.ncols)
+                ),
                 2 => by_row_groups!(
                     t,
                     [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2],
-                    micro::<_, 2, W, B>(0, t.ncols)
+                    micro::<_, 2, W, B, CHAIN>(0, t.ncols)
                 ),
-                _ => by_row_groups!(t, [8, 7, 6, 5, 4, 3, 2], micro::<_, 1, W, B>(0, t.ncols)),
+                _ => by_row_groups!(
+                    t,
+                    [8, 7, 6, 5, 4, 3, 2],
+                    micro::<_, 1, W, B, CHAIN>(0, t.ncols)
+                ),
             }
         } else if t.ncols == 4 * PANEL {
-            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 4, W, B>(0, 4 * PANEL));
+            by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 4, W, B, CHAIN>(0, 4 * PANEL));
         } else {
             for p in 0..t.ncols.div_ceil(PANEL) {
                 let nvalid = PANEL.min(t.ncols - p * PANEL);
-                by_row_groups!(t, [6, 5, 4, 3, 2], micro::<_, 1, W, B>(p * PANEL, nvalid));
+                by_row_groups!(
+                    t,
+                    [6, 5, 4, 3, 2],
+                    micro::<_, 1, W, B, CHAIN>(p * PANEL, nvalid)
+                );
             }
         }
     }
