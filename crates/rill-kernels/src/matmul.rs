@@ -26,7 +26,7 @@
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crate::conv::{self, gemm::chain_tile};
-use crate::{isa, DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
+use crate::{DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
 
 /// Output rows per task: two of the conv kernels' 16-column panels.
 const PANEL: usize = 2 * conv::PANEL;
@@ -40,44 +40,23 @@ const SINGLE_ROWS_UP_TO: usize = 2;
 /// pipeline stage's thread, lent by `Pool::assist`.
 const ASSISTANTS: usize = 1;
 
-/// Work memory of [`matmul`], owned by the caller (a layer's scratch, a session).
+/// Work memory of [`matmul_isa`], owned by the caller (a layer's scratch, a session).
 /// The GEMV activations are written by the calling thread before the pool's tasks
 /// start; a packed panel is written by the task that packs it, so there is one per
 /// thread that may run a task at once, each claimed by one task at a time (a claim
 /// never waits: a task that finds none free packs into a buffer of its own).
-/// Grown on first use, then reused. It also holds the SIMD tier its products run
-/// on, resolved once when the owner is built (no tier lookup per call).
-#[derive(Debug)]
+/// Grown on first use, then reused. It holds no tier: the tier is the caller's
+/// ([`crate::Ops::matmul`], resolved once at load).
+#[derive(Debug, Default)]
 pub struct MatmulScratch {
-    isa: Isa,
     gemv: GemvScratch,
     panels: Vec<Mutex<Panel>>,
 }
 
-impl Default for MatmulScratch {
-    fn default() -> MatmulScratch {
-        MatmulScratch::new()
-    }
-}
-
 impl MatmulScratch {
-    /// An empty scratch (it grows on first use) for the active tier ([`isa::active`]).
+    /// An empty scratch (it grows on first use).
     pub fn new() -> MatmulScratch {
-        MatmulScratch::for_isa(isa::active())
-    }
-
-    /// An empty scratch whose products run on `isa`.
-    pub fn for_isa(isa: Isa) -> MatmulScratch {
-        MatmulScratch {
-            isa,
-            gemv: GemvScratch::default(),
-            panels: Vec::new(),
-        }
-    }
-
-    /// The tier [`matmul`] runs on with this scratch.
-    pub fn isa(&self) -> Isa {
-        self.isa
+        MatmulScratch::default()
     }
 
     /// The GEMV activations, for single-row products of the same owner.
@@ -86,10 +65,10 @@ impl MatmulScratch {
     }
 }
 
-/// A clone is an empty scratch on the same tier: the contents never outlive one call.
+/// A clone is an empty scratch: the contents never outlive one call.
 impl Clone for MatmulScratch {
     fn clone(&self) -> MatmulScratch {
-        MatmulScratch::for_isa(self.isa)
+        MatmulScratch::new()
     }
 }
 
@@ -110,13 +89,8 @@ fn claim(panels: &[Mutex<Panel>]) -> Option<MutexGuard<'_, Panel>> {
     })
 }
 
-/// `y[i·rows + r] = Σ_c W[r][c]·x[i·cols + c]` for every input row `i`, on the
-/// scratch's tier ([`MatmulScratch::isa`]).
-pub fn matmul(m: &Matrix, x: &[f32], y: &mut [f32], scratch: &mut MatmulScratch, pool: &Pool) {
-    matmul_isa(scratch.isa, m, x, y, scratch, pool);
-}
-
-/// [`matmul`] on an explicit tier (for cross-checking the tiers).
+/// `y[i·rows + r] = Σ_c W[r][c]·x[i·cols + c]` for every input row `i`, on tier
+/// `isa` (a model calls it through its [`crate::Ops`]).
 pub fn matmul_isa(
     isa: Isa,
     m: &Matrix,
@@ -171,7 +145,7 @@ pub fn matmul_isa(
     }
 }
 
-/// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul`]:
+/// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul_isa`]:
 /// widens the weight rows into `s`, zeroes the outputs, then per column block packs
 /// the block (it stays in L1) and runs the conv micro-kernel over the inputs
 /// ([`chain_tile`], continuing every output's chain from its value in `y`). Only
@@ -280,7 +254,7 @@ mod x86;
 mod tests {
     use super::*;
     use crate::gemv_int8::tests::Rng;
-    use crate::WeightFormat;
+    use crate::{isa, WeightFormat};
 
     #[test]
     fn every_tier_matches_f64_reference() {

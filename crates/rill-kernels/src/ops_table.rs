@@ -88,11 +88,6 @@ impl Ops {
         matmul::matmul_isa(self.isa, m, x, y, scratch, pool);
     }
 
-    /// An empty [`MatmulScratch`] on this tier.
-    pub fn matmul_scratch(self) -> MatmulScratch {
-        MatmulScratch::for_isa(self.isa)
-    }
-
     /// One head's attention scores over a key cache ([`ops::dots_isa`]).
     #[inline]
     pub fn dots(self, x: &[f32], rows: &[f32], stride: usize, offset: usize, out: &mut [f32]) {
@@ -152,7 +147,7 @@ mod tests {
                 );
                 assert_eq!(bits(&y0), bits(&b), "{isa} gemv2");
                 let mut all = vec![0f32; 2 * rows];
-                o.matmul(&m, &x, &mut all, &mut o.matmul_scratch(), &pool);
+                o.matmul(&m, &x, &mut all, &mut MatmulScratch::new(), &pool);
                 assert_eq!(bits(&all[..rows]), bits(&b), "{isa} matmul");
                 assert_eq!(bits(&all[rows..]), bits(&y1), "{isa} matmul");
             }

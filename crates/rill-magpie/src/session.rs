@@ -192,7 +192,7 @@ impl Session {
             lt_v: vec![0.0; batch * c.lt_positions * ld],
             lt_x: vec![0.0; batch * ld],
             lt_scratch: LayerScratch::new(batch, ld, c.lt_ffn, 1, c.lt_positions, 1, 1),
-            products: MatmulScratch::for_isa(model.isa()),
+            products: MatmulScratch::new(),
             logits: vec![0.0; batch * v],
             final_logits: vec![0.0; batch * CODEBOOKS * v],
             mixed: vec![0.0; CODEBOOKS * v],

@@ -49,10 +49,11 @@ fn profile_steps() {
 #[test]
 #[ignore]
 fn profile_two_rows() {
-    use rill_kernels::matmul::{matmul, MatmulScratch};
+    use rill_kernels::matmul::MatmulScratch;
     use rill_kernels::{Matrix, WeightFormat};
     let pool = Pool::new(2);
     let mut scratch = MatmulScratch::new();
+    let ops = rill_kernels::Ops::active();
     for (rows, cols, count) in [(2304, 768, 40), (768, 3072, 40), (16192, 768, 6)] {
         let ms: Vec<Matrix> = (0..count)
             .map(|i| {
@@ -70,13 +71,12 @@ fn profile_two_rows() {
         for _ in 0..5 {
             let t = Instant::now();
             for m in &ms {
-                matmul(m, &x, &mut y, &mut scratch, &pool);
+                ops.matmul(m, &x, &mut y, &mut scratch, &pool);
             }
             t_two += t.elapsed().as_secs_f64();
             let t = Instant::now();
             for m in &ms {
                 let (y0, y1) = y.split_at_mut(rows);
-                let ops = rill_kernels::Ops::new(scratch.isa());
                 ops.gemv(m, &x[..cols], y0, scratch.gemv(), &pool);
                 ops.gemv(m, &x[cols..], y1, scratch.gemv(), &pool);
             }
@@ -98,13 +98,14 @@ fn profile_two_rows() {
 #[test]
 #[ignore]
 fn profile_prefill_matmul() {
-    use rill_kernels::matmul::{matmul, MatmulScratch};
+    use rill_kernels::matmul::MatmulScratch;
     use rill_kernels::{Matrix, WeightFormat};
     let threads = rill_kernels::pool::env_threads()
         .expect("RILL_THREADS")
         .unwrap_or(2);
     let pool = Pool::new(threads);
     let mut scratch = MatmulScratch::new();
+    let ops = rill_kernels::Ops::active();
     for format in [WeightFormat::F32, WeightFormat::Int8] {
         for (rows, cols, n) in [
             (2304, 768, 111),
@@ -123,10 +124,10 @@ fn profile_prefill_matmul() {
             let (mut full, mut pack) = (Vec::new(), Vec::new());
             for _ in 0..15 {
                 let t = Instant::now();
-                matmul(&m, &x, &mut y, &mut scratch, &pool);
+                ops.matmul(&m, &x, &mut y, &mut scratch, &pool);
                 full.push(t.elapsed().as_secs_f64());
                 let t = Instant::now();
-                matmul(&m, &x3, &mut y3, &mut scratch, &pool);
+                ops.matmul(&m, &x3, &mut y3, &mut scratch, &pool);
                 pack.push(t.elapsed().as_secs_f64());
             }
             full.sort_by(f64::total_cmp);
