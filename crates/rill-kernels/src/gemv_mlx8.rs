@@ -183,7 +183,9 @@ fn blocks_generic(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
     if n == 1 {
         let mut s = [0f32; BLOCK];
         for (k, &xk) in x.iter().enumerate() {
-            let wk: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK].try_into().unwrap();
+            let wk: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK]
+                .try_into()
+                .expect("a slice of BLOCK elements");
             for l in 0..BLOCK {
                 s[l] = rb(s[l] + rb(xk * widen(wk[l])));
             }
@@ -195,8 +197,12 @@ fn blocks_generic(m: &Mlx8, b: usize, n: usize, x: &[f32], out: &mut [f32]) {
     let mut s0 = [0f32; BLOCK];
     let mut s1 = [0f32; BLOCK];
     for (k, &xk) in x.iter().enumerate() {
-        let wka: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK].try_into().unwrap();
-        let wkb: &[u16; BLOCK] = wb[k * BLOCK..][..BLOCK].try_into().unwrap();
+        let wka: &[u16; BLOCK] = wa[k * BLOCK..][..BLOCK]
+            .try_into()
+            .expect("a slice of BLOCK elements");
+        let wkb: &[u16; BLOCK] = wb[k * BLOCK..][..BLOCK]
+            .try_into()
+            .expect("a slice of BLOCK elements");
         for l in 0..BLOCK {
             s0[l] = rb(s0[l] + rb(xk * widen(wka[l])));
         }
