@@ -3,8 +3,16 @@
 //! `magenta_rt/musiccoca.py` and DBraun's flax.nnx port, reading the TFLite files of
 //! upstream's download directly.
 
+pub mod audio_tower;
 mod error;
+pub mod mapper;
+mod model;
+pub mod quantizer;
+pub mod text;
+pub mod tower;
 pub mod weights;
 
 pub use error::Error;
+pub use model::MusicCoCa;
+pub use quantizer::{Quantized, LEVELS};
 pub use weights::{Tensor, Weights};

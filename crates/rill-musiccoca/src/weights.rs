@@ -46,6 +46,11 @@ impl Weights {
         Ok(t)
     }
 
+    /// The shape of `name`, if present.
+    pub fn shape_of(&self, name: &str) -> Option<&[usize]> {
+        self.map.get(name).map(|t| t.shape.as_slice())
+    }
+
     /// Removes and returns the data of `name`, which must have exactly `shape`.
     pub fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, Error> {
         self.get(name, shape)?;
