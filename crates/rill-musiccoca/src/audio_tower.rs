@@ -23,7 +23,12 @@ impl AudioTower {
     /// Takes `audio.*` from `w`.
     pub fn take(w: &mut Weights) -> Result<AudioTower, Error> {
         Ok(AudioTower {
-            patch_proj: Linear::in_major(DIM, PATCH, &w.take("audio.patch_proj.kernel", &[PATCH, DIM])?, None),
+            patch_proj: Linear::in_major(
+                DIM,
+                PATCH,
+                &w.take("audio.patch_proj.kernel", &[PATCH, DIM])?,
+                None,
+            ),
             pos_emb: w.take("audio.pos_emb", &[PATCHES, DIM])?,
             tower: Tower::take(w, "audio")?,
         })
@@ -46,7 +51,13 @@ impl AudioTower {
     }
 
     /// The rows after the first `n` layers (for parity tests).
-    pub fn rows_after(&self, ctx: Ctx, patches: &[f32], n: usize, s: &mut MatmulScratch) -> Vec<f32> {
+    pub fn rows_after(
+        &self,
+        ctx: Ctx,
+        patches: &[f32],
+        n: usize,
+        s: &mut MatmulScratch,
+    ) -> Vec<f32> {
         let mut x = self.input_rows(ctx, patches, s);
         self.tower.run_layers(ctx, &mut x, n, s);
         x

@@ -4,7 +4,9 @@
 //! upstream's download directly.
 
 pub mod audio_tower;
+pub mod blend;
 mod error;
+pub mod locate;
 pub mod mapper;
 mod model;
 pub mod quantizer;

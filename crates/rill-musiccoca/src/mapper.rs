@@ -55,7 +55,10 @@ impl Mapper {
     pub fn take(w: &mut Weights) -> Result<Mapper, Error> {
         let l = LAYERS;
         let mut t = |name: &str, shape: &[usize]| -> Result<Vec<f32>, Error> {
-            w.take(&format!("mapper.layers.{name}"), &[&[l][..], shape].concat())
+            w.take(
+                &format!("mapper.layers.{name}"),
+                &[&[l][..], shape].concat(),
+            )
         };
         let c1k = t("cond1.kernel", &[CONTEXT, 2, WIDTH])?;
         let c1b = t("cond1.bias", &[2, WIDTH])?;
@@ -97,8 +100,18 @@ impl Mapper {
         }
         Ok(Mapper {
             context: w.take("mapper.context", &[PREFIX])?,
-            input_proj: Linear::in_major(TOKENS * WIDTH, DIM, &w.take("mapper.input_proj.kernel", &[DIM, TOKENS * WIDTH])?, Some(w.take("mapper.input_proj.bias", &[TOKENS * WIDTH])?)),
-            output_proj: Linear::in_major(DIM, TOKENS * WIDTH, &w.take("mapper.output_proj.kernel", &[TOKENS * WIDTH, DIM])?, Some(w.take("mapper.output_proj.bias", &[DIM])?)),
+            input_proj: Linear::in_major(
+                TOKENS * WIDTH,
+                DIM,
+                &w.take("mapper.input_proj.kernel", &[DIM, TOKENS * WIDTH])?,
+                Some(w.take("mapper.input_proj.bias", &[TOKENS * WIDTH])?),
+            ),
+            output_proj: Linear::in_major(
+                DIM,
+                TOKENS * WIDTH,
+                &w.take("mapper.output_proj.kernel", &[TOKENS * WIDTH, DIM])?,
+                Some(w.take("mapper.output_proj.bias", &[DIM])?),
+            ),
             layers,
             rope,
         })
@@ -111,7 +124,14 @@ impl Mapper {
 
     /// The mapped embedding of `text` (768) driven by `noise` (768), not normalised;
     /// with `layers_run` < 8, the tokens after that many layers instead (tests).
-    pub fn run(&self, ctx: Ctx, text: &[f32], noise: &[f32], layers_run: usize, s: &mut MatmulScratch) -> Vec<f32> {
+    pub fn run(
+        &self,
+        ctx: Ctx,
+        text: &[f32],
+        noise: &[f32],
+        layers_run: usize,
+        s: &mut MatmulScratch,
+    ) -> Vec<f32> {
         let mut cond_in = Vec::with_capacity(CONTEXT);
         cond_in.extend_from_slice(&self.context);
         cond_in.extend_from_slice(&self.context);

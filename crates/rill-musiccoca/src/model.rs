@@ -33,12 +33,16 @@ impl MusicCoCa {
 
     /// The kernels' context for `pool`.
     pub fn ctx<'a>(&self, pool: &'a Pool) -> Ctx<'a> {
-        Ctx { ops: self.ops, pool }
+        Ctx {
+            ops: self.ops,
+            pool,
+        }
     }
 
     /// The pooled text embedding (not normalised) of `ids` (SOS first, no padding).
     pub fn embed_ids(&self, ids: &[u32], pool: &Pool) -> Result<Vec<f32>, Error> {
-        self.text.embed(self.ctx(pool), ids, &mut MatmulScratch::new())
+        self.text
+            .embed(self.ctx(pool), ids, &mut MatmulScratch::new())
     }
 
     /// The mapper's output for `text` and `noise`, L2-normalised (upstream's
@@ -46,17 +50,22 @@ impl MusicCoCa {
     pub fn map(&self, text: &[f32], noise: &[f32], pool: &Pool) -> Result<Vec<f32>, Error> {
         check_dim("text embedding", text)?;
         check_dim("mapper noise", noise)?;
-        let raw = self.mapper.run(self.ctx(pool), text, noise, 8, &mut MatmulScratch::new());
+        let raw = self
+            .mapper
+            .run(self.ctx(pool), text, noise, 8, &mut MatmulScratch::new());
         let norm = raw.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt();
         if !(norm.is_finite() && norm > 0.0) {
-            return Err(Error::Input("the mapper's output has no direction (norm 0)".into()));
+            return Err(Error::Input(
+                "the mapper's output has no direction (norm 0)".into(),
+            ));
         }
         Ok(raw.iter().map(|&v| (v as f64 / norm) as f32).collect())
     }
 
     /// The audio embedding of one clip's patches (`[496][256]`).
     pub fn embed_patches(&self, patches: &[f32], pool: &Pool) -> Vec<f32> {
-        self.audio.embed(self.ctx(pool), patches, &mut MatmulScratch::new())
+        self.audio
+            .embed(self.ctx(pool), patches, &mut MatmulScratch::new())
     }
 
     /// The 12 style tokens of an embedding.
@@ -67,7 +76,10 @@ impl MusicCoCa {
 
 fn check_dim(what: &str, v: &[f32]) -> Result<(), Error> {
     if v.len() != DIM {
-        return Err(Error::Input(format!("{what}: {} values, expected {DIM}", v.len())));
+        return Err(Error::Input(format!(
+            "{what}: {} values, expected {DIM}",
+            v.len()
+        )));
     }
     Ok(())
 }

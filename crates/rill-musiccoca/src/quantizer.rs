@@ -59,13 +59,20 @@ impl Quantizer {
             return Err(Error::Input(format!(
                 "a style embedding is {DIM} finite floats (got {} values{})",
                 embedding.len(),
-                if embedding.iter().any(|v| !v.is_finite()) { ", not all finite" } else { "" }
+                if embedding.iter().any(|v| !v.is_finite()) {
+                    ", not all finite"
+                } else {
+                    ""
+                }
             )));
         }
         let mut r = embedding.to_vec();
         let mut dots = vec![0.0f32; CODES];
         let mut s = GemvScratch::default();
-        let mut q = Quantized { tokens: [0; LEVELS], margins: [0.0; LEVELS] };
+        let mut q = Quantized {
+            tokens: [0; LEVELS],
+            margins: [0.0; LEVELS],
+        };
         for level in 0..LEVELS {
             ops.gemv(&self.books[level], &r, &mut dots, &mut s, pool);
             let (mut best, mut d1, mut d2) = (0usize, f64::INFINITY, f64::INFINITY);

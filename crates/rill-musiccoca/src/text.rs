@@ -20,7 +20,10 @@ pub struct TextTower {
 impl TextTower {
     /// Takes `text.*` from `w`; the vocabulary size is the embedding's row count.
     pub fn take(w: &mut Weights) -> Result<TextTower, Error> {
-        let vocab = w.shape_of("text.token_emb").and_then(|s| s.first().copied()).unwrap_or(0);
+        let vocab = w
+            .shape_of("text.token_emb")
+            .and_then(|s| s.first().copied())
+            .unwrap_or(0);
         Ok(TextTower {
             token_emb: w.take("text.token_emb", &[vocab, DIM])?,
             vocab,
@@ -62,7 +65,13 @@ impl TextTower {
     }
 
     /// The rows after the first `n` layers (for parity tests).
-    pub fn rows_after(&self, ctx: Ctx, ids: &[u32], n: usize, s: &mut MatmulScratch) -> Result<Vec<f32>, Error> {
+    pub fn rows_after(
+        &self,
+        ctx: Ctx,
+        ids: &[u32],
+        n: usize,
+        s: &mut MatmulScratch,
+    ) -> Result<Vec<f32>, Error> {
         let mut x = self.input_rows(ids)?;
         self.tower.run_layers(ctx, &mut x, n, s);
         Ok(x)

@@ -41,7 +41,12 @@ pub(crate) struct Linear {
 
 impl Linear {
     /// From a JAX kernel `[in][out]` (and a bias of `out`).
-    pub(crate) fn in_major(outs: usize, ins: usize, kernel: &[f32], bias: Option<Vec<f32>>) -> Linear {
+    pub(crate) fn in_major(
+        outs: usize,
+        ins: usize,
+        kernel: &[f32],
+        bias: Option<Vec<f32>>,
+    ) -> Linear {
         Linear {
             w: Matrix::from_f32_transposed(outs, ins, kernel, WeightFormat::F32),
             b: bias,
@@ -49,7 +54,12 @@ impl Linear {
     }
 
     /// From a kernel laid out `[out][in]`.
-    pub(crate) fn out_major(outs: usize, ins: usize, kernel: Vec<f32>, bias: Option<Vec<f32>>) -> Linear {
+    pub(crate) fn out_major(
+        outs: usize,
+        ins: usize,
+        kernel: Vec<f32>,
+        bias: Option<Vec<f32>>,
+    ) -> Linear {
         Linear {
             w: Matrix::from_f32(outs, ins, kernel, WeightFormat::F32),
             b: bias,
@@ -214,7 +224,10 @@ impl Pooler {
     fn take(w: &mut Weights, p: &str) -> Result<Pooler, Error> {
         let kv = POOL_HEADS * POOL_DIM;
         let mut lin = |name: &str| -> Result<Linear, Error> {
-            let k = w.take(&format!("{p}.pooler.{name}.kernel"), &[DIM, POOL_HEADS, POOL_DIM])?;
+            let k = w.take(
+                &format!("{p}.pooler.{name}.kernel"),
+                &[DIM, POOL_HEADS, POOL_DIM],
+            )?;
             let b = w.take(&format!("{p}.pooler.{name}.bias"), &[POOL_HEADS, POOL_DIM])?;
             Ok(Linear::in_major(kv, DIM, &k, Some(b)))
         };
@@ -223,7 +236,10 @@ impl Pooler {
         let post = Linear::out_major(
             DIM,
             kv,
-            w.take(&format!("{p}.pooler.post.kernel"), &[DIM, POOL_HEADS, POOL_DIM])?,
+            w.take(
+                &format!("{p}.pooler.post.kernel"),
+                &[DIM, POOL_HEADS, POOL_DIM],
+            )?,
             Some(w.take(&format!("{p}.pooler.post.bias"), &[DIM])?),
         );
         Ok(Pooler {
@@ -244,9 +260,16 @@ impl Pooler {
         let mut logits = vec![0.0f32; t];
         for n in 0..POOL_HEADS {
             let off = n * POOL_DIM;
-            ctx.ops.dots(&self.query[off..off + POOL_DIM], &keys, kv, off, &mut logits);
+            ctx.ops.dots(
+                &self.query[off..off + POOL_DIM],
+                &keys,
+                kv,
+                off,
+                &mut logits,
+            );
             softmax(&mut logits);
-            ctx.ops.axpys(&logits, &values, kv, off, &mut pooled[off..off + POOL_DIM]);
+            ctx.ops
+                .axpys(&logits, &values, kv, off, &mut pooled[off..off + POOL_DIM]);
         }
         let mut y = self.post.apply(ctx, &pooled, s);
         let out = y.clone();
@@ -272,22 +295,62 @@ impl Tower {
             full.extend_from_slice(shape);
             w.take(&format!("{p}.layers.{name}"), &full)
         };
-        let qkvk = [t("q.kernel", &[DIM, HEADS, HEAD_DIM])?, t("k.kernel", &[DIM, HEADS, HEAD_DIM])?, t("v.kernel", &[DIM, HEADS, HEAD_DIM])?];
+        let qkvk = [
+            t("q.kernel", &[DIM, HEADS, HEAD_DIM])?,
+            t("k.kernel", &[DIM, HEADS, HEAD_DIM])?,
+            t("v.kernel", &[DIM, HEADS, HEAD_DIM])?,
+        ];
         let qkvb = [t("q.bias", &nh)?, t("k.bias", &nh)?, t("v.bias", &nh)?];
         let post_k = t("post.kernel", &[DIM, HEADS, HEAD_DIM])?;
         let post_b = t("post.bias", &[DIM])?;
-        let ln = [t("ln1.scale", &[DIM])?, t("ln1.bias", &[DIM])?, t("ln2.scale", &[DIM])?, t("ln2.bias", &[DIM])?];
-        let ffn = [t("ffn1.kernel", &[DIM, FFN])?, t("ffn1.bias", &[FFN])?, t("ffn2.kernel", &[FFN, DIM])?, t("ffn2.bias", &[DIM])?];
+        let ln = [
+            t("ln1.scale", &[DIM])?,
+            t("ln1.bias", &[DIM])?,
+            t("ln2.scale", &[DIM])?,
+            t("ln2.bias", &[DIM])?,
+        ];
+        let ffn = [
+            t("ffn1.kernel", &[DIM, FFN])?,
+            t("ffn1.bias", &[FFN])?,
+            t("ffn2.kernel", &[FFN, DIM])?,
+            t("ffn2.bias", &[DIM])?,
+        ];
         let layers = (0..L)
             .map(|i| Layer {
-                ln1: LayerNorm::from_parts(slice(&ln[0], L, i).to_vec(), slice(&ln[1], L, i).to_vec()),
+                ln1: LayerNorm::from_parts(
+                    slice(&ln[0], L, i).to_vec(),
+                    slice(&ln[1], L, i).to_vec(),
+                ),
                 qkv: [0, 1, 2].map(|j| {
-                    Linear::in_major(DIM, DIM, slice(&qkvk[j], L, i), Some(slice(&qkvb[j], L, i).to_vec()))
+                    Linear::in_major(
+                        DIM,
+                        DIM,
+                        slice(&qkvk[j], L, i),
+                        Some(slice(&qkvb[j], L, i).to_vec()),
+                    )
                 }),
-                post: Linear::out_major(DIM, DIM, slice(&post_k, L, i).to_vec(), Some(slice(&post_b, L, i).to_vec())),
-                ln2: LayerNorm::from_parts(slice(&ln[2], L, i).to_vec(), slice(&ln[3], L, i).to_vec()),
-                ffn1: Linear::in_major(FFN, DIM, slice(&ffn[0], L, i), Some(slice(&ffn[1], L, i).to_vec())),
-                ffn2: Linear::in_major(DIM, FFN, slice(&ffn[2], L, i), Some(slice(&ffn[3], L, i).to_vec())),
+                post: Linear::out_major(
+                    DIM,
+                    DIM,
+                    slice(&post_k, L, i).to_vec(),
+                    Some(slice(&post_b, L, i).to_vec()),
+                ),
+                ln2: LayerNorm::from_parts(
+                    slice(&ln[2], L, i).to_vec(),
+                    slice(&ln[3], L, i).to_vec(),
+                ),
+                ffn1: Linear::in_major(
+                    FFN,
+                    DIM,
+                    slice(&ffn[0], L, i),
+                    Some(slice(&ffn[1], L, i).to_vec()),
+                ),
+                ffn2: Linear::in_major(
+                    DIM,
+                    FFN,
+                    slice(&ffn[2], L, i),
+                    Some(slice(&ffn[3], L, i).to_vec()),
+                ),
             })
             .collect();
         Ok(Tower {
