@@ -4,7 +4,10 @@
 //! upstream's download directly.
 
 mod error;
+pub mod numpy_rng;
+pub mod spm;
 pub mod weights;
 
 pub use error::Error;
+pub use spm::{python_lower, Spm, TextIds};
 pub use weights::{Tensor, Weights};
