@@ -6,10 +6,13 @@ sentencepiece 0.2.1). Reads DIR/spm.model (the oracle's tiny unigram model); tra
 more small unigram models into DIR (spm_bytes.model: identity normaliser, byte fallback,
 user-defined symbols, no dummy prefix, extra whitespace kept, whitespace as suffix;
 spm_plain.model: identity normaliser, whitespace not escaped, no dummy prefix) so those
-code paths are covered too; writes DIR/spm_cases.json.
+code paths are covered too; spm_rules.model: a small charsmap built from RULES below; spm_ties.model and
+spm_tenths.model: that one with tied scores, and with tenths and user-defined pieces);
+writes DIR/spm_cases.json.
 """
 import io
 import json
+import os
 import random
 import sys
 
@@ -86,6 +89,17 @@ def random_texts(rng, n):
     return out
 
 
+# A few normalisation rules (source code points -> target code points, hex), so a small
+# model has a precompiled charsmap too: multi-character keys, keys sharing prefixes, a
+# rule to nothing, rules to spaces, and to "▁".
+RULES = [
+    ("FF21", "61"), ("FF22", "62"), ("FF21 FF22", "78 79"), ("FF21 FF22 FF23", "7A"),
+    ("41", "61"), ("42", "62"), ("4A", "6A"), ("5A", "7A"), ("FB01", "66 69"),
+    ("3000", "20"), ("09", "20"), ("0A", "20 20"), ("200B", ""), ("E9", "65 301"),
+    ("65 301", "E9"), ("2581", "20"), ("33", "20 33 20"), ("A0", "2581"),
+]
+
+
 def train(path, **kw):
     rng = random.Random(7)
     lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randrange(2, 9))) for _ in range(3000)]
@@ -120,7 +134,42 @@ def main():
     with open(f"{d}/spm_plain.model", "ab") as f:
         f.write(b"\x1a\x02\x28\x00")
     plain_sp = spm.SentencePieceProcessor(model_file=f"{d}/spm_plain.model")
+    rules = f"{d}/rules.tsv.tmp"
+    with open(rules, "w") as f:
+        f.writelines(f"{a}\t{b}\n" for a, b in RULES)
+    rules_sp = train(f"{d}/spm_rules.model", vocab_size=150, normalization_rule_tsv=rules)
+    os.remove(rules)
+    # Variants of the rules model (sentencepiece_model_pb2 needs protobuf): spm_ties.model,
+    # every normal score 0 (ties everywhere: the first-found path must win); and
+    # spm_tenths.model, scores in tenths and every 4th piece user-defined (sums that are
+    # not f32 values: sentencepiece compares f64 candidates with f32 best scores).
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    def variant(name, change):
+        m = pb.ModelProto()
+        m.ParseFromString(open(f"{d}/spm_rules.model", "rb").read())
+        for i, p in enumerate(m.pieces):
+            if p.type == 1:
+                change(i, p)
+        with open(f"{d}/{name}", "wb") as f:
+            f.write(m.SerializeToString())
+        return spm.SentencePieceProcessor(model_file=f"{d}/{name}")
+
+    def ties(i, p):
+        p.score = 0.0
+
+    def tenths(i, p):
+        p.score = rng.choice([-0.1, -0.2, -0.3, -1.1, -0.7])
+        if i % 4 == 0:
+            p.type = 4
+
+    ties_sp = variant("spm_ties.model", ties)
+    tenths_sp = variant("spm_tenths.model", tenths)
+    mixed = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz ,.-'/3ＡＢ\u3000é") for _ in range(
+        rng.randrange(1, 40))) for _ in range(400)]
     short = [t for t in texts if len(t) < 200]
+    short += ["ＡＢＣ", "ＡＢ", "Ａ", "ＡＡＢＢＣ", "ﬁne", "é", "e\u0301", "A\u3000B", "a\u200bb",
+              "\u2581x", "x\u00a0y", "333", "a\tb\nc", "JAZZ", " \u3000 ", "\u200b", "\u200b a"]
     lower = []
     for c in range(0x110000):
         if 0xD800 <= c < 0xE000:
@@ -135,6 +184,9 @@ def main():
             "spm.model": cases_for(sp, texts),
             "spm_bytes.model": cases_for(bytes_sp, short, lower=False),
             "spm_plain.model": cases_for(plain_sp, short, lower=False),
+            "spm_rules.model": cases_for(rules_sp, short, lower=False),
+            "spm_ties.model": cases_for(ties_sp, short + mixed, lower=False),
+            "spm_tenths.model": cases_for(tenths_sp, short + mixed, lower=False),
         },
         "lower_table": lower,
         "lower_context": [[s, s.lower()] for s in sigma],

@@ -38,7 +38,7 @@ fn ids(v: &Value) -> Vec<u32> {
 fn encodes_like_sentencepiece() {
     let cases = cases();
     let models = cases["models"].as_object().unwrap();
-    assert_eq!(models.len(), 3);
+    assert_eq!(models.len(), 6);
     for (model, rows) in models {
         let spm = Spm::load(testdata(model)).unwrap();
         let rows = rows.as_array().unwrap();
