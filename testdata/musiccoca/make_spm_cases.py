@@ -107,8 +107,16 @@ def train(path, **kw):
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=buf, model_type="unigram",
         num_threads=1, character_coverage=1.0, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, **kw)
+    data = buf.getvalue()
+    if "normalization_rule_tsv" in kw:
+        # The trainer records the rules file's path; keep machine paths out of the model.
+        from sentencepiece import sentencepiece_model_pb2 as pb
+        m = pb.ModelProto()
+        m.ParseFromString(data)
+        m.normalizer_spec.ClearField("normalization_rule_tsv")
+        data = m.SerializeToString()
     with open(path, "wb") as f:
-        f.write(buf.getvalue())
+        f.write(data)
     return spm.SentencePieceProcessor(model_file=path)
 
 
