@@ -291,7 +291,44 @@ fn corrupt_models_are_bad_assets() {
     let base = [unk.clone(), piece(b"a", 1)].concat();
     assert!(bad(&[&base[..], &charsmap(b"\x01\0\0\0")].concat()).contains("broken"));
     assert!(bad(&[&base[..], &charsmap(b"\x08\0\0\0abcd")].concat()).contains("exceeds"));
-    assert!(bad(&[&base[..], &charsmap(b"\x04\0\0\0\x05\0\0\x80a\0")].concat()).contains("offset"));
+    assert!(bad(&[&base[..], &charsmap(b"\x04\0\0\0abcdx\0")].concat()).contains("1024"));
+    assert!(bad(&[&base[..], &charsmap(b"\0\0\0\0x\0")].concat()).contains("1024"));
+    // A one-rule charsmap, "a" -> strings[value], as sentencepiece 0.2.1 reads it
+    // (checked with it): a NUL-less string block is refused, an offset at the final NUL
+    // deletes, one past the strings is no match.
+    let pieces = [
+        unk.clone(),
+        piece(b"a", 1),
+        piece(b"x", 1),
+        piece("\u{2581}".as_bytes(), 1),
+    ];
+    let one_rule = |value: u32, strings: &[u8]| {
+        let mut units = vec![0u32; 256];
+        units[0x61] = 0x61 | (1 << 8) | (1 << 10);
+        units[0x60] = (1 << 31) | value;
+        let mut blob = 1024u32.to_le_bytes().to_vec();
+        blob.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+        blob.extend_from_slice(strings);
+        let n = blob.len();
+        // normalizer_spec { precompiled_charsmap } with two-byte lengths.
+        let mut f = vec![0x12, (n & 0x7f) as u8 | 0x80, (n >> 7) as u8];
+        f.extend(blob);
+        let m = f.len();
+        let mut out = pieces.concat();
+        out.extend([0x1a, (m & 0x7f) as u8 | 0x80, (m >> 7) as u8]);
+        out.extend(f);
+        out
+    };
+    assert!(bad(&one_rule(0, b"x")).contains("NUL"));
+    for (value, ids) in [
+        (0, vec![3, 2, 2]),
+        (1, vec![]),
+        (2, vec![3, 1, 1]),
+        (100, vec![3, 1, 1]),
+    ] {
+        let s = Spm::from_bytes(&one_rule(value, b"x\0"), "m").unwrap();
+        assert_eq!(s.encode("aa"), ids, "value {value}");
+    }
     // The minimal model works, and an out-of-range enum value keeps the default type.
     let s = Spm::from_bytes(&[base.clone(), piece(b"b", 9)].concat(), "m").unwrap();
     // No charsmap; "▁" is no piece, so each "▁" is <unk> (id 0), as sentencepiece gives.

@@ -93,8 +93,7 @@ fn valid_char_len(s: &[u8]) -> Option<usize> {
 }
 
 impl Normalizer {
-    /// Reads the spec; a charsmap sentencepiece refuses, or one whose replacement
-    /// offsets point outside its strings, is an error.
+    /// Reads the spec; a charsmap sentencepiece refuses is an error.
     pub fn new(
         spec: &super::proto::NormalizerSpec,
         treat_whitespace_as_suffix: bool,
@@ -114,23 +113,22 @@ impl Normalizer {
                     blob.len()
                 ));
             }
+            // sentencepiece 0.2.1's checks (newer than the Darts code it reads with):
+            // whole 1024-byte blocks of units, NUL-terminated replacement strings.
+            if size == 0 || !size.is_multiple_of(1024) {
+                return Err(format!(
+                    "precompiled charsmap: trie of {size} bytes is not a positive multiple of 1024"
+                ));
+            }
             let trie = &blob[4..4 + size];
             let strings = blob[4 + size..].to_vec();
+            if strings.last() != Some(&0) {
+                return Err("precompiled charsmap: replacement strings not NUL-terminated".into());
+            }
             let units: Vec<u32> = trie
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect();
-            // Every leaf unit (bit 31) holds an offset into the strings.
-            if let Some(u) = units
-                .iter()
-                .find(|&&u| u >> 31 == 1 && value(u) as usize >= strings.len())
-            {
-                return Err(format!(
-                    "precompiled charsmap: replacement offset {} outside its {} bytes of strings",
-                    value(*u),
-                    strings.len()
-                ));
-            }
             Some((DoubleArray { units }, strings))
         };
         Ok(Normalizer {
@@ -153,7 +151,12 @@ impl Normalizer {
         let mut longest = (0usize, 0u32);
         if let Some((array, strings)) = &self.charsmap {
             array.common_prefix_search(input, 32, scratch);
-            for &(v, len) in scratch.iter() {
+            // A replacement offset outside the strings counts as no match, as in
+            // sentencepiece 0.2.1 (older versions read past the buffer).
+            for &(v, len) in scratch
+                .iter()
+                .filter(|(v, _)| (*v as usize) < strings.len())
+            {
                 if longest.0 == 0 || len > longest.0 {
                     longest = (len, v);
                 }
