@@ -269,7 +269,16 @@ fn corrupt_models_are_bad_assets() {
     assert!(bad(&[unk.clone(), unk.clone(), piece(b"a", 1)].concat()).contains("already"));
     assert!(bad(&[unk.clone(), piece(b"<u>", 2), piece(b"a", 1)].concat()).contains("second"));
     assert!(bad(&[unk.clone(), piece(b"", 1)].concat()).contains("empty"));
-    assert!(bad(&[unk.clone(), piece(b"a\0", 1)].concat()).contains("NUL"));
+    assert!(bad(&[unk.clone(), piece(b"\0a", 1)].concat()).contains("NUL"));
+    assert!(bad(&[unk.clone(), piece(b"a\0", 4)].concat()).contains("NUL"));
+    assert!(bad(&[unk.clone(), piece(b"a\0", 1), piece(b"a", 1)].concat()).contains("NUL"));
+    // Cut at the NUL, as sentencepiece does; NULs in pieces outside the tries are harmless.
+    let s = Spm::from_bytes(
+        &[unk.clone(), piece(b"a\0b", 1), piece(b"<c\0>", 3)].concat(),
+        "m",
+    )
+    .unwrap();
+    assert_eq!(s.encode("aa"), vec![0, 1, 1]);
     assert!(bad(&unk).contains("no normal"));
     assert!(bad(&[unk.clone(), piece(b"<0x41>", 6)].concat()).contains("byte_fallback"));
     // byte_fallback = true (trainer_spec field 35) without the 256 byte pieces.

@@ -23,8 +23,10 @@
 //!   unknown piece becomes the ids of its UTF-8 bytes' `<0xXX>` pieces.
 //!
 //! Not reproduced: the model's self-test samples (sentencepiece refuses a model whose
-//! stored samples do not encode as stored; they are ignored here), and pieces holding a
-//! NUL byte (refused here; sentencepiece's C-string tries would cut them short).
+//! stored samples do not encode as stored; they are ignored here); a normal or unused
+//! piece holding a NUL byte is cut there as in sentencepiece, but one cut to nothing or
+//! to another piece's key is refused (sentencepiece's trie builder throws or misbehaves),
+//! and a user-defined one is refused (sentencepiece aborts).
 
 mod normalizer;
 mod proto;
@@ -74,7 +76,12 @@ impl TextIds {
     }
 }
 
-/// The path of a byte piece, `<0x%02X>`, as sentencepiece spells it.
+/// A piece as sentencepiece's C-string tries see it: up to its first NUL.
+fn trie_key(piece: &[u8]) -> &[u8] {
+    piece.split(|&b| b == 0).next().unwrap_or(piece)
+}
+
+/// The name of a byte piece, `<0x%02X>`, as sentencepiece spells it.
 fn byte_piece(b: u8) -> String {
     format!("<0x{b:02X}>")
 }
@@ -121,6 +128,7 @@ impl Spm {
         let byte_fallback = model.trainer.byte_fallback;
         let mut normal = std::collections::HashSet::new();
         let mut reserved = std::collections::HashSet::new();
+        let mut keys = std::collections::HashSet::new();
         let mut unk_id = None;
         let mut byte_ids = [u32::MAX; 256];
         let mut user_defined = Vec::new();
@@ -131,9 +139,6 @@ impl Spm {
             let shown = String::from_utf8_lossy(&p.piece);
             if p.piece.is_empty() {
                 return Err(bad(format!("piece {id} is empty")));
-            }
-            if p.piece.contains(&0) {
-                return Err(bad(format!("piece {id} holds a NUL byte")));
             }
             let is_normal = matches!(
                 p.kind,
@@ -146,6 +151,20 @@ impl Spm {
             };
             if !set.insert(p.piece.as_slice()) {
                 return Err(bad(format!("piece {id} {shown:?} is already defined")));
+            }
+            // sentencepiece's tries take C strings: a normal or unused piece is cut at its
+            // first NUL; a user-defined one with a NUL makes sentencepiece abort.
+            if p.piece.contains(&0) && is_normal {
+                let key = trie_key(&p.piece);
+                if key.is_empty() || p.kind == PieceType::UserDefined || !keys.insert(key) {
+                    return Err(bad(format!(
+                        "piece {id} {shown:?} holds a NUL byte sentencepiece cannot index"
+                    )));
+                }
+            } else if is_normal && !keys.insert(&p.piece) {
+                return Err(bad(format!(
+                    "piece {id} {shown:?} collides with a piece cut at a NUL byte"
+                )));
             }
             match p.kind {
                 PieceType::UserDefined => user_defined.push(p.piece.as_slice()),
@@ -196,7 +215,7 @@ impl Spm {
                         PieceType::Normal | PieceType::UserDefined | PieceType::Unused
                     )
                 })
-                .map(|(id, p)| (p.piece.as_slice(), id as u32)),
+                .map(|(id, p)| (trie_key(&p.piece), id as u32)),
         );
         let user_defined = Trie::new(user_defined.into_iter().map(|p| (p, 0)));
         let normalizer = Normalizer::new(
