@@ -415,3 +415,60 @@ pub fn nemo(data: &[u8]) {
         let _ = m.english_lexicon();
     }
 }
+
+/// The small SentencePiece models of `testdata/musiccoca/` the text half of
+/// [`musiccoca_spm`] encodes with: the oracle's tiny model (nmt_nfkc charsmap), one with
+/// byte fallback and user-defined symbols, one with a small hand-written charsmap, and
+/// one with user-defined pieces and scores in tenths.
+pub fn musiccoca_models() -> &'static [rill_musiccoca::Spm] {
+    static MODELS: OnceLock<Vec<rill_musiccoca::Spm>> = OnceLock::new();
+    MODELS.get_or_init(|| {
+        [
+            &include_bytes!("../../testdata/musiccoca/spm.model")[..],
+            include_bytes!("../../testdata/musiccoca/spm_bytes.model"),
+            include_bytes!("../../testdata/musiccoca/spm_rules.model"),
+            include_bytes!("../../testdata/musiccoca/spm_tenths.model"),
+        ]
+        .iter()
+        .map(|b| rill_musiccoca::Spm::from_bytes(b, "testdata").expect("a committed model"))
+        .collect()
+    })
+}
+
+fn spm_check(spm: &rill_musiccoca::Spm, text: &str) {
+    let ids = spm.encode(text);
+    assert!(
+        ids.iter().all(|&i| (i as usize) < spm.vocab_size()),
+        "{ids:?}"
+    );
+    let p = spm.encode_prompt(text);
+    assert!((1..=rill_musiccoca::spm::TEXT_LEN).contains(&p.num_tokens));
+    assert_eq!(p.ids[0], rill_musiccoca::spm::TEXT_SOS_ID);
+}
+
+/// MusicCoCa's SentencePiece reader and encoder. The first byte picks what the rest
+/// is: even, a model file (refused with an error, or loaded and then encoding a few
+/// texts); odd, a text (bytes read as lossy UTF-8) through [`musiccoca_models`]. Every
+/// id must be below the model's vocabulary size, and a prompt's ids start with 1.
+pub fn musiccoca_spm(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode & 1 == 0 {
+        if let Ok(spm) = rill_musiccoca::Spm::from_bytes(rest, "fuzz.model") {
+            for t in [
+                "",
+                "a jazz piano trio",
+                "  Caf\u{e9}  3 5\tJAZZ \u{97f3}\u{1f3b9} \0 ",
+                "\u{2581}x",
+            ] {
+                spm_check(&spm, t);
+            }
+        }
+    } else {
+        let text = String::from_utf8_lossy(rest);
+        for spm in musiccoca_models() {
+            spm_check(spm, &text);
+        }
+    }
+}

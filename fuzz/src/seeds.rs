@@ -454,6 +454,46 @@ fn nemo_seeds() -> Vec<Seed> {
     ]
 }
 
+fn musiccoca_spm_seeds() -> Vec<Seed> {
+    let tagged = |mode: u8, b: &[u8]| [&[mode][..], b].concat();
+    let rules = include_bytes!("../../testdata/musiccoca/spm_rules.model");
+    let mut v: Vec<Seed> = vec![
+        (
+            "musiccoca_spm",
+            "model_bytes.bin".into(),
+            tagged(
+                0,
+                include_bytes!("../../testdata/musiccoca/spm_bytes.model"),
+            ),
+        ),
+        ("musiccoca_spm", "model_rules.bin".into(), tagged(0, rules)),
+        (
+            "musiccoca_spm",
+            "model_truncated.bin".into(),
+            tagged(0, &rules[..rules.len() / 2]),
+        ),
+        (
+            "musiccoca_spm",
+            "model_plain.bin".into(),
+            tagged(
+                0,
+                include_bytes!("../../testdata/musiccoca/spm_plain.model"),
+            ),
+        ),
+    ];
+    for (name, text) in [
+        ("text_prompt.bin", &b"A Jazz Piano Trio, 120 BPM"[..]),
+        (
+            "text_unicode.bin",
+            "Caf\u{e9} \u{ff2a}\u{ff21}\u{ff3a}\u{ff3a}\u{3000}3 5 \u{fb01} \u{97f3}\u{697d} \u{1f3b9}\t\n\0 \u{2581}".as_bytes(),
+        ),
+        ("text_invalid_utf8.bin", b"\xff\xe2\x96a \xc3"),
+    ] {
+        v.push(("musiccoca_spm", name.into(), tagged(1, text)));
+    }
+    v
+}
+
 /// Every seed of every target.
 pub fn all() -> Vec<Seed> {
     let mut v = npy_seeds();
@@ -465,5 +505,6 @@ pub fn all() -> Vec<Seed> {
     v.extend(gguf_seeds());
     v.extend(torch_seeds());
     v.extend(nemo_seeds());
+    v.extend(musiccoca_spm_seeds());
     v
 }

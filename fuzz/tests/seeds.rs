@@ -29,6 +29,7 @@ fn committed_seeds_are_current_and_run() {
             "gguf" => rill_fuzz::gguf,
             "torch" => rill_fuzz::torch,
             "nemo" => rill_fuzz::nemo,
+            "musiccoca_spm" => rill_fuzz::musiccoca_spm,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);
@@ -86,6 +87,11 @@ fn valid_seeds_reach_the_deep_paths() {
             .len(),
         11
     );
+    for name in ["model_bytes.bin", "model_rules.bin", "model_plain.bin"] {
+        rill_musiccoca::Spm::from_bytes(&get(name)[1..], name).unwrap();
+    }
+    assert!(rill_musiccoca::Spm::from_bytes(&get("model_truncated.bin")[1..], "t").is_err());
+    assert_eq!(rill_fuzz::musiccoca_models().len(), 4);
     let n = rill_checkpoint::nemo::Nemo::from_bytes("n", get("magpie.nemo")).unwrap();
     assert_eq!(n.state_dict().unwrap().len(), 8);
     assert!(n
