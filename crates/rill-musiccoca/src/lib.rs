@@ -3,8 +3,12 @@
 //! `magenta_rt/musiccoca.py` and DBraun's flax.nnx port, reading the TFLite files of
 //! upstream's download directly.
 
+pub mod assets;
 mod error;
+pub mod synth;
+pub mod tflite;
 pub mod weights;
 
+pub use assets::{ASSET_FILES, HF_HINT};
 pub use error::Error;
 pub use weights::{Tensor, Weights};
