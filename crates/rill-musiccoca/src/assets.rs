@@ -279,10 +279,14 @@ pub fn load_text_encoder(m: &TfliteModel, w: &mut Weights) -> Result<(), Error> 
         }),
     ];
     for (key, shape, get) in fields {
-        let n: usize = shape.iter().product();
-        let mut stacked = Vec::with_capacity(12 * n);
+        let mut stacked = Vec::new();
         for i in 0..12 {
-            stacked.extend(get(&main, &format!("x_layers_{i}/"))?);
+            let layer = get(&main, &format!("x_layers_{i}/"))?;
+            if i == 0 {
+                // Sized by data found in the file, never before.
+                stacked.reserve_exact(12 * layer.len());
+            }
+            stacked.extend(layer);
         }
         let mut full = vec![12];
         full.extend_from_slice(shape);

@@ -24,8 +24,13 @@ pub const MANIFEST_JSON: &str = include_str!("synth/manifest_musiccoca.json");
 /// How a manifest unit's values are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Init {
-    /// The portable uniform recipe with this mean and std.
-    Uniform { mean: f64, std: f64 },
+    /// The portable uniform recipe.
+    Uniform {
+        /// The mean (the manifest's exact f64 bits).
+        mean: f64,
+        /// The standard deviation (the manifest's exact f64 bits).
+        std: f64,
+    },
     /// The periodic Hann window.
     Hann,
     /// The TF-style HTK mel matrix with its zero DC row.
