@@ -471,4 +471,39 @@ pub fn musiccoca_spm(data: &[u8]) {
             spm_check(spm, &text);
         }
     }
+/// The TFLite reader of MusicCoCa's assets: whatever verifies can be walked (tensor
+/// bytes are slices of the input, f32 tensors hold exactly their shape's elements),
+/// and `convert.py`'s look-ups and per-file loaders only ever return errors.
+pub fn musiccoca_tflite(data: &[u8]) {
+    use rill_musiccoca::{assets, tflite::TfliteModel, Weights};
+    let Ok(m) = TfliteModel::from_bytes("fuzz.tflite", data.to_vec()) else {
+        return;
+    };
+    for i in 0..m.subgraphs.len() {
+        let sg = m.subgraph(i).expect("a listed subgraph opens");
+        for t in 0..sg.sg.tensors.len() {
+            if let Ok(Some(b)) = sg.tensor_bytes(t as i32) {
+                assert!(b.len() <= data.len());
+            }
+            if let Ok(f) = sg.f32_data(t as i32) {
+                assert_eq!(f.data.len(), f.shape.iter().product::<usize>());
+                assert!(4 * f.data.len() <= data.len());
+            }
+        }
+        for op in &sg.sg.operators {
+            let _ = m.op_code(op);
+            for &k in op.inputs.iter().chain(&op.outputs) {
+                let _ = sg.tensor(k);
+            }
+        }
+        let _ = sg.find("key/einsum", &[2, 3]);
+        let _ = sg.find(&format!("ln/broadcast_in_dim{}", assets::NOT_1), &[3]);
+        let _ = sg.arg(12);
+    }
+    let mut w = Weights::new();
+    let _ = assets::load_frontend(&m, &mut w);
+    let _ = assets::load_quantizer(&m, &mut w);
+    let _ = assets::load_mapper(&m, &mut w);
+    let _ = assets::load_music_encoder(&m, &mut w);
+    let _ = assets::load_text_encoder(&m, &mut w);
 }

@@ -492,6 +492,65 @@ fn musiccoca_spm_seeds() -> Vec<Seed> {
         v.push(("musiccoca_spm", name.into(), tagged(1, text)));
     }
     v
+/// A small TFLite model: two subgraphs, float and int constants (a `;`-fused name, a
+/// look-alike), activations, FULLY_CONNECTED and GATHER ops, one buffer after the
+/// flatbuffer (`offset`/`size`).
+fn tflite_model(external: bool) -> Vec<u8> {
+    use rill_musiccoca::tflite::write::{ModelSpec, SubgraphSpec, TensorData, TensorSpec};
+    use rill_musiccoca::tflite::{builtin, tensor_type};
+    let mut main = SubgraphSpec::new("main");
+    let x = main.activation("input", &[2, 3], tensor_type::FLOAT32);
+    let k = main.constant(
+        "a/key/einsum;a/value/einsum",
+        &[2, 3],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+    );
+    main.constant("a/value/einsum", &[2, 3], vec![-1.0; 6]);
+    main.constant("b/ln/broadcast_in_dim1", &[3], vec![1.0, 1.5, 2.0]);
+    let b = main.constant("b/ln/broadcast_in_dim", &[3], vec![0.0, 0.5, 0.25]);
+    let ids = main.push(TensorSpec {
+        name: "ids".into(),
+        shape: vec![2],
+        dtype: tensor_type::INT32,
+        data: TensorData::Bytes(vec![1, 0, 0, 0, 2, 0, 0, 0]),
+    });
+    if external {
+        main.push(TensorSpec {
+            name: "far/away".into(),
+            shape: vec![2],
+            dtype: tensor_type::FLOAT32,
+            data: TensorData::External(
+                [0.5f32, 8.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+        });
+    }
+    let y = main.activation("out", &[2, 2], tensor_type::FLOAT32);
+    main.op(builtin::FULLY_CONNECTED, &[x, k, b], &[y]);
+    main.op(builtin::GATHER, &[k, ids], &[y]);
+    main.inputs = vec![x];
+    main.outputs = vec![y];
+    let mut body = SubgraphSpec::new("body");
+    body.activation("jax2tf_arg_1/x", &[2], tensor_type::FLOAT32);
+    body.constant("jax2tf_arg_12/w", &[2], vec![7.0, 8.0]);
+    ModelSpec {
+        description: "rill fuzz seed".into(),
+        subgraphs: vec![main, SubgraphSpec::new("cond"), body],
+    }
+    .to_bytes()
+}
+
+fn tflite_seeds() -> Vec<Seed> {
+    let small = tflite_model(false);
+    let truncated = small[..small.len() - 24].to_vec();
+    vec![
+        ("musiccoca_tflite", "small.tflite".into(), small),
+        (
+            "musiccoca_tflite",
+            "external.tflite".into(),
+            tflite_model(true),
+        ),
+        ("musiccoca_tflite", "truncated.tflite".into(), truncated),
+    ]
 }
 
 /// Every seed of every target.
@@ -506,5 +565,6 @@ pub fn all() -> Vec<Seed> {
     v.extend(torch_seeds());
     v.extend(nemo_seeds());
     v.extend(musiccoca_spm_seeds());
+    v.extend(tflite_seeds());
     v
 }

@@ -30,6 +30,7 @@ fn committed_seeds_are_current_and_run() {
             "torch" => rill_fuzz::torch,
             "nemo" => rill_fuzz::nemo,
             "musiccoca_spm" => rill_fuzz::musiccoca_spm,
+            "musiccoca_tflite" => rill_fuzz::musiccoca_tflite,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);
@@ -98,4 +99,10 @@ fn valid_seeds_reach_the_deep_paths() {
         .artifact("ipa_cmudict-0.7b_nv23.01.txt")
         .unwrap()
         .is_some());
+    let t = rill_musiccoca::tflite::TfliteModel::from_bytes("t", get("external.tflite")).unwrap();
+    let main = t.subgraph(0).unwrap();
+    assert_eq!(main.find("far/away", &[2]).unwrap().data, [0.5, 8.0]);
+    assert_eq!(main.find("value/einsum", &[2, 3]).unwrap().data, [-1.0; 6]);
+    assert_eq!(t.subgraph(2).unwrap().arg(12).unwrap().data, [7.0, 8.0]);
+    assert!(rill_musiccoca::tflite::TfliteModel::from_bytes("t", get("truncated.tflite")).is_err());
 }

@@ -3,6 +3,7 @@
 //! `magenta_rt/musiccoca.py` and DBraun's flax.nnx port, reading the TFLite files of
 //! upstream's download directly.
 
+pub mod assets;
 pub mod audio_tower;
 pub mod blend;
 mod error;
@@ -12,10 +13,13 @@ mod model;
 pub mod numpy_rng;
 pub mod quantizer;
 pub mod spm;
+pub mod synth;
 pub mod text;
+pub mod tflite;
 pub mod tower;
 pub mod weights;
 
+pub use assets::{ASSET_FILES, HF_HINT};
 pub use error::Error;
 pub use model::MusicCoCa;
 pub use quantizer::{Quantized, LEVELS};
