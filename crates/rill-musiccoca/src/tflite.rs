@@ -9,7 +9,7 @@
 //! fault is an [`Error::BadAsset`] naming the file, never a panic. Constant data may
 //! sit inside the flatbuffer (`Buffer.data`) or after it (`Buffer.offset`/`size`
 //! from the start of the file, as TFLite writes models over 2 GB); both are read.
-//! [`write`] makes such files.
+//! [`mod@write`] makes such files.
 
 use std::fs::File;
 use std::ops::{Deref, Range};
