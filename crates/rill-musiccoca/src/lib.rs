@@ -3,8 +3,12 @@
 //! `magenta_rt/musiccoca.py` and DBraun's flax.nnx port, reading the TFLite files of
 //! upstream's download directly.
 
+pub mod clips;
 mod error;
+pub mod frontend;
 pub mod weights;
 
+pub use clips::{clip_windows, clips_from_audio};
 pub use error::Error;
+pub use frontend::{patches, Frontend, FrontendScratch};
 pub use weights::{Tensor, Weights};

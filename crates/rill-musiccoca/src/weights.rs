@@ -27,7 +27,11 @@ impl Weights {
 
     /// Adds (or replaces) a tensor; `data.len()` must equal the product of `shape`.
     pub fn insert(&mut self, name: impl Into<String>, shape: Vec<usize>, data: Vec<f32>) {
-        assert_eq!(shape.iter().product::<usize>(), data.len(), "tensor data length");
+        assert_eq!(
+            shape.iter().product::<usize>(),
+            data.len(),
+            "tensor data length"
+        );
         self.map.insert(name.into(), Tensor { shape, data });
     }
 
