@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(npy npz checkpoint session_file codec_state protocol gguf torch nemo)
+all=(npy npz checkpoint session_file codec_state protocol gguf torch nemo audio_decode)
 targets=("${@:-${all[@]}}")
 san=${RILL_FUZZ_SANITIZER:-address}
 export RUSTC_BOOTSTRAP=1
@@ -32,6 +32,7 @@ max_len() {
     gguf) echo 4096 ;;
     torch) echo 16384 ;;
     nemo) echo 16384 ;;
+    audio_decode) echo 8192 ;;
     *) echo "unknown fuzz target $1 (targets: ${all[*]})" >&2; exit 2 ;;
   esac
 }

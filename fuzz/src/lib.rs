@@ -415,3 +415,35 @@ pub fn nemo(data: &[u8]) {
         let _ = m.english_lexicon();
     }
 }
+
+/// Audio decoding (`rill_io::decode_bytes`, no extension hint: every format is
+/// probed): what it accepts is whole frames of finite samples at a positive rate;
+/// short accepted clips also go through the downmix and the resampler to 16 kHz,
+/// whose output has exactly the promised length.
+pub fn audio_decode(data: &[u8]) {
+    let Ok(a) = rill_io::decode_bytes_limited(data, None, 1 << 22) else {
+        return;
+    };
+    assert!(
+        a.rate > 0 && a.channels > 0,
+        "{} Hz, {} ch",
+        a.rate,
+        a.channels
+    );
+    assert_eq!(a.samples.len() % a.channels, 0);
+    assert!(a.samples.iter().all(|x| x.is_finite()));
+    let mono = rill_io::downmix_mono(&a.samples, a.channels);
+    assert_eq!(mono.len(), a.frames());
+    if mono.len() <= 1 << 16 {
+        if let Ok(r) = rill_io::resample(&mono, a.rate, 16_000, 1) {
+            let want = (2 * mono.len() as u128 * 16_000 + a.rate as u128) / (2 * a.rate as u128);
+            assert_eq!(
+                r.len() as u128,
+                want,
+                "{} frames at {} Hz",
+                mono.len(),
+                a.rate
+            );
+        }
+    }
+}

@@ -29,6 +29,7 @@ fn committed_seeds_are_current_and_run() {
             "gguf" => rill_fuzz::gguf,
             "torch" => rill_fuzz::torch,
             "nemo" => rill_fuzz::nemo,
+            "audio_decode" => rill_fuzz::audio_decode,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);
@@ -92,4 +93,27 @@ fn valid_seeds_reach_the_deep_paths() {
         .artifact("ipa_cmudict-0.7b_nv23.01.txt")
         .unwrap()
         .is_some());
+}
+
+#[test]
+fn audio_seeds_decode_or_fail_as_meant() {
+    let seeds = rill_fuzz::seeds::all();
+    let get = |name: &str| {
+        let (_, _, b) = seeds.iter().find(|(_, n, _)| n == name).unwrap();
+        b.clone()
+    };
+    let a = rill_io::decode_bytes(&get("mono_i16.wav"), None).unwrap();
+    assert_eq!((a.rate, a.channels, a.frames()), (16_000, 1, 800));
+    let a = rill_io::decode_bytes(&get("stereo_f32.wav"), None).unwrap();
+    assert_eq!((a.rate, a.channels, a.frames()), (44_100, 2, 300));
+    let a = rill_io::decode_bytes(&get("prime_rate.wav"), None).unwrap();
+    assert_eq!(
+        rill_io::resample(&a.samples, a.rate, 16_000, 1)
+            .unwrap()
+            .len(),
+        73
+    );
+    for bad in ["truncated.wav", "rate0.wav"] {
+        assert!(rill_io::decode_bytes(&get(bad), None).is_err(), "{bad}");
+    }
 }
