@@ -73,6 +73,16 @@ pub fn decode_file(path: impl AsRef<Path>) -> Result<DecodedAudio> {
         path: path.to_path_buf(),
         source,
     })?;
+    let len = file
+        .metadata()
+        .map_err(|source| IoError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
+    if len == 0 {
+        return Err(empty(path));
+    }
     let ext = path.extension().and_then(|e| e.to_str());
     decode_source(path, Box::new(file), ext, MAX_DECODED_SAMPLES)
 }
@@ -89,12 +99,22 @@ pub fn decode_bytes_limited(
     hint: Option<&str>,
     max_samples: usize,
 ) -> Result<DecodedAudio> {
+    if bytes.is_empty() {
+        return Err(empty(Path::new("memory")));
+    }
     decode_source(
         Path::new("memory"),
         Box::new(Cursor::new(bytes)),
         hint,
         max_samples,
     )
+}
+
+fn empty(path: &Path) -> IoError {
+    IoError::Format {
+        path: path.to_path_buf(),
+        reason: "empty file (0 bytes), not audio".into(),
+    }
 }
 
 fn decode_source<'s>(

@@ -80,6 +80,7 @@ fn decodes_wav_float_mono_and_stereo() {
 
 fn format_error_names(e: IoError, name: &str) -> String {
     let msg = e.to_string();
+    eprintln!("{msg}");
     assert!(matches!(e, IoError::Format { .. }), "{msg}");
     assert!(msg.contains(name), "{msg} should name {name}");
     msg
@@ -97,7 +98,9 @@ fn refuses_non_audio_empty_and_truncated_files() {
 
     let p = scratch("empty.flac");
     std::fs::write(&p, b"").unwrap();
-    format_error_names(decode_file(&p).unwrap_err(), "empty.flac");
+    let msg = format_error_names(decode_file(&p).unwrap_err(), "empty.flac");
+    assert!(msg.contains("empty"), "{msg}");
+    assert!(decode_bytes(&[], None).is_err());
 
     // A WAV header with no samples.
     let p = scratch("nosamples.wav");
