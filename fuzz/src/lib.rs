@@ -420,7 +420,25 @@ pub fn nemo(data: &[u8]) {
 /// probed): what it accepts is whole frames of finite samples at a positive rate;
 /// short accepted clips also go through the downmix and the resampler to 16 kHz,
 /// whose output has exactly the promised length.
+///
+/// Panics inside symphonia (its header arithmetic overflows on hostile input where
+/// overflow checks are on, as in fuzz builds) are caught by `rill_io`, which turns
+/// them into errors; libFuzzer's panic hook would abort first, so it is wrapped to
+/// let panics located in symphonia's sources through to that catch. Every other
+/// panic, rill's own included, still aborts.
 pub fn audio_decode(data: &[u8]) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let abort = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_symphonia = info
+                .location()
+                .is_some_and(|l| l.file().contains("symphonia"));
+            if !in_symphonia {
+                abort(info);
+            }
+        }));
+    });
     let Ok(a) = rill_io::decode_bytes_limited(data, None, 1 << 22) else {
         return;
     };

@@ -5,7 +5,8 @@
 //! FLAC, MP3 and Ogg/Vorbis enabled. Files are untrusted: a file that is not audio,
 //! is empty, is truncated (fewer frames than its header promises), holds a
 //! non-finite float sample or decodes to more than [`MAX_DECODED_SAMPLES`] gives
-//! an [`IoError`] naming the file, never a panic.
+//! an [`IoError`] naming the file, never a panic (a panic inside symphonia, a bug
+//! there, is caught and becomes such an error).
 //!
 //! Resampling uses `rubato`'s synchronous resampler (`Fft`): the exact rational
 //! ratio `to / from`, band-limited by a Blackman-Harris² windowed-sinc low-pass
@@ -84,7 +85,9 @@ pub fn decode_file(path: impl AsRef<Path>) -> Result<DecodedAudio> {
         return Err(empty(path));
     }
     let ext = path.extension().and_then(|e| e.to_str());
-    decode_source(path, Box::new(file), ext, MAX_DECODED_SAMPLES)
+    contained(path, || {
+        decode_source(path, Box::new(file), ext, MAX_DECODED_SAMPLES)
+    })
 }
 
 /// Decodes an audio file held in memory; `hint` is an optional file extension
@@ -102,12 +105,29 @@ pub fn decode_bytes_limited(
     if bytes.is_empty() {
         return Err(empty(Path::new("memory")));
     }
-    decode_source(
-        Path::new("memory"),
-        Box::new(Cursor::new(bytes)),
-        hint,
-        max_samples,
-    )
+    let path = Path::new("memory");
+    contained(path, || {
+        decode_source(path, Box::new(Cursor::new(bytes)), hint, max_samples)
+    })
+}
+
+/// Runs a decode, turning a panic inside it into an error. Symphonia has header
+/// arithmetic that overflows on hostile input (fuzzing found `channels ·
+/// bytes_per_sample` in a WAV `fmt ` chunk): it wraps in release builds but panics
+/// where overflow checks are on. Decoding holds no state of rill's across the call,
+/// so nothing is left half-updated.
+fn contained(path: &Path, decode: impl FnOnce() -> Result<DecodedAudio>) -> Result<DecodedAudio> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(IoError::Format {
+            path: path.to_path_buf(),
+            reason: format!("the decoder failed on this file (a bug in symphonia: {why})"),
+        })
+    })
 }
 
 fn empty(path: &Path) -> IoError {

@@ -229,3 +229,26 @@ fn resampling_keeps_channels_apart_and_lengths_exact() {
     // Deterministic.
     assert_eq!(resample(&x, from, to, 2).unwrap(), y);
 }
+
+/// Found by the `audio_decode` fuzz target: a WAV `fmt ` chunk whose
+/// `channels · bytes_per_sample` overflows u16 inside symphonia (a panic where
+/// overflow checks are on, e.g. `cargo test` without `--release`).
+#[test]
+fn fuzz_regression_wav_block_align_overflow() {
+    const CRASH: &str = concat!(
+        "9292929292ff8000c459b378a29791b680d56ff45e134d323c512b701a8f09ae",
+        "f8cce7ebd60ac529b448a367928681a570c45fe3000000010001000000000000",
+        "0000000200100064b575d4642ef3531242313150524946466400000057415645",
+        "666d742010000000010001e70000ff0000000000020010006461746140000000",
+        "0080ef9edebdcddcbcfbab1a9a3989587877679656b545d4021d210c40fb5eea",
+        "7dd99cc8bbb7daa6f9ffffab44",
+    );
+    let hex: String = CRASH.chars().filter(|c| !c.is_whitespace()).collect();
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(bytes.len(), 173);
+    // Refused or accepted, but no panic.
+    let _ = decode_bytes(&bytes, None);
+}
