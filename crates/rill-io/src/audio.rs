@@ -125,7 +125,7 @@ fn contained(path: &Path, decode: impl FnOnce() -> Result<DecodedAudio>) -> Resu
             .unwrap_or_else(|| "a panic".into());
         Err(IoError::Format {
             path: path.to_path_buf(),
-            reason: format!("the decoder failed on this file (a bug in symphonia: {why})"),
+            reason: format!("decoding panicked on this file (a decoder bug: {why})"),
         })
     })
 }
