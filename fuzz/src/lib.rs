@@ -506,4 +506,52 @@ pub fn musiccoca_tflite(data: &[u8]) {
     let _ = assets::load_mapper(&m, &mut w);
     let _ = assets::load_music_encoder(&m, &mut w);
     let _ = assets::load_text_encoder(&m, &mut w);
+/// Audio decoding (`rill_io::decode_bytes`, no extension hint: every format is
+/// probed): what it accepts is whole frames of finite samples at a positive rate;
+/// short accepted clips also go through the downmix and the resampler to 16 kHz,
+/// whose output has exactly the promised length.
+///
+/// Panics inside symphonia (its header arithmetic overflows on hostile input where
+/// overflow checks are on, as in fuzz builds) are caught by `rill_io`, which turns
+/// them into errors; libFuzzer's panic hook would abort first, so it is wrapped to
+/// let panics located in symphonia's sources through to that catch. Every other
+/// panic, rill's own included, still aborts.
+pub fn audio_decode(data: &[u8]) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let abort = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_symphonia = info
+                .location()
+                .is_some_and(|l| l.file().contains("symphonia"));
+            if !in_symphonia {
+                abort(info);
+            }
+        }));
+    });
+    let Ok(a) = rill_io::decode_bytes_limited(data, None, 1 << 22) else {
+        return;
+    };
+    assert!(
+        a.rate > 0 && a.channels > 0,
+        "{} Hz, {} ch",
+        a.rate,
+        a.channels
+    );
+    assert_eq!(a.samples.len() % a.channels, 0);
+    assert!(a.samples.iter().all(|x| x.is_finite()));
+    let mono = rill_io::downmix_mono(&a.samples, a.channels);
+    assert_eq!(mono.len(), a.frames());
+    if mono.len() <= 1 << 16 {
+        if let Ok(r) = rill_io::resample(&mono, a.rate, 16_000, 1) {
+            let want = (2 * mono.len() as u128 * 16_000 + a.rate as u128) / (2 * a.rate as u128);
+            assert_eq!(
+                r.len() as u128,
+                want,
+                "{} frames at {} Hz",
+                mono.len(),
+                a.rate
+            );
+        }
+    }
 }

@@ -550,6 +550,53 @@ fn tflite_seeds() -> Vec<Seed> {
             tflite_model(true),
         ),
         ("musiccoca_tflite", "truncated.tflite".into(), truncated),
+/// A canonical WAV file: `fmt ` (tag 1 = PCM, 3 = IEEE float) then `data`.
+fn wav(tag: u16, rate: u32, channels: u16, bits: u16, data: &[u8]) -> Vec<u8> {
+    let block = channels * bits / 8;
+    let mut v = b"RIFF".to_vec();
+    v.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    v.extend_from_slice(b"WAVEfmt ");
+    v.extend_from_slice(&16u32.to_le_bytes());
+    v.extend_from_slice(&tag.to_le_bytes());
+    v.extend_from_slice(&channels.to_le_bytes());
+    v.extend_from_slice(&rate.to_le_bytes());
+    v.extend_from_slice(&(rate * u32::from(block)).to_le_bytes());
+    v.extend_from_slice(&block.to_le_bytes());
+    v.extend_from_slice(&bits.to_le_bytes());
+    v.extend_from_slice(b"data");
+    v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+fn audio_seeds() -> Vec<Seed> {
+    let i16s: Vec<u8> = (0..800i32)
+        .flat_map(|i| (((i * 7919) % 65536 - 32768) as i16).to_le_bytes())
+        .collect();
+    let f32s: Vec<u8> = (0..600)
+        .flat_map(|i| ((i as f32 * 0.37).sin() * 0.9).to_le_bytes())
+        .collect();
+    let mono = wav(1, 16_000, 1, 16, &i16s);
+    let mut truncated = mono.clone();
+    truncated.truncate(mono.len() / 2);
+    vec![
+        ("audio_decode", "mono_i16.wav".into(), mono),
+        (
+            "audio_decode",
+            "stereo_f32.wav".into(),
+            wav(3, 44_100, 2, 32, &f32s),
+        ),
+        ("audio_decode", "truncated.wav".into(), truncated),
+        (
+            "audio_decode",
+            "rate0.wav".into(),
+            wav(1, 0, 1, 16, &i16s[..64]),
+        ),
+        (
+            "audio_decode",
+            "prime_rate.wav".into(),
+            wav(1, 44_101, 1, 16, &i16s[..400]),
+        ),
     ]
 }
 
@@ -566,5 +613,6 @@ pub fn all() -> Vec<Seed> {
     v.extend(nemo_seeds());
     v.extend(musiccoca_spm_seeds());
     v.extend(tflite_seeds());
+    v.extend(audio_seeds());
     v
 }

@@ -31,6 +31,7 @@ fn committed_seeds_are_current_and_run() {
             "nemo" => rill_fuzz::nemo,
             "musiccoca_spm" => rill_fuzz::musiccoca_spm,
             "musiccoca_tflite" => rill_fuzz::musiccoca_tflite,
+            "audio_decode" => rill_fuzz::audio_decode,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);
@@ -105,4 +106,27 @@ fn valid_seeds_reach_the_deep_paths() {
     assert_eq!(main.find("value/einsum", &[2, 3]).unwrap().data, [-1.0; 6]);
     assert_eq!(t.subgraph(2).unwrap().arg(12).unwrap().data, [7.0, 8.0]);
     assert!(rill_musiccoca::tflite::TfliteModel::from_bytes("t", get("truncated.tflite")).is_err());
+}
+
+#[test]
+fn audio_seeds_decode_or_fail_as_meant() {
+    let seeds = rill_fuzz::seeds::all();
+    let get = |name: &str| {
+        let (_, _, b) = seeds.iter().find(|(_, n, _)| n == name).unwrap();
+        b.clone()
+    };
+    let a = rill_io::decode_bytes(&get("mono_i16.wav"), None).unwrap();
+    assert_eq!((a.rate, a.channels, a.frames()), (16_000, 1, 800));
+    let a = rill_io::decode_bytes(&get("stereo_f32.wav"), None).unwrap();
+    assert_eq!((a.rate, a.channels, a.frames()), (44_100, 2, 300));
+    let a = rill_io::decode_bytes(&get("prime_rate.wav"), None).unwrap();
+    assert_eq!(
+        rill_io::resample(&a.samples, a.rate, 16_000, 1)
+            .unwrap()
+            .len(),
+        73
+    );
+    for bad in ["truncated.wav", "rate0.wav"] {
+        assert!(rill_io::decode_bytes(&get(bad), None).is_err(), "{bad}");
+    }
 }

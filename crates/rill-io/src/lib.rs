@@ -1,5 +1,6 @@
 //! `.npy` / `.npz` arrays: the exchange format of the reference recordings, of
-//! `--dump`, `--force-tokens` and `--tokens-out`.
+//! `--dump`, `--force-tokens` and `--tokens-out`; and audio files ([`audio`]:
+//! decoding, downmix, resampling).
 //!
 //! Reading parses with `npyz`; `.npz` is a zip of `.npy` members (crate `zip`).
 //! Files are untrusted: every size in a header is checked against the bytes really
@@ -8,6 +9,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod atomic;
+pub mod audio;
 mod npy;
 
 use std::collections::BTreeMap;
@@ -18,6 +20,10 @@ use std::path::{Path, PathBuf};
 use npyz::WriterBuilder;
 
 pub use atomic::{write_atomic, AtomicFile};
+pub use audio::{
+    decode_bytes, decode_bytes_limited, decode_file, downmix_mono, resample, DecodedAudio,
+    ResampleError, FFT_CHUNK, MAX_DECODED_SAMPLES, MAX_RATE_BLOCK,
+};
 pub use npy::MAX_HEADER_LEN;
 
 /// Largest expansion of deflate (RFC 1951): at most 1032 output bytes per input

@@ -6,7 +6,9 @@
 pub mod assets;
 pub mod audio_tower;
 pub mod blend;
+pub mod clips;
 mod error;
+pub mod frontend;
 pub mod locate;
 pub mod mapper;
 mod model;
@@ -20,7 +22,9 @@ pub mod tower;
 pub mod weights;
 
 pub use assets::{ASSET_FILES, HF_HINT};
+pub use clips::{clip_windows, clips_from_audio};
 pub use error::Error;
+pub use frontend::{patches, Frontend, FrontendScratch};
 pub use model::MusicCoCa;
 pub use quantizer::{Quantized, LEVELS};
 pub use spm::{python_lower, Spm, TextIds};
