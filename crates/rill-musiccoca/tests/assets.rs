@@ -3,11 +3,10 @@
 //! and damaged, foreign or missing files are refused with the right error.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
-use rill_musiccoca::assets::{self, ASSET_FILES};
-use rill_musiccoca::synth::{self, write_synthetic_assets};
+use rill_musiccoca::assets;
+use rill_musiccoca::synth;
 use rill_musiccoca::tflite::write::{ModelSpec, SubgraphSpec, TensorData, TensorSpec};
 use rill_musiccoca::tflite::{builtin, tensor_type, TfliteModel};
 use rill_musiccoca::{Error, Weights};
@@ -32,6 +31,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+mod common;
+use common::synthetic_dir;
+
 fn sha256_f32(data: &[f32]) -> String {
     let mut h = Sha256::new();
     for chunk in data.chunks(1 << 16) {
@@ -39,44 +41,6 @@ fn sha256_f32(data: &[f32]) -> String {
         h.update(&bytes);
     }
     hex(&h.finalize())
-}
-
-/// A stamp of the code that writes the synthetic files: a cached copy made by other
-/// code is rewritten.
-fn writer_stamp(seed: u64) -> String {
-    let mut h = Sha256::new();
-    for src in [
-        include_str!("../src/synth.rs"),
-        include_str!("../src/synth/files.rs"),
-        include_str!("../src/tflite/write.rs"),
-        synth::MANIFEST_JSON,
-    ] {
-        h.update(src.as_bytes());
-    }
-    format!("seed {seed} writer {}", hex(&h.finalize()))
-}
-
-static CACHE: Mutex<()> = Mutex::new(());
-
-/// The seed's synthetic assets in the test cache (`musiccoca_seed{seed}/`).
-fn synthetic_dir(seed: u64) -> PathBuf {
-    let _guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = rill_testkit::cache_dir().join(format!("musiccoca_seed{seed}"));
-    let stamp_path = dir.join("synth.stamp");
-    let stamp = writer_stamp(seed);
-    let fresh = std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str())
-        && ASSET_FILES.iter().all(|f| dir.join(f).exists());
-    if !fresh {
-        let _ = std::fs::remove_file(&stamp_path);
-        let t = Instant::now();
-        write_synthetic_assets(&dir, seed).unwrap_or_else(|e| panic!("{e}"));
-        eprintln!(
-            "synthesised the seed-{seed} assets in {:.1} s",
-            t.elapsed().as_secs_f64()
-        );
-        std::fs::write(&stamp_path, &stamp).unwrap();
-    }
-    dir
 }
 
 #[test]

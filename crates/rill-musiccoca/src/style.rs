@@ -1,0 +1,156 @@
+//! The style model as users meet it (upstream's `MusicCoCa`): the assets directory of
+//! upstream's download read into one value; a text or a waveform to a style embedding
+//! (`embed_style`), an embedding to 12 tokens (`tokenize_style`), blends.
+
+use std::path::{Path, PathBuf};
+
+use rill_io::audio::DecodedAudio;
+use rill_kernels::{Isa, Pool};
+
+use crate::clips::{clip_windows, clips_from_audio};
+use crate::frontend::{patches, Frontend};
+use crate::numpy_rng::randn_f32;
+use crate::tower::DIM;
+use crate::{blend, locate, Error, MusicCoCa, Quantized, Spm, Weights};
+
+/// Whether and how the mapper moves a text embedding toward the audio embeddings:
+/// upstream's CLI and C++ engine map with seed 0; its Python API does not by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mapper {
+    /// The text tower's embedding as it is (`--no-mapper`).
+    Off,
+    /// Mapped with the noise `np.random.RandomState(seed).randn(768)`.
+    Seed(u32),
+}
+
+impl Default for Mapper {
+    fn default() -> Mapper {
+        Mapper::Seed(0)
+    }
+}
+
+/// MusicCoCa with its tokenizer and frontend, loaded from one assets directory.
+pub struct StyleModel {
+    dir: PathBuf,
+    spm: Spm,
+    frontend: Frontend,
+    net: MusicCoCa,
+}
+
+impl StyleModel {
+    /// Loads `dir` (`spm.model` and the five `.tflite` files) for tier `isa`.
+    pub fn load(dir: &Path, isa: Isa) -> Result<StyleModel, Error> {
+        let spm = Spm::load(dir.join("spm.model"))?;
+        let mut w = Weights::from_tflite_dir(dir)?;
+        let frontend = Frontend::from_weights(&mut w)?;
+        let net = MusicCoCa::from_weights(w, isa)?;
+        Ok(StyleModel {
+            dir: dir.to_path_buf(),
+            spm,
+            frontend,
+            net,
+        })
+    }
+
+    /// Loads the assets of `explicit`, else the first place [`locate::find`] names
+    /// beside `checkpoint`; none found is one error saying where rill looked and how
+    /// to download them.
+    pub fn locate_and_load(
+        explicit: Option<&Path>,
+        checkpoint: Option<&Path>,
+        isa: Isa,
+    ) -> Result<StyleModel, Error> {
+        let dir = match explicit {
+            Some(d) => d.to_path_buf(),
+            None => locate::find(checkpoint).ok_or_else(|| Error::MissingAsset {
+                path: PathBuf::from("resources/musiccoca"),
+                hint: format!(
+                    "MusicCoCa (text and audio style prompts) is neither beside the checkpoint nor in {}.\n{}",
+                    locate::candidates(checkpoint)
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    locate::download_instructions()
+                ),
+            })?,
+        };
+        StyleModel::load(&dir, isa)
+    }
+
+    /// The directory the assets came from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The networks.
+    pub fn networks(&self) -> &MusicCoCa {
+        &self.net
+    }
+
+    /// The text tower's input ids of `prompt` (upstream's lowercase, SentencePiece,
+    /// SOS first, at most 127 pieces); an empty or blank prompt is refused.
+    pub fn prompt_ids(&self, prompt: &str) -> Result<Vec<u32>, Error> {
+        if prompt.trim().is_empty() {
+            return Err(Error::Input(
+                "an empty prompt has no style; give some words (\"disco funk\")".into(),
+            ));
+        }
+        let t = self.spm.encode_prompt(prompt);
+        Ok(t.ids[..t.num_tokens].iter().map(|&i| i as u32).collect())
+    }
+
+    /// The style embedding of a text: the text tower's, mapped unless `mapper` is off
+    /// (upstream's `embed_style(text, use_mapper, seed)`).
+    pub fn embed_text(&self, prompt: &str, mapper: Mapper, pool: &Pool) -> Result<Vec<f32>, Error> {
+        let ids = self.prompt_ids(prompt)?;
+        let e = self.net.embed_ids(&ids, pool)?;
+        match mapper {
+            Mapper::Off => Ok(e),
+            Mapper::Seed(s) => self.net.map(&e, &randn_f32(s, DIM), pool),
+        }
+    }
+
+    /// The style embedding of 16 kHz mono audio: the mean over its 10 s clips.
+    pub fn embed_mono_16k(&self, mono: &[f32], pool: &Pool) -> Result<Vec<f32>, Error> {
+        self.embed_clips(&clip_windows(mono)?, pool)
+    }
+
+    /// The style embedding of decoded audio of any rate and channel count (averaged
+    /// to mono, resampled to 16 kHz, then as [`StyleModel::embed_mono_16k`]).
+    pub fn embed_audio(&self, audio: &DecodedAudio, pool: &Pool) -> Result<Vec<f32>, Error> {
+        self.embed_clips(&clips_from_audio(audio)?, pool)
+    }
+
+    fn embed_clips(&self, clips: &[Vec<f32>], pool: &Pool) -> Result<Vec<f32>, Error> {
+        if clips.is_empty() {
+            return Err(Error::Input("the audio holds no samples".into()));
+        }
+        let mut acc = vec![0.0f32; DIM];
+        for c in clips {
+            let e = self
+                .net
+                .embed_patches(&patches(&self.frontend.log_mel(c)), pool);
+            for (a, v) in acc.iter_mut().zip(&e) {
+                *a += v;
+            }
+        }
+        let n = clips.len() as f32;
+        Ok(acc.into_iter().map(|v| v / n).collect())
+    }
+
+    /// The 12 tokens of an embedding (upstream's `tokenize_style`).
+    pub fn tokenize(&self, embedding: &[f32], pool: &Pool) -> Result<Quantized, Error> {
+        self.net.quantize(embedding, pool)
+    }
+
+    /// The tokens of a weighted blend of embeddings ([`blend::blend`]).
+    pub fn tokenize_blend(
+        &self,
+        members: &[(&[f32], f32)],
+        pool: &Pool,
+    ) -> Result<Quantized, Error> {
+        let e = blend::blend(members)?;
+        self.tokenize(&e, pool)
+    }
+}
