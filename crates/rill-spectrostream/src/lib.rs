@@ -29,6 +29,7 @@ mod act;
 pub mod config;
 mod conv;
 mod decoder;
+pub mod encoder;
 mod error;
 mod grid;
 mod istft;
@@ -45,6 +46,7 @@ use rill_kernels::conv::grid as kernels;
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
 
+pub use encoder::{Analysis, Encoder};
 pub use error::CodecError;
 pub use istft::{BINS, BIN_CHANNELS, HOP};
 pub use numerics::Rescale;
