@@ -22,9 +22,11 @@ Steps:
     end (`ss.stft.layer`), the encoder's 256-d frames (`ss.encoder.layer`), the 64-level
     greedy RVQ codes (`ss.quantizer.embeddings_to_codes_layer`, encoded_truncation_level
     None = 64), checked equal to `ss.waveform_to_codes_layer.layer` (the function
-    upstream exports as spectrostream_encoder.mlxfn) and to the exported-and-reimported
-    function itself; per-level greedy margins in f64 (second-best minus best squared
-    distance of the f64 residual given upstream's earlier codes).
+    upstream exports as spectrostream_encoder.mlxfn); per-level greedy margins in f64
+    (second-best minus best squared distance of the f64 residual given upstream's
+    earlier codes). The same function exported with `mx.export_function` and
+    re-imported is run too and its disagreements are reported in encoder.json
+    (EXPORT_NOTE: on mlx 0.32.4 CPU it does not reproduce the layer path).
 Writes OUT_DIR/encoder.npz (np.savez_compressed) and OUT_DIR/encoder.json.
 """
 
@@ -45,6 +47,12 @@ SR = 48000
 # Kernel gains per conv kind: chosen (by the activation report in encoder.json) so that
 # the activations stay O(1) through the residual stack and the 256-d frames have an rms
 # comparable to the RVQ codebook's (std 0.5 per dim).
+EXPORT_NOTE = (
+    'mx.export_function on mlx 0.32.4 (CPU) serialises a non-contiguous constant (the loader '
+    'stores each conv kernel as a transposed view, np.transpose(kernel, (3, 0, 1, 2))) as its raw '
+    'buffer, so the re-imported encoder computes with scrambled kernels: every frame differs at '
+    'level 0 with large margins (exported_fn_* fields). A contiguous copy of the same kernel '
+    'exports correctly. The recorded codes are the layer path (waveform_to_codes_layer.layer).')
 GAINS = {'base': 1.0, '3x3': 1.0, 'down': 1.0, 'shortcut': 0.7, 'out': 1.0}
 BIAS_STD = 0.02
 
@@ -280,7 +288,7 @@ def main():
       config='stft_spectrostream_40ms_generic_48khz_stereo_config(rvq_truncation_level=12, use_unique_codes=False)',
       encoder_weights_seed=args.seed, codec_weights_seed=args.codec_seed,
       codebook_tensor='params/soundstream/quantizer/embedding (manifest_mrt2_small.json)',
-      signal_seed=args.signal_seed, encoder_safetensors_sha256=enc_sha,
+      signal_seed=args.signal_seed, encoder_safetensors_sha256=enc_sha, export_note=EXPORT_NOTE,
       encoder_params=man['num_params'], loaded_params=n_loaded,
       arrays={k: dict(shape=list(v.shape), dtype=str(v.dtype)) for k, v in out.items()})
   with open(os.path.join(args.out_dir, 'encoder.json'), 'w') as f:
