@@ -75,7 +75,11 @@ impl Encoder {
     /// (`params/soundstream/quantizer/embedding`, `[levels ≤ 64, 1024, 256]`: the model
     /// checkpoint), and packs the weights for the kernels of tier `isa` (lowered to what
     /// the CPU supports). A missing tensor or a wrong shape is an error.
-    pub fn load(encoder: &Checkpoint, codebook: &Checkpoint, isa: Isa) -> Result<Encoder, CodecError> {
+    pub fn load(
+        encoder: &Checkpoint,
+        codebook: &Checkpoint,
+        isa: Isa,
+    ) -> Result<Encoder, CodecError> {
         let isa = isa.min(Isa::detect());
         Ok(Encoder {
             net: net::Net::load(encoder)?,
@@ -113,12 +117,20 @@ impl Encoder {
     }
 
     /// The encoder frames before quantisation, `[frames, 256]` (see [`Encoder::encode`]).
-    pub fn frames(&self, stereo_48k_interleaved: &[f32], pool: &Pool) -> Result<Vec<f32>, CodecError> {
+    pub fn frames(
+        &self,
+        stereo_48k_interleaved: &[f32],
+        pool: &Pool,
+    ) -> Result<Vec<f32>, CodecError> {
         Ok(self.analyze(stereo_48k_interleaved, pool)?.frames)
     }
 
     /// The STFT front end and the encoder frames (for tests and diagnostics).
-    pub fn analyze(&self, stereo_48k_interleaved: &[f32], pool: &Pool) -> Result<Analysis, CodecError> {
+    pub fn analyze(
+        &self,
+        stereo_48k_interleaved: &[f32],
+        pool: &Pool,
+    ) -> Result<Analysis, CodecError> {
         let (stft, t) = stft::stft_frames(stereo_48k_interleaved)?;
         let frames = self.net.run(self.isa, &stft, t, pool);
         Ok(Analysis { stft, frames })
@@ -128,7 +140,12 @@ impl Encoder {
     /// codebooks: `[n, levels]` codes. Each level picks the code of least squared
     /// distance, computed as upstream does (`(‖r‖² − 2·r·e) + ‖e‖²` in f32; the first
     /// of equal distances), and subtracts it from the residual.
-    pub fn quantize(&self, frames: &[f32], levels: usize, pool: &Pool) -> Result<Vec<u16>, CodecError> {
+    pub fn quantize(
+        &self,
+        frames: &[f32],
+        levels: usize,
+        pool: &Pool,
+    ) -> Result<Vec<u16>, CodecError> {
         if levels == 0 || levels > self.rvq.levels() {
             return Err(CodecError::BadInput(format!(
                 "{levels} RVQ levels asked, the codebook holds {}",
@@ -142,7 +159,9 @@ impl Encoder {
             )));
         }
         if let Some(i) = frames.iter().position(|v| !v.is_finite()) {
-            return Err(CodecError::BadInput(format!("frame value {i} is not finite")));
+            return Err(CodecError::BadInput(format!(
+                "frame value {i} is not finite"
+            )));
         }
         Ok(self.rvq.quantize(self.isa, frames, levels, pool))
     }

@@ -78,7 +78,10 @@ fn weights() -> (PathBuf, PathBuf) {
 
 fn encoder() -> Encoder {
     let (enc, cb) = weights();
-    let (enc, cb) = (Checkpoint::open(enc).unwrap(), Checkpoint::open(cb).unwrap());
+    let (enc, cb) = (
+        Checkpoint::open(enc).unwrap(),
+        Checkpoint::open(cb).unwrap(),
+    );
     Encoder::load(&enc, &cb, rill_kernels::isa::active()).unwrap()
 }
 
@@ -133,7 +136,10 @@ fn check_signal(enc: &Encoder, z: &rill_io::Npz, tag: &str, pool: &Pool) -> f32 
     if let Ok((_, want)) = z.f32(&format!("{tag}_stft")) {
         let d = max_abs_diff(&got.stft, &want);
         let scale = max_abs(&want);
-        eprintln!("{tag}: stft max |Δ| {d:e} (max |X| {scale}, ratio {:e})", d / scale);
+        eprintln!(
+            "{tag}: stft max |Δ| {d:e} (max |X| {scale}, ratio {:e})",
+            d / scale
+        );
         assert!(d <= STFT_TOL * scale, "{tag} stft max |Δ| {d}");
     }
     let (fshape, want) = z.f32(&format!("{tag}_frames")).unwrap();
@@ -174,7 +180,12 @@ fn encoder_matches_upstream() {
 fn bad_input_is_an_error() {
     let enc = encoder();
     let pool = Pool::new(1);
-    for bad in [vec![], vec![0.0; 3], vec![0.0, f32::NAN], vec![f32::INFINITY, 0.0]] {
+    for bad in [
+        vec![],
+        vec![0.0; 3],
+        vec![0.0, f32::NAN],
+        vec![f32::INFINITY, 0.0],
+    ] {
         let e = enc.encode(&bad, &pool).unwrap_err();
         assert!(matches!(e, CodecError::BadInput(_)), "{e}");
     }
@@ -188,7 +199,10 @@ fn bad_input_is_an_error() {
 #[test]
 fn wrong_files_are_errors() {
     let (enc, cb) = weights();
-    let (enc, cb) = (Checkpoint::open(enc).unwrap(), Checkpoint::open(cb).unwrap());
+    let (enc, cb) = (
+        Checkpoint::open(enc).unwrap(),
+        Checkpoint::open(cb).unwrap(),
+    );
     let isa = rill_kernels::isa::active();
     // Swapped files: each misses the other's tensors.
     let e = Encoder::load(&cb, &enc, isa).unwrap_err();
@@ -198,9 +212,11 @@ fn wrong_files_are_errors() {
     // A mis-shaped kernel is named.
     let name = "params/encoder/base_conv_first/conv/kernel";
     let data = vec![0u8; 4 * 7 * 7 * 4 * 32];
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![7, 7, 4, 32], &data);
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![7, 7, 4, 32], &data);
     let path = rill_testkit::cache_dir().join("encoder_bad_shape.safetensors");
-    safetensors::tensor::serialize_to_file(vec![(name.to_string(), view.unwrap())], None, &path).unwrap();
+    safetensors::tensor::serialize_to_file(vec![(name.to_string(), view.unwrap())], None, &path)
+        .unwrap();
     let e = Encoder::load(&Checkpoint::open(&path).unwrap(), &cb, isa).unwrap_err();
     assert!(
         matches!(e, CodecError::TensorShape { name: ref n, .. } if n == name),

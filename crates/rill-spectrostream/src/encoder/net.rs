@@ -82,7 +82,11 @@ impl Conv {
         [st, sf]: [usize; 2],
         f_in: usize,
     ) -> Result<Conv, CodecError> {
-        let kernel = tensor(ckpt, &format!("{PREFIX}{path}/conv/kernel"), &[kt, kf, cin, cout])?;
+        let kernel = tensor(
+            ckpt,
+            &format!("{PREFIX}{path}/conv/kernel"),
+            &[kt, kf, cin, cout],
+        )?;
         let bias = tensor(ckpt, &format!("{PREFIX}{path}/conv/bias"), &[cout])?;
         let pad = kf - sf;
         let (pl, pr) = (pad / 2, pad - pad / 2);
@@ -220,12 +224,24 @@ impl Block {
         strides: [usize; 2],
         f_in: usize,
     ) -> Result<Block, CodecError> {
-        let conv = Conv::load(ckpt, &format!("{name}/conv2d_3x3"), [3, 3, cin, cin], [1, 1], f_in)?;
+        let conv = Conv::load(
+            ckpt,
+            &format!("{name}/conv2d_3x3"),
+            [3, 3, cin, cin],
+            [1, 1],
+            f_in,
+        )?;
         let down_name = format!("{name}/conv2d_{kt}x{kf}_a");
         let down = Conv::load(ckpt, &down_name, [kt, kf, cin, cout], strides, f_in)?;
         let shortcut = if cin != cout {
             let path = format!("{name}/shortcut_layer/conv1x1");
-            Some(Conv::load(ckpt, &path, [1, 1, cin, cout], [1, 1], down.f_out())?)
+            Some(Conv::load(
+                ckpt,
+                &path,
+                [1, 1, cin, cout],
+                [1, 1],
+                down.f_out(),
+            )?)
         } else {
             None
         };
@@ -244,7 +260,8 @@ impl Block {
         elu_into(isa, x, t, &mut ex);
         let mut eh = Grid::new(self.down.input_shape(groups, t));
         let v = View::of(&eh);
-        self.conv.run(isa, &ex, t, &mut eh.data, v, Epilogue::Elu, pool);
+        self.conv
+            .run(isa, &ex, t, &mut eh.data, v, Epilogue::Elu, pool);
         drop(ex);
         self.down.run(isa, &eh, t, out, view, Epilogue::Store, pool);
         drop(eh);
@@ -266,9 +283,15 @@ impl Block {
                     for r in 0..t2 {
                         for f in 0..sh.f {
                             let i = s.interior(g, r, f);
-                            let o = view.base + g * view.strides[0] + r * view.strides[1] + f * view.strides[2];
+                            let o = view.base
+                                + g * view.strides[0]
+                                + r * view.strides[1]
+                                + f * view.strides[2];
                             let src = &s.data[i..i + sh.c];
-                            out[o..o + sh.c].iter_mut().zip(src).for_each(|(y, v)| *y += v);
+                            out[o..o + sh.c]
+                                .iter_mut()
+                                .zip(src)
+                                .for_each(|(y, v)| *y += v);
                         }
                     }
                 }
@@ -289,7 +312,10 @@ pub(crate) struct Net {
 
 /// `(name, [cin, cout], resample kernel, strides)` of the blocks; the first six run
 /// per stereo channel (ParallelChannels, shared weights), the rest on the concat.
-const BLOCKS: [(&str, [usize; 2], [usize; 2], [usize; 2]); 8] = [
+/// `(name, [cin, cout], [kt, kf], [st, sf])` of one block.
+type BlockSpec = (&'static str, [usize; 2], [usize; 2], [usize; 2]);
+
+const BLOCKS: [BlockSpec; 8] = [
     ("encoder_0", [32, 64], [3, 4], [1, 2]),
     ("encoder_1", [64, 64], [3, 4], [1, 2]),
     ("encoder_2", [64, 128], [3, 6], [1, 3]),
@@ -314,7 +340,13 @@ impl Net {
         }
         debug_assert_eq!(f, OUT_BINS);
         let one = |path: &str, cout: usize| {
-            Conv::load(ckpt, &format!("output_convs/{path}"), [1, 1, FLAT, cout], [1, 1], 1)
+            Conv::load(
+                ckpt,
+                &format!("output_convs/{path}"),
+                [1, 1, FLAT, cout],
+                [1, 1],
+                1,
+            )
         };
         Ok(Net {
             base,
@@ -342,7 +374,8 @@ impl Net {
         }
         let mut x = Grid::new(GridShape::raw(2, t, BINS, 32));
         let v = View::of(&x);
-        self.base.run(isa, &input, t, &mut x.data, v, Epilogue::Store, pool);
+        self.base
+            .run(isa, &input, t, &mut x.data, v, Epilogue::Store, pool);
         drop(input);
         let mut t = t;
         for (i, b) in self.blocks.iter().enumerate() {
@@ -373,13 +406,16 @@ impl Net {
         };
         let mut out = Grid::new(GridShape::raw(1, t, 1, 256));
         let vo = View::of(&out);
-        self.last.run(isa, &flat, t, &mut out.data, vo, Epilogue::Store, pool);
+        self.last
+            .run(isa, &flat, t, &mut out.data, vo, Epilogue::Store, pool);
         let mut e1 = Grid::new(flat.shape);
         elu_into(isa, &flat, t, &mut e1);
         let mut h1 = Grid::new(flat.shape);
         let vh = View::of(&h1);
-        self.b1.run(isa, &e1, t, &mut h1.data, vh, Epilogue::Elu, pool);
-        self.b2.run(isa, &h1, t, &mut out.data, vo, Epilogue::Accumulate, pool);
+        self.b1
+            .run(isa, &e1, t, &mut h1.data, vh, Epilogue::Elu, pool);
+        self.b2
+            .run(isa, &h1, t, &mut out.data, vo, Epilogue::Accumulate, pool);
         out.data.to_vec()
     }
 }

@@ -28,7 +28,10 @@ impl Quantizer {
         let name = layout::RVQ_CODEBOOK;
         let t = ckpt.tensor(name)?;
         let levels = t.shape.first().copied().unwrap_or(0);
-        if t.shape.len() != 3 || !(1..=ENCODED_LEVELS).contains(&levels) || t.shape[1..] != [CODES, DIM] {
+        if t.shape.len() != 3
+            || !(1..=ENCODED_LEVELS).contains(&levels)
+            || t.shape[1..] != [CODES, DIM]
+        {
             return Err(CodecError::TensorShape {
                 name: name.to_string(),
                 expected: vec![ENCODED_LEVELS, CODES, DIM],
@@ -67,7 +70,13 @@ impl Quantizer {
     }
 
     /// `[n, levels]` codes of `frames` (`[n, 256]`, finite; `levels ≤ self.levels`).
-    pub(crate) fn quantize(&self, isa: Isa, frames: &[f32], levels: usize, pool: &Pool) -> Vec<u16> {
+    pub(crate) fn quantize(
+        &self,
+        isa: Isa,
+        frames: &[f32],
+        levels: usize,
+        pool: &Pool,
+    ) -> Vec<u16> {
         let n = frames.len() / DIM;
         let mut res = frames.to_vec();
         let mut dots = vec![0f32; n * CODES];
