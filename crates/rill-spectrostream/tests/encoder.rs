@@ -223,3 +223,22 @@ fn wrong_files_are_errors() {
         "{e}"
     );
 }
+
+/// Timing of upstream's window length (28 s, the C++ engine's trace):
+/// `cargo test --release -p rill-spectrostream --test encoder -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn encode_28s_timing() {
+    let z = rill_io::Npz::read(require("encoder.npz")).unwrap();
+    let (_, wave) = z.f32("long_waveform").unwrap();
+    let audio: Vec<f32> = wave.iter().copied().cycle().take(28 * 48_000 * 2).collect();
+    let enc = encoder();
+    for threads in [1, 2] {
+        let pool = Pool::new(threads);
+        let t0 = std::time::Instant::now();
+        let codes = enc.encode(&audio, &pool).unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(codes.len(), 700);
+        eprintln!("28 s of audio, {threads} thread(s): {secs:.2} s ({:.3}× real time)", secs / 28.0);
+    }
+}
