@@ -239,6 +239,9 @@ fn encode_28s_timing() {
         let codes = enc.encode(&audio, &pool).unwrap();
         let secs = t0.elapsed().as_secs_f64();
         assert_eq!(codes.len(), 700);
-        eprintln!("28 s of audio, {threads} thread(s): {secs:.2} s ({:.3}× real time)", secs / 28.0);
+        eprintln!(
+            "28 s of audio, {threads} thread(s): {secs:.2} s ({:.3}× real time)",
+            secs / 28.0
+        );
     }
 }

@@ -17,6 +17,7 @@
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
 
+use crate::act::for_each_row;
 use crate::grid::{Grid, GridShape};
 use crate::kernels::{elu_copy, gemm, Blocking, Epilogue, Job, Packed, RowMap};
 use crate::CodecError;
@@ -159,51 +160,48 @@ impl Conv {
     }
 }
 
-/// `dst`'s interior rows `0..t` = ELU of `src`'s (same groups, freq size, channels).
-fn elu_into(isa: Isa, src: &Grid, t: usize, dst: &mut Grid) {
+/// `dst`'s interior rows `0..t` = ELU of `src`'s (same groups, freq size, channels),
+/// one pool task per row.
+fn elu_into(isa: Isa, src: &Grid, t: usize, dst: &mut Grid, pool: &Pool) {
     let (s, d) = (src.shape, dst.shape);
     assert!(s.groups == d.groups && s.f == d.f && s.c == d.c && t <= s.max_t && t <= d.max_t);
     let run = s.f * s.c;
-    for g in 0..s.groups {
-        for r in 0..t {
-            let (i, o) = (s.interior(g, r, 0), d.interior(g, r, 0));
-            elu_copy(isa, &src.data[i..i + run], &mut dst.data[o..o + run]);
-        }
-    }
+    for_each_row(dst, t, pool, &|g, r, out_row| {
+        let i = s.interior(g, r, 0);
+        elu_copy(isa, &src.data[i..i + run], out_row);
+    });
 }
 
 /// Upstream's `AveragePooling2D(pool = strides, 'semicausal', 'valid')` of the raw
-/// grid `x` (`t` rows): window sums in row-major order, zero rows past `t`, then `/ n`.
-fn avg_pool(x: &Grid, t: usize, [pt, pf]: [usize; 2]) -> Grid {
+/// grid `x` (`t` rows): window sums in row-major order, zero rows past `t`, then `/ n`;
+/// one pool task per output row.
+fn avg_pool(x: &Grid, t: usize, [pt, pf]: [usize; 2], pool: &Pool) -> Grid {
     let s = x.shape;
     let (t2, f2, c) = (t.div_ceil(pt), s.f / pf, s.c);
     let mut out = Grid::new(GridShape::raw(s.groups, t2, f2, c));
     let n = (pt * pf) as f32;
-    for g in 0..s.groups {
-        for r in 0..t2 {
-            for f in 0..f2 {
-                let o = out.interior(g, r, f);
-                let mut first = true;
-                for dt in 0..pt {
-                    let row = r * pt + dt;
-                    for df in 0..pf {
-                        if row >= t {
-                            continue; // + 0.0 changes nothing
-                        }
-                        let i = x.interior(g, row, f * pf + df);
-                        let (dst, src) = (&mut out.data[o..o + c], &x.data[i..i + c]);
-                        if first {
-                            dst.copy_from_slice(src);
-                        } else {
-                            dst.iter_mut().zip(src).for_each(|(y, v)| *y += v);
-                        }
-                        first = false;
-                    }
+    for_each_row(&mut out, t2, pool, &|g, r, out_row| {
+        for (f, dst) in out_row.chunks_exact_mut(c).enumerate() {
+            let mut first = true;
+            for dt in 0..pt {
+                let row = r * pt + dt;
+                if row >= t {
+                    continue; // + 0.0 changes nothing
                 }
-                out.data[o..o + c].iter_mut().for_each(|y| *y /= n);
+                for df in 0..pf {
+                    let i = s.interior(g, row, f * pf + df);
+                    let src = &x.data[i..i + c];
+                    if first {
+                        dst.copy_from_slice(src);
+                    } else {
+                        dst.iter_mut().zip(src).for_each(|(y, v)| *y += v);
+                    }
+                    first = false;
+                }
             }
+            dst.iter_mut().for_each(|y| *y /= n);
         }
-    }
+    });
     out
 }
 
@@ -257,7 +255,7 @@ impl Block {
     fn run(&self, isa: Isa, x: &Grid, t: usize, out: &mut [f32], view: View, pool: &Pool) {
         let groups = x.shape.groups;
         let mut ex = Grid::new(self.conv.input_shape(groups, t));
-        elu_into(isa, x, t, &mut ex);
+        elu_into(isa, x, t, &mut ex, pool);
         let mut eh = Grid::new(self.down.input_shape(groups, t));
         let v = View::of(&eh);
         self.conv
@@ -270,7 +268,7 @@ impl Block {
         let s = if strides == [1, 1] {
             x
         } else {
-            pooled = avg_pool(x, t, strides);
+            pooled = avg_pool(x, t, strides, pool);
             &pooled
         };
         let t2 = self.down.t_out(t);
@@ -409,7 +407,7 @@ impl Net {
         self.last
             .run(isa, &flat, t, &mut out.data, vo, Epilogue::Store, pool);
         let mut e1 = Grid::new(flat.shape);
-        elu_into(isa, &flat, t, &mut e1);
+        elu_into(isa, &flat, t, &mut e1, pool);
         let mut h1 = Grid::new(flat.shape);
         let vh = View::of(&h1);
         self.b1
