@@ -25,6 +25,7 @@
 //!   the input, about 0.1 GB per second of audio at the widest layer.
 
 mod net;
+mod prefill;
 mod rvq;
 mod stft;
 
@@ -33,6 +34,7 @@ use rill_kernels::{Isa, Pool};
 
 use crate::CodecError;
 
+pub use prefill::PrefillWindow;
 pub use rvq::ENCODED_LEVELS;
 pub use stft::{stft_frames, STFT_CHANNELS};
 

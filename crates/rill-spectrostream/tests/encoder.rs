@@ -20,7 +20,7 @@ use rill_checkpoint::layout::RVQ_CODEBOOK;
 use rill_checkpoint::synth::SynthFile;
 use rill_checkpoint::Checkpoint;
 use rill_kernels::Pool;
-use rill_spectrostream::encoder::ENCODED_LEVELS;
+use rill_spectrostream::encoder::{PrefillWindow, ENCODED_LEVELS};
 use rill_spectrostream::{CodecError, Encoder};
 
 const STFT_TOL: f32 = 1e-6;
@@ -222,6 +222,47 @@ fn wrong_files_are_errors() {
         matches!(e, CodecError::TensorShape { name: ref n, .. } if n == name),
         "{e}"
     );
+}
+
+#[test]
+fn prefill_ignores_padding() {
+    let z = rill_io::Npz::read(require("encoder.npz")).unwrap();
+    let (_, wave) = z.f32("long_waveform").unwrap();
+    let enc = encoder();
+    let pool = Pool::new(2);
+    // Upstream's engine zero-pads to its traced length: the real audio's frames and
+    // codes are the same bits as the audio's alone.
+    let alone = enc.analyze(&wave, &pool).unwrap().frames;
+    let mut padded = wave.clone();
+    padded.resize(wave.len() + 2 * 48_000 * 2, 0.0);
+    let long = enc.analyze(&padded, &pool).unwrap().frames;
+    assert_eq!(alone[..], long[..alone.len()]);
+    let codes = enc.encode(&wave, &pool).unwrap();
+    assert_eq!(codes.len(), 75);
+    let kept = enc
+        .prefill_codes(&padded[..wave.len() + 1000], PrefillWindow::UPSTREAM, &pool)
+        .unwrap();
+    assert_eq!(kept[..], codes[25..50]);
+    let short = PrefillWindow {
+        max_frames: 60,
+        trim_front: 5,
+        trim_back: 3,
+    };
+    assert_eq!(
+        enc.prefill_codes(&wave, short, &pool).unwrap()[..],
+        codes[5..57]
+    );
+    assert!(enc
+        .prefill_codes(&wave[..2 * 1920 * 50], PrefillWindow::UPSTREAM, &pool)
+        .is_err());
+    // The silent frame: the middle frame of the window's silence.
+    let w = PrefillWindow {
+        max_frames: 120,
+        ..PrefillWindow::UPSTREAM
+    };
+    let silence = enc.encode(&vec![0.0; 120 * 1920 * 2], &pool).unwrap();
+    assert_eq!(enc.silent_codes(w, &pool).unwrap(), silence[60]);
+    eprintln!("silent codes (window of 120 frames): {:?}", silence[60]);
 }
 
 /// Timing of upstream's window length (28 s, the C++ engine's trace):
