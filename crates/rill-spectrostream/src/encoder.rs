@@ -21,8 +21,9 @@
 //! * The weights are `encoder.safetensors` (`params/encoder/...`, JAX layout); the RVQ
 //!   codebooks are the codec's (`params/soundstream/quantizer/embedding` of the model
 //!   checkpoint), as upstream's `load_spectrostream_weights` reads them.
-//! * The whole sequence is processed at once (no streaming state): memory grows with
-//!   the input, about 0.1 GB per second of audio at the widest layer.
+//! * The whole sequence is processed at once (no streaming state), the two stereo
+//!   channels of the ParallelChannels part one after the other: memory grows with the
+//!   input (peak RSS ≈ 0.8 GB for 28 s, weights and 64-level codebook included).
 
 mod net;
 mod prefill;

@@ -359,39 +359,54 @@ impl Net {
     pub(crate) fn run(&self, isa: Isa, stft: &[f32], t: usize, pool: &Pool) -> Vec<f32> {
         let ch = crate::encoder::STFT_CHANNELS;
         assert_eq!(stft.len(), t * BINS * ch, "stft size");
-        // ParallelChannels: group g reads channels 2g, 2g + 1 (its (re, im)).
-        let mut input = Grid::new(self.base.input_shape(2, t));
+        // ParallelChannels: group g reads channels 2g, 2g + 1 (its (re, im)) and its
+        // last block writes channels g·256 .. (g + 1)·256 of the concat. The groups run
+        // one after the other (each convolution spreads over the pool by rows), which
+        // halves the peak memory.
+        let mut cat: Option<Grid> = None;
+        let mut tc = t;
         for g in 0..2 {
+            let mut input = Grid::new(self.base.input_shape(1, t));
             for r in 0..t {
                 for f in 0..BINS {
                     let i = (r * BINS + f) * ch + GROUP_IN * g;
-                    let o = input.interior(g, r, f);
+                    let o = input.interior(0, r, f);
                     input.data[o..o + GROUP_IN].copy_from_slice(&stft[i..i + GROUP_IN]);
                 }
             }
+            let mut x = Grid::new(GridShape::raw(1, t, BINS, 32));
+            let v = View::of(&x);
+            self.base
+                .run(isa, &input, t, &mut x.data, v, Epilogue::Store, pool);
+            drop(input);
+            let mut tg = t;
+            for (i, b) in self.blocks[..PARALLEL].iter().enumerate() {
+                let (t2, f2) = (b.down.t_out(tg), b.down.f_out());
+                if i == PARALLEL - 1 {
+                    let y =
+                        cat.get_or_insert_with(|| Grid::new(GridShape::raw(1, t2, f2, 2 * b.cout)));
+                    let s = y.shape;
+                    let view = View {
+                        base: g * b.cout,
+                        strides: [s.group_stride(), s.row_stride(), s.c],
+                    };
+                    b.run(isa, &x, tg, &mut y.data, view, pool);
+                } else {
+                    let mut y = Grid::new(GridShape::raw(1, t2, f2, b.cout));
+                    let view = View::of(&y);
+                    b.run(isa, &x, tg, &mut y.data, view, pool);
+                    x = y;
+                }
+                tg = t2;
+            }
+            tc = tg;
         }
-        let mut x = Grid::new(GridShape::raw(2, t, BINS, 32));
-        let v = View::of(&x);
-        self.base
-            .run(isa, &input, t, &mut x.data, v, Epilogue::Store, pool);
-        drop(input);
-        let mut t = t;
-        for (i, b) in self.blocks.iter().enumerate() {
-            let (t2, f2) = (b.down.t_out(t), b.down.f_out());
-            let (mut y, view) = if i == PARALLEL - 1 {
-                // The last parallel block writes the concat: group g → channels g·256...
-                let y = Grid::new(GridShape::raw(1, t2, f2, 2 * b.cout));
-                let s = y.shape;
-                let view = View {
-                    base: 0,
-                    strides: [b.cout, s.row_stride(), s.c],
-                };
-                (y, view)
-            } else {
-                let y = Grid::new(GridShape::raw(x.shape.groups, t2, f2, b.cout));
-                let view = View::of(&y);
-                (y, view)
-            };
+        let mut x = cat.expect("two groups ran");
+        let mut t = tc;
+        for b in &self.blocks[PARALLEL..] {
+            let t2 = b.down.t_out(t);
+            let mut y = Grid::new(GridShape::raw(1, t2, b.down.f_out(), b.cout));
+            let view = View::of(&y);
             b.run(isa, &x, t, &mut y.data, view, pool);
             x = y;
             t = t2;
