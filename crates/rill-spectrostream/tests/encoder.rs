@@ -225,6 +225,16 @@ fn wrong_files_are_errors() {
 }
 
 #[test]
+fn thread_count_does_not_change_bits() {
+    let z = rill_io::Npz::read(require("encoder.npz")).unwrap();
+    let (_, wave) = z.f32("odd_waveform").unwrap();
+    let enc = encoder();
+    let one = enc.analyze(&wave, &Pool::new(1)).unwrap();
+    let two = enc.analyze(&wave, &Pool::new(2)).unwrap();
+    assert_eq!(one, two);
+}
+
+#[test]
 fn prefill_ignores_padding() {
     let z = rill_io::Npz::read(require("encoder.npz")).unwrap();
     let (_, wave) = z.f32("long_waveform").unwrap();
