@@ -23,11 +23,13 @@ use crate::kernels::{elu_copy, gemm, Blocking, Epilogue, Job, Packed, RowMap};
 use crate::CodecError;
 
 const PREFIX: &str = "params/encoder/";
-/// Per-group frequency bins of the STFT and channels of each group's input.
+/// Frequency bins of the STFT.
 const BINS: usize = crate::BINS;
+/// Channels of one ParallelChannels group's input (one stereo channel's re, im).
 const GROUP_IN: usize = 2;
-/// Freq bins after the last block, and the width of a flattened frame.
+/// Freq bins after the last block.
 const OUT_BINS: usize = 5;
+/// Width of a flattened frame (`5 × 256`).
 const FLAT: usize = OUT_BINS * 256;
 
 /// Reads a tensor and checks its shape.
