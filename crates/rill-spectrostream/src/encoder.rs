@@ -105,7 +105,8 @@ impl Encoder {
     /// the 12 RVQ codes (`0..1024` per level) of each 25 Hz frame, the codes MRT2's
     /// language model reads (its unique ids are `6 + 1024·k + code`, see
     /// [`level_ids`](crate::level_ids)). Empty audio, an odd number of floats or a
-    /// non-finite sample is an error.
+    /// non-finite sample is an error, and so is audio so far beyond full scale that the
+    /// encoder output overflows the RVQ distances.
     pub fn encode(
         &self,
         stereo_48k_interleaved: &[f32],
@@ -166,6 +167,6 @@ impl Encoder {
                 "frame value {i} is not finite"
             )));
         }
-        Ok(self.rvq.quantize(self.isa, frames, levels, pool))
+        self.rvq.quantize(self.isa, frames, levels, pool)
     }
 }

@@ -69,14 +69,16 @@ impl Quantizer {
         self.levels
     }
 
-    /// `[n, levels]` codes of `frames` (`[n, 256]`, finite; `levels ≤ self.levels`).
+    /// `[n, levels]` codes of `frames` (`[n, 256]`, finite; `levels ≤ self.levels`). A
+    /// frame whose squared distances overflow f32 (audio far beyond full scale) is an
+    /// error: every code would tie.
     pub(crate) fn quantize(
         &self,
         isa: Isa,
         frames: &[f32],
         levels: usize,
         pool: &Pool,
-    ) -> Vec<u16> {
+    ) -> Result<Vec<u16>, CodecError> {
         let n = frames.len() / DIM;
         let mut res = frames.to_vec();
         let mut dots = vec![0f32; n * CODES];
@@ -93,6 +95,11 @@ impl Quantizer {
             let norms = &self.norms[k * CODES..][..CODES];
             for (i, r) in res.chunks_exact_mut(DIM).enumerate() {
                 let rr = r.iter().fold(0f32, |s, v| s + v * v);
+                if !rr.is_finite() {
+                    return Err(CodecError::BadInput(format!(
+                        "frame {i}: the encoder output is too large to quantise (|r|² = {rr})"
+                    )));
+                }
                 let mut best = (f32::INFINITY, 0usize);
                 for (j, (&dot, &ee)) in dots[i * CODES..][..CODES].iter().zip(norms).enumerate() {
                     let d = (rr - 2.0 * dot) + ee;
@@ -105,6 +112,6 @@ impl Quantizer {
                 r.iter_mut().zip(e).for_each(|(x, v)| *x -= v);
             }
         }
-        codes
+        Ok(codes)
     }
 }
