@@ -26,7 +26,7 @@ impl RowsPtr {
 /// Runs `task(g, row, out_row)` on `pool` for each of the `t` current rows of every
 /// group `g` of `dst`, `out_row` being that row of `dst`'s interior (`f · c` values),
 /// one task a row.
-fn for_each_row(
+pub(crate) fn for_each_row(
     dst: &mut Grid,
     t: usize,
     pool: &Pool,

@@ -36,4 +36,7 @@ pub enum CodecError {
         crate::Rescale::MAX_LOG2
     )]
     BadRescale { rescale: crate::Rescale },
+    /// Input the encoder cannot take (empty or non-finite audio, a bad level count).
+    #[error("encoder input: {0}")]
+    BadInput(String),
 }

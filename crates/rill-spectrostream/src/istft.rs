@@ -22,7 +22,7 @@ pub const BIN_CHANNELS: usize = 4;
 
 /// Periodic Hann window as the reference computes it in numpy float32
 /// (`0.5 − 0.5·cos(2π·n / N)` with a float32 argument).
-fn hann_periodic(n_len: usize) -> Vec<f32> {
+pub(crate) fn hann_periodic(n_len: usize) -> Vec<f32> {
     let two_pi = std::f64::consts::TAU as f32;
     (0..n_len)
         .map(|n| {

@@ -22,6 +22,8 @@
 //! * Parallelism comes only from the [`Pool`] argument; results do not depend on the
 //!   number of threads.
 //! * [`float_to_int16`] is the sampler's output conversion (gain 0.5).
+//! * [`Encoder`] goes the other way for continuation prefill: 48 kHz stereo → 25 Hz
+//!   frames of 256 → greedy RVQ codes (module [`encoder`], spec §4.8).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -29,6 +31,7 @@ mod act;
 pub mod config;
 mod conv;
 mod decoder;
+pub mod encoder;
 mod error;
 mod grid;
 mod istft;
@@ -45,6 +48,7 @@ use rill_kernels::conv::grid as kernels;
 use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
 
+pub use encoder::{Analysis, Encoder};
 pub use error::CodecError;
 pub use istft::{BINS, BIN_CHANNELS, HOP};
 pub use numerics::Rescale;

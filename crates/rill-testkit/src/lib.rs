@@ -93,7 +93,11 @@ static SYNTH_LOCK: Mutex<()> = Mutex::new(());
 /// and the exact f64 bits of each tensor's mean and std).
 pub fn manifest_tensors(model: &str) -> Vec<SynthTensor> {
     let file = format!("manifest_{model}.json");
-    let manifest = json(&file);
+    manifest_tensor_list(&json(&file), &file)
+}
+
+/// The tensors of a portable-init manifest (`file` names it in messages).
+pub fn manifest_tensor_list(manifest: &serde_json::Value, file: &str) -> Vec<SynthTensor> {
     let bits = manifest_bits;
     let tensors = manifest["tensors"].as_array();
     tensors
@@ -169,6 +173,21 @@ pub fn synthetic_checkpoint(file: SynthFile) -> PathBuf {
     let want = synth::file_len(&file, &tensors);
     if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
         synth::write_checkpoint(&file, &tensors, &path, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("synthesising {}: {e}", path.display()));
+    }
+    path
+}
+
+/// Path of a portable random-weight file made from an explicit tensor list (a
+/// manifest outside `testdata/mrt2/`, or a subset of one), cached as
+/// `{file.model}_seed{file.seed}.safetensors` like [`synthetic_checkpoint`]; with
+/// `file.oracle_sha256` the bytes must hash to the oracle's file.
+pub fn synthetic_file(file: SynthFile, tensors: &[SynthTensor]) -> PathBuf {
+    let _guard = SYNTH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let path = cache_dir().join(format!("{}_seed{}.safetensors", file.model, file.seed));
+    let want = synth::file_len(&file, tensors);
+    if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {
+        synth::write_checkpoint(&file, tensors, &path, &mut |_, _| {})
             .unwrap_or_else(|e| panic!("synthesising {}: {e}", path.display()));
     }
     path
