@@ -229,9 +229,18 @@ pub struct ControlArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// 12 MusicCoCa style codes 0..1023, comma-separated (default: masked, no style).
+    /// 12 MusicCoCa style codes 0..1023, comma-separated (default: masked, no style;
+    /// `rill style PROMPT` prints a prompt's codes).
     #[arg(long, value_name = "C0,...,C11")]
     pub style_codes: Option<String>,
+
+    #[command(flatten)]
+    pub style: crate::style::StylePromptArgs,
+
+    /// The codes `--prompt` / `--style-audio` resolved to (set by
+    /// [`ControlArgs::resolve_style`]).
+    #[arg(skip)]
+    pub resolved_style: Option<[u16; 12]>,
 
     /// MIDI pitches 0..127 held on for every frame, comma-separated; other pitches
     /// are left to the model (masked).
@@ -310,6 +319,17 @@ impl ControlArgs {
         self.seed.unwrap_or(rill_mrt2::DEFAULT_SEED)
     }
 
+    /// Turns `--prompt` / `--style-audio` into style codes with MusicCoCa (found
+    /// beside `checkpoint` unless `--musiccoca` names it); nothing without them.
+    pub fn resolve_style(&mut self, model: &ModelArgs, checkpoint: &std::path::Path) -> Result<()> {
+        if self.style.any() {
+            self.resolved_style =
+                self.style
+                    .resolve(Some(checkpoint), model.random_weights, model.threads)?;
+        }
+        Ok(())
+    }
+
     /// The `--notes` pitches, if given.
     pub fn held_notes(&self) -> Result<Option<Vec<u8>>> {
         self.notes.as_deref().map(parse_notes).transpose()
@@ -338,6 +358,9 @@ impl ControlArgs {
         }
         if let Some(s) = self.style_codes.as_deref() {
             c.style = Some(parse_style_codes(s)?);
+        }
+        if let Some(codes) = self.resolved_style {
+            c.style = Some(codes);
         }
         if let Some(d) = self.drums {
             c.drums = Some(d == OnOff::On);

@@ -91,9 +91,10 @@ fn default_output() -> PathBuf {
         .unwrap_or(base)
 }
 
-pub fn run(args: GenerateArgs) -> Result<()> {
+pub fn run(mut args: GenerateArgs) -> Result<()> {
     // Checked once before any work; applied over the resumed state further down.
     args.music.controls.conditioning()?;
+    args.music.controls.style.inputs()?;
     args.music.controls.sampling()?;
     let forced = match &args.force_tokens {
         Some(p) => Some(read_tokens(p)?),
@@ -158,6 +159,9 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         .transpose()?;
 
     let path = model_source::resolve(&args.music.model)?;
+    args.music
+        .controls
+        .resolve_style(&args.music.model, &path)?;
     let pools = args.music.model.pools()?;
     let (ckpt, _) = model_source::open(&path)?;
     let precision = model_source::precision(args.music.precision.precision, &ckpt)?;

@@ -27,6 +27,8 @@ mod quantize;
 mod serve;
 mod soak;
 mod stats;
+mod style;
+mod style_cmd;
 mod synth;
 mod tokens;
 mod tts;
@@ -77,6 +79,9 @@ enum Command {
     /// Load a `rill serve` on this machine with 10× more listeners than it admits
     /// and a connect/disconnect flood; check admitted streams and memory.
     Overload(overload::OverloadArgs),
+    /// Print the 12 MusicCoCa style codes of text prompts or audio clips (or of their
+    /// weighted blend), as --style-codes takes them; --json adds the embeddings.
+    Style(style_cmd::StyleArgs),
     /// Write a pre-quantised checkpoint that loads without re-quantising.
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
@@ -104,6 +109,7 @@ fn main() {
         Command::Soak(a) => soak::run(a),
         Command::Overload(a) => overload::run(a),
         Command::Speak(a) => tts::run(a),
+        Command::Style(a) => style_cmd::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", usage::message(&e));

@@ -54,7 +54,7 @@ pub struct PlayArgs {
     pub device: String,
 }
 
-pub fn run(args: PlayArgs) -> Result<()> {
+pub fn run(mut args: PlayArgs) -> Result<()> {
     if args.list_midi {
         return list_midi();
     }
@@ -65,6 +65,12 @@ pub fn run(args: PlayArgs) -> Result<()> {
         Some(s) => Some(((s * 25.0).round() as u64).max(1)),
         None => None,
     };
+    args.live.music.controls.style.inputs()?;
+    let checkpoint = crate::model_source::resolve(&args.live.music.model)?;
+    args.live
+        .music
+        .controls
+        .resolve_style(&args.live.music.model, &checkpoint)?;
     let initial = live::initial_controls(&args.live.music.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(

@@ -86,7 +86,7 @@ fn totals(streams: &[StreamHandle]) -> (u64, u64) {
     )
 }
 
-pub fn run(args: SoakArgs) -> Result<()> {
+pub fn run(mut args: SoakArgs) -> Result<()> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= MAX_SECONDS) {
         usage_bail!(
             "--seconds must be in (0, {MAX_SECONDS}], got {}",
@@ -108,6 +108,12 @@ pub fn run(args: SoakArgs) -> Result<()> {
     if !(args.vary_every.is_finite() && args.vary_every >= 0.0) {
         usage_bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
     }
+    args.live.music.controls.style.inputs()?;
+    let checkpoint = crate::model_source::resolve(&args.live.music.model)?;
+    args.live
+        .music
+        .controls
+        .resolve_style(&args.live.music.model, &checkpoint)?;
     let initial = live::initial_controls(&args.live.music.controls)?;
     let loaded = live::start_engine(
         &args.live.music.model,

@@ -224,3 +224,27 @@ pub fn write_synthetic_assets(dir: &Path, seed: u64) -> Result<Vec<PathBuf>, Err
     }
     Ok(paths)
 }
+
+/// The oracle's tiny SentencePiece model (640 pieces of English music words), the
+/// tokenizer of random-weight smoke runs: upstream's 16k model is only in its download.
+pub const TINY_SPM: &[u8] = include_bytes!("../../../testdata/musiccoca/spm.model");
+
+/// A complete random-weight assets directory of weights `seed` under `cache`
+/// (`musiccoca_random_seed{seed}/`: the five files and [`TINY_SPM`]), written on first
+/// use; a directory finished before (its `complete` mark present) is reused.
+pub fn random_assets_dir(cache: &Path, seed: u64) -> Result<PathBuf, Error> {
+    let dir = cache.join(format!("musiccoca_random_seed{seed}"));
+    let mark = dir.join("complete");
+    if mark.is_file() {
+        return Ok(dir);
+    }
+    write_synthetic_assets(&dir, seed)?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let spm = dir.join("spm.model");
+    rill_io::write_atomic(&spm, TINY_SPM).map_err(io(&spm))?;
+    rill_io::write_atomic(&mark, b"").map_err(io(&mark))?;
+    Ok(dir)
+}
