@@ -10,6 +10,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rill_stream::{PacedReader, StreamConfig, FRAME_PCM};
 
+#[path = "play/style_lines.rs"]
+mod style_lines;
+
 #[cfg(feature = "audio")]
 #[path = "play/device.rs"]
 mod device;
@@ -48,6 +51,13 @@ pub struct PlayArgs {
     #[arg(long)]
     pub seconds: Option<f64>,
 
+    /// Change the style while playing from standard input: each line typed (or
+    /// piped) is a prompt ("disco funk"), a blend ("jazz=0.7 | techno=0.3"), a clip
+    /// ("@clip.wav") or codes ("codes 1,2,…,12"). MusicCoCa loads before the stream
+    /// starts and encodes beside it; the style switches at a frame boundary.
+    #[arg(long)]
+    pub stdin: bool,
+
     /// Output device: `default`, a substring of a device name, or `null` (no
     /// sound; audio is consumed at real-time pace, e.g. with --record).
     #[arg(long, default_value = "default")]
@@ -72,6 +82,13 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
         .controls
         .resolve_style(&args.live.music.model, &checkpoint)?;
     let initial = live::initial_controls(&args.live.music.controls)?;
+    let style_model = args.stdin.then(|| {
+        style_lines::preload(
+            &args.live.music.controls.style.model,
+            &checkpoint,
+            args.live.music.model.random_weights,
+        )
+    });
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(
         &args.live.music.model,
@@ -88,6 +105,15 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
     let ctl = stream.controller();
     let recorder = stream.take_recorder();
     let _midi = connect_midi(args.midi_port.as_deref(), ctl.clone())?;
+    if let Some(loaded) = style_model {
+        style_lines::spawn(
+            args.live.music.controls.style.model.clone(),
+            checkpoint.clone(),
+            args.live.music.model.random_weights,
+            loaded,
+            ctl.clone(),
+        );
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     {

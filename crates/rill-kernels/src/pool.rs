@@ -404,3 +404,16 @@ mod stages;
 
 #[cfg(test)]
 mod tests;
+
+/// Lowers the calling thread's scheduling priority (nice +10) on Linux, so work
+/// beside the audio (a server's async runtime, encoding a style prompt) yields the
+/// CPU to the generation threads when both want it. Lowering needs no privilege;
+/// failure is harmless (the thread keeps its priority). A no-op elsewhere.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority takes plain integers; `who = 0` with PRIO_PROCESS names
+    // the calling thread on Linux, and the call has no memory effects.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}

@@ -71,18 +71,10 @@ impl UpgradeRate {
     }
 }
 
-/// Lowers the calling thread's scheduling priority (nice +10) on Linux, so the
-/// async runtime's threads yield the CPU to the generation threads when both want
-/// it. Lowering needs no privilege; failure is harmless (the thread keeps its
-/// priority). A no-op elsewhere.
-pub fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority takes plain integers; `who = 0` with PRIO_PROCESS names
-    // the calling thread on Linux, and the call has no memory effects.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
-}
+/// The runtime's threads run at lower priority than generation (the one definition
+/// is the kernels' pool's: other background work, like encoding a style prompt
+/// beside a stream, uses it too).
+pub use rill_kernels::pool::lower_thread_priority;
 
 #[cfg(test)]
 mod tests {
