@@ -70,6 +70,14 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=rill_stream::tts::MAX_CODEC_FRAMES as u64).map(|v| v as usize))]
     pub codec_frames: Option<usize>,
 
+    /// Time MusicCoCa instead: this text prompt to its 12 style tokens, --frames
+    /// runs after --warmup, on --threads (see --musiccoca, --no-mapper).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+
+    #[command(flatten)]
+    pub style: crate::style::StyleModelArgs,
+
     /// Frames for --quality.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
     pub quality_frames: usize,
@@ -173,6 +181,9 @@ fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(p) = &args.prompt {
+        return crate::bench_style::run(&args, p);
+    }
     if args.which == BenchModel::Magpie {
         return crate::bench_magpie::run(&args);
     }

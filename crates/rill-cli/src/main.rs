@@ -13,6 +13,7 @@
 mod args;
 mod bench;
 mod bench_magpie;
+mod bench_style;
 mod decode;
 mod doctor;
 mod dump;
