@@ -124,3 +124,18 @@ impl Style {
         Ok(q.tokens.iter().map(|&t| i64::from(t)).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_folder_is_not_found_with_the_download_command() {
+        let dir = std::env::temp_dir().join("rill-python-no-musiccoca-here");
+        let Err(Error::NotFound(msg)) = Style::load(Some(&dir), None, Some(1)) else {
+            panic!("a missing assets folder must be NotFound");
+        };
+        assert!(msg.contains("google/magenta-realtime-2"), "{msg}");
+        assert!(msg.contains("resources/musiccoca"), "{msg}");
+    }
+}
