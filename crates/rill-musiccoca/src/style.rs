@@ -122,20 +122,45 @@ impl StyleModel {
         self.embed_clips(&clips_from_audio(audio)?, pool)
     }
 
-    fn embed_clips(&self, clips: &[Vec<f32>], pool: &Pool) -> Result<Vec<f32>, Error> {
+    /// The embedding of each 10 s clip of decoded audio, in order (upstream's
+    /// `embed_style(audio, pool_across_time=False)`); their mean is
+    /// [`StyleModel::embed_audio`].
+    pub fn embed_audio_clips(
+        &self,
+        audio: &DecodedAudio,
+        pool: &Pool,
+    ) -> Result<Vec<Vec<f32>>, Error> {
+        self.embed_clips_each(&clips_from_audio(audio)?, pool)
+    }
+
+    /// The embedding of each clip (each [`crate::frontend::CLIP_SAMPLES`] of 16 kHz mono,
+    /// as [`clip_windows`] cuts them).
+    pub fn embed_clips_each(
+        &self,
+        clips: &[Vec<f32>],
+        pool: &Pool,
+    ) -> Result<Vec<Vec<f32>>, Error> {
         if clips.is_empty() {
             return Err(Error::Input("the audio holds no samples".into()));
         }
+        Ok(clips
+            .iter()
+            .map(|c| {
+                self.net
+                    .embed_patches(&patches(&self.frontend.log_mel(c)), pool)
+            })
+            .collect())
+    }
+
+    fn embed_clips(&self, clips: &[Vec<f32>], pool: &Pool) -> Result<Vec<f32>, Error> {
+        let each = self.embed_clips_each(clips, pool)?;
         let mut acc = vec![0.0f32; DIM];
-        for c in clips {
-            let e = self
-                .net
-                .embed_patches(&patches(&self.frontend.log_mel(c)), pool);
-            for (a, v) in acc.iter_mut().zip(&e) {
+        for e in &each {
+            for (a, v) in acc.iter_mut().zip(e) {
                 *a += v;
             }
         }
-        let n = clips.len() as f32;
+        let n = each.len() as f32;
         Ok(acc.into_iter().map(|v| v / n).collect())
     }
 

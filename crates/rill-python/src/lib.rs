@@ -6,7 +6,8 @@
 //!   resolution and loading as the `rill` command does, one generation call over
 //!   [`rill_stream::FramePipeline`]), [`Stream`] (frame by frame), [`State`] (a resumable
 //!   snapshot, serialised to opaque bytes) and [`controls`] (upstream's raw
-//!   conditioning values → [`rill_mrt2::conditioning::Conditioning`]);
+//!   conditioning values → [`rill_mrt2::conditioning::Conditioning`]) and [`Style`]
+//!   (MusicCoCa: text or audio to style embeddings and codes);
 //! * the extension module `rill_mrt._rill` (feature `extension-module`, turned on
 //!   only by maturin, see `pyproject.toml`): thin PyO3 classes over the core that
 //!   release the GIL while generating, hand out numpy arrays without copies and turn
@@ -19,6 +20,7 @@ pub mod error;
 pub mod model;
 pub mod state;
 pub mod stream;
+pub mod style;
 
 #[cfg(feature = "extension-module")]
 mod py;
@@ -34,6 +36,7 @@ pub use error::Error;
 pub use model::{Generated, LoadOptions, Model, Request};
 pub use state::State;
 pub use stream::{Frame, Stream};
+pub use style::Style;
 
 /// Audio sample rate (Hz).
 pub const SAMPLE_RATE: u32 = 48_000;

@@ -1,50 +1,32 @@
-"""Generate music from a text prompt: upstream's MusicCoCa picks the style, rill plays it.
+"""Generate music from a text prompt: MusicCoCa picks the style, rill plays it.
 
-MusicCoCa (the text/audio → style model) is not part of rill. This example uses
-upstream's implementation, ``magenta_rt.musiccoca``, for users who have it and its
-assets; rill then generates on the CPU without MLX.
+rill runs MusicCoCa (the text/audio → style model) itself, from the assets of
+upstream's download; a text can go straight into the conditioning dictionary.
 
 Set-up (once):
 
-    pip install rill-mrt magenta-rt          # magenta-rt brings magenta_rt.musiccoca
-    # MusicCoCa's assets, where magenta_rt looks for them
-    # ($MAGENTA_HOME/magenta-rt-v2/resources/musiccoca, default ~/Documents/Magenta/...):
-    mrt models init                          # upstream's command; or by hand:
-    # huggingface-cli download google/magenta-realtime-2 --include "resources/musiccoca/*" \\
-    #     --local-dir ~/Documents/Magenta/magenta-rt-v2
-    # and the MRT2 weights (see the README's "Real weights"):
+    pip install rill-mrt
+    # MusicCoCa's assets and the MRT2 weights, where upstream's download puts them
+    # (rill looks there, beside the checkpoint, in $MAGENTA_HOME or --musiccoca DIR):
+    huggingface-cli download google/magenta-realtime-2 --include "resources/musiccoca/*" \\
+        --local-dir ~/Documents/Magenta/magenta-rt-v2
     huggingface-cli download google/magenta-realtime-2 checkpoints/mrt2_small.safetensors \\
         --local-dir ~/Documents/Magenta/magenta-rt-v2
 
 Run:
 
     python text_prompt.py "disco funk with a slap bass" --seconds 10 -o disco.wav
-    python text_prompt.py "ambient piano" --notes 60,64,67 --drums off --checkpoint mrt2_small.safetensors
+    python text_prompt.py "ambient piano" --notes 60,64,67 --drums off --mapper
 
-Without MusicCoCa, ``--style-codes C0,...,C11`` gives the 12 style codes directly.
+``--style-codes C0,...,C11`` gives the 12 style codes directly (no MusicCoCa needed).
 """
 
 import argparse
-import sys
 import time
 
 import numpy as np
 
 import rill_mrt
-
-
-def style_codes(prompt: str) -> list:
-    """The 12 MusicCoCa RVQ codes of a text prompt (upstream's embed + tokenize)."""
-    try:
-        from magenta_rt import musiccoca
-    except ImportError:
-        sys.exit(
-            "this example needs upstream's MusicCoCa: pip install magenta-rt (plus its assets, "
-            "see the top of this file), or pass --style-codes"
-        )
-    model = musiccoca.MusicCoCa()
-    embedding = model.embed(prompt)  # [768] float32
-    return [int(c) for c in np.asarray(model.tokenize(embedding)).reshape(-1)[:12]]
 
 
 def main() -> None:
@@ -59,25 +41,15 @@ def main() -> None:
     p.add_argument("--temperature", type=float, default=1.3)
     p.add_argument("--top-k", type=int, default=40)
     p.add_argument("--cfg", type=float, default=3.0, help="style guidance (-1..7)")
+    p.add_argument("--musiccoca", help="MusicCoCa's assets folder (default: found as upstream downloads it)")
+    p.add_argument(
+        "--mapper", action="store_true", help="map the text embedding (seed 0), as upstream's CLI and C++ engine"
+    )
     p.add_argument("-o", "--output", default="rill_prompt.wav")
     args = p.parse_args()
 
-    if args.style_codes:
-        codes = [int(c) for c in args.style_codes.split(",")]
-    elif args.prompt:
-        codes = style_codes(args.prompt)
-    else:
+    if not (args.style_codes or args.prompt):
         p.error("give a prompt or --style-codes")
-    print("style codes:", ",".join(map(str, codes)))
-
-    # The conditioning dictionary is upstream's (MagentaRT2System.generate).
-    conditioning = {"mulan_tokens_25hz": codes}
-    if args.notes:
-        roll = np.full(128, -1)  # -1: the model decides
-        roll[[int(n) for n in args.notes.split(",")]] = 3  # 3: on
-        conditioning["pianoroll_with_onsets_tokens"] = roll
-    if args.drums:
-        conditioning["drum_pianoroll_tokens"] = [1 if args.drums == "on" else 0]
 
     mrt = rill_mrt.MagentaRT2(
         checkpoint=args.checkpoint,
@@ -85,8 +57,25 @@ def main() -> None:
         temperature=args.temperature,
         top_k=args.top_k,
         cfg_scales={"musiccoca": args.cfg, "notes": 1.0, "drums": 1.0},
+        musiccoca_dir=args.musiccoca,
     )
     print(mrt)
+    if args.style_codes:
+        style = [int(c) for c in args.style_codes.split(",")]
+    elif args.mapper:
+        style = mrt.tokenize_style(mrt.embed_style(args.prompt, use_mapper=True, seed=0))
+    else:
+        style = args.prompt  # embedded and tokenised by generate (no mapper, as embed_style)
+    print("style codes:", ",".join(map(str, mrt.conditioning_tokens({"mulan_tokens_25hz": style})[:12] - 7)))
+
+    # The conditioning dictionary is upstream's (MagentaRT2System.generate).
+    conditioning = {"mulan_tokens_25hz": style}
+    if args.notes:
+        roll = np.full(128, -1)  # -1: the model decides
+        roll[[int(n) for n in args.notes.split(",")]] = 3  # 3: on
+        conditioning["pianoroll_with_onsets_tokens"] = roll
+    if args.drums:
+        conditioning["drum_pianoroll_tokens"] = [1 if args.drums == "on" else 0]
 
     # One second per call, continuing from the previous call's state, as a live
     # application would (the result equals a single call of the whole length).

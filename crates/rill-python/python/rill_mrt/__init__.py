@@ -8,6 +8,10 @@ A drop-in for users of upstream's ``magenta_rt.mlx.system.MagentaRT2System``::
     wav2, state = mrt.generate({"mulan_tokens_25hz": codes}, state=state)  # continues
 
 ``wav.samples`` is float32 ``[frames·1920, 2]`` at 48 kHz; ``state`` is picklable.
+A text style works too (MusicCoCa, run by rill; its assets are upstream's download)::
+
+    wav, state = mrt.generate({"mulan_tokens_25hz": "disco funk"})
+    emb = mrt.embed_style("disco funk"); codes = mrt.tokenize_style(emb)
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 from . import _rill
 from ._audio import Waveform
 from ._rill import State
+from ._style import EMBEDDING_DIM, MusicCoCa
 from ._system import (
     CONDITIONING_KEYS,
     DEFAULT_CFG_SCALES,
@@ -75,10 +80,12 @@ def _state_from_bytes(data: bytes) -> State:
 __all__ = [
     "CONDITIONING_KEYS",
     "DEFAULT_CFG_SCALES",
+    "EMBEDDING_DIM",
     "FRAME_SAMPLES",
     "SAMPLE_RATE",
     "MagentaRT2",
     "MagentaRT2System",
+    "MusicCoCa",
     "State",
     "Stream",
     "Waveform",

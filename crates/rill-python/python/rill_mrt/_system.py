@@ -10,6 +10,7 @@ import numpy as np
 from . import _rill
 from ._audio import Waveform
 from ._rill import State
+from ._style import EMBEDDING_DIM, MusicCoCa
 
 SAMPLE_RATE = 48_000
 """Output sample rate (Hz)."""
@@ -27,7 +28,7 @@ CONDITIONING_KEYS = (MUSICCOCA, PIANOROLL, DRUMS, CFG_MUSICCOCA_NOTES, CFG_DRUMS
 DEFAULT_CFG_SCALES = {"musiccoca": 3.0, "notes": 1.0, "drums": 1.0}
 _CFG_KEYS = ("musiccoca", "notes", "drums")
 
-Conditioning = Mapping[str, Union[Sequence[int], np.ndarray, None]]
+Conditioning = Mapping[str, Union[Sequence[int], np.ndarray, str, None]]
 
 
 def _ints(value: Any, key: str, n: int) -> List[int]:
@@ -112,9 +113,16 @@ class MagentaRT2:
         Unlike upstream, the default is unquantised f32. Also as upstream, a size name
         as ``checkpoint`` selects the size, and a relative file name that is not a
         file here is looked up in upstream's checkpoints directory.
-      style_model: an upstream ``magenta_rt.musiccoca.MusicCoCa`` (or anything with
-        its ``embed``/``tokenize``) for :meth:`embed_style` and float embeddings in
-        the conditioning; created on first use when ``magenta_rt`` is installed.
+      style_model: the style model of :meth:`embed_style`, :meth:`tokenize_style`
+        and text / float-embedding styles in the conditioning: anything with the
+        ``embed``/``tokenize`` of upstream's ``magenta_rt.musiccoca.MusicCoCa``
+        (upstream's own works). Default: rill's :class:`rill_mrt.MusicCoCa`, loaded
+        on first use (0.95 GB of weights).
+      musiccoca_dir: where rill's MusicCoCa reads its assets (``spm.model`` and the
+        five ``.tflite`` files of upstream's ``resources/musiccoca``); default: beside
+        the checkpoint (``ROOT/checkpoints/FILE`` → ``ROOT/resources/musiccoca``),
+        ``$RILL_MUSICCOCA`` or upstream's download location. None found (on first
+        use): ``FileNotFoundError`` saying how to download them.
     """
 
     def __init__(
@@ -132,6 +140,7 @@ class MagentaRT2:
         *,
         bits: Optional[int] = None,
         quantize_group_size: Optional[int] = None,
+        musiccoca_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     ):
         # Upstream compatibility: MagentaRT2System("mrt2_base") names a size, and
         # checkpoint="NAME.safetensors" a file in upstream's checkpoints directory.
@@ -155,6 +164,9 @@ class MagentaRT2:
         _rill.check_controls(self._controls(None, None, None, None))
         self._model = _rill.Model(checkpoint, size, precision, codec, threads)
         self._style_model = style_model
+        self._musiccoca_dir = None if musiccoca_dir is None else os.fspath(musiccoca_dir)
+        self._threads = threads
+        self._text_codes: Dict[str, List[int]] = {}
 
     # --- properties ------------------------------------------------------------
 
@@ -187,16 +199,14 @@ class MagentaRT2:
 
     def _style(self) -> Any:
         if self._style_model is None:
-            try:
-                from magenta_rt import musiccoca  # type: ignore[import-not-found]
-            except ImportError as e:
-                raise ImportError(
-                    "text/audio styles need upstream's MusicCoCa (pip install magenta-rt, plus "
-                    "its assets), or pass style_model=; alternatively give 12 style codes "
-                    f"0..1023 as conditioning[{MUSICCOCA!r}]"
-                ) from e
-            self._style_model = musiccoca.MusicCoCa()
+            self._style_model = MusicCoCa(self._musiccoca_dir, self.checkpoint, self._threads)
         return self._style_model
+
+    @property
+    def style_model(self) -> Any:
+        """The style model (rill's :class:`rill_mrt.MusicCoCa` unless one was given),
+        loaded now if it was not yet."""
+        return self._style()
 
     def embed_style(
         self,
@@ -204,13 +214,59 @@ class MagentaRT2:
         pool_across_time: bool = True,
         use_mapper: bool = False,
         seed: int = 0,
+        *,
+        sample_rate: Optional[int] = None,
     ) -> np.ndarray:
-        """Embeds text or audio with MusicCoCa (upstream's ``embed_style``)."""
-        return self._style().embed(text_or_audio, pool_across_time, use_mapper, seed)
+        """The MusicCoCa embedding (float32 ``[768]``) of a text or audio (upstream's
+        ``embed_style``, same defaults: no mapper).
+
+        ``text_or_audio``: a ``str``; a ``Waveform``; a float numpy array ``[samples]``
+        or ``[samples, channels]`` at ``sample_rate`` Hz (default 16000; resampled and
+        averaged to mono); or a list of these (embeddings stacked). Audio is embedded
+        per 10 s clip, averaged unless ``pool_across_time=False`` (then ``[clips,
+        768]``). ``use_mapper=True`` maps a text embedding toward the audio ones with
+        the noise of ``seed`` (upstream's CLI and C++ engine use the mapper, seed 0).
+        See :meth:`rill_mrt.MusicCoCa.embed`.
+        """
+        style = self._style()
+        if isinstance(style, MusicCoCa):
+            return style.embed(text_or_audio, pool_across_time, use_mapper, seed, sample_rate=sample_rate)
+        if sample_rate is not None:
+            text_or_audio = Waveform(np.asarray(text_or_audio), sample_rate)
+        return style.embed(text_or_audio, pool_across_time, use_mapper, seed)
 
     def tokenize_style(self, embedding: np.ndarray) -> np.ndarray:
-        """The 12 style codes of a MusicCoCa embedding (upstream's ``tokenize_style``)."""
-        return self._style().tokenize(embedding)
+        """The 12 style codes 0..1023 of a MusicCoCa embedding (upstream's ``tokenize_style``)."""
+        return np.asarray(self._style().tokenize(embedding))
+
+    def _style_codes(self, value: Any) -> Any:
+        """A text or a float embedding as ``mulan_tokens_25hz`` → its 12 codes
+        (other values unchanged). A text is embedded as :meth:`embed_style` does by
+        default (upstream's Python API: no mapper) and tokenised; codes of recent
+        texts are remembered, so a stream's updates do not re-embed them."""
+        if isinstance(value, str):
+            codes = self._text_codes.get(value)
+            if codes is None:
+                codes = self._codes(self.embed_style(value))
+                if len(self._text_codes) >= 64:
+                    self._text_codes.pop(next(iter(self._text_codes)))
+                self._text_codes[value] = codes
+            return codes
+        arr = np.asarray(value)
+        if arr.dtype.kind != "f":
+            return value
+        if arr.shape != (EMBEDDING_DIM,):
+            raise ValueError(
+                f"{MUSICCOCA} as floats is a MusicCoCa embedding of {EMBEDDING_DIM} values, got "
+                f"shape {list(arr.shape)} (style codes are 12 integers 0..1023)"
+            )
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"the {MUSICCOCA} embedding holds NaN or infinite values")
+        return self._codes(arr)
+
+    def _codes(self, embedding: np.ndarray) -> List[int]:
+        codes = [int(c) for c in np.asarray(self.tokenize_style(embedding)).reshape(-1)]
+        return (codes + [-1] * 12)[:12]
 
     # --- controls --------------------------------------------------------------
 
@@ -237,11 +293,9 @@ class MagentaRT2:
             if value is None:
                 continue
             if key == MUSICCOCA:
-                if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-                    # A float MusicCoCa embedding: tokenised as upstream does.
-                    codes = [int(c) for c in np.asarray(self.tokenize_style(value)).reshape(-1)]
-                    value = (codes + [-1] * 12)[:12]
-                style = _ints(value, key, 12)
+                # A text or a float MusicCoCa embedding: tokenised (as upstream, which
+                # takes embeddings; texts are rill's addition, as magenta_rt's C++ engine).
+                style = _ints(self._style_codes(value), key, 12)
             elif key == PIANOROLL:
                 notes = _ints(value, key, 128)
             elif key == DRUMS:
@@ -336,7 +390,9 @@ class MagentaRT2:
         """Generates ``frames`` 40 ms frames (default 25 = 1 s) of 48 kHz stereo audio.
 
         As upstream: ``conditioning`` maps ``mulan_tokens_25hz`` (12 MusicCoCa codes
-        0..1023, or a float embedding when a style model is available),
+        0..1023, a float embedding ``[768]``, or — rill's addition — a text such as
+        ``"disco funk"``, embedded as :meth:`embed_style` does by default, i.e. without
+        the mapper, and tokenised),
         ``pianoroll_with_onsets_tokens`` (128 values: -1 masked, 0 off, 1 sustained,
         2 onset, 3 on) and ``drum_pianoroll_tokens`` (-1 masked, 0 none, 1 drums) to
         their raw values; a missing input is masked. ``cfg_scales`` overrides the

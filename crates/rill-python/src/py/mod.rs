@@ -4,6 +4,7 @@
 mod model;
 mod state;
 mod stream;
+mod style;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -128,6 +129,8 @@ mod rill_module {
     use super::state::State;
     #[pymodule_export]
     use super::stream::Stream;
+    #[pymodule_export]
+    use super::style::StyleModel;
     #[pymodule_export]
     use super::{check_controls, conditioning_tokens, isa, precisions, synth_checkpoint};
 }
