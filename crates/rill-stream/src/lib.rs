@@ -31,4 +31,6 @@ pub use engine::{
 pub use generator::{Control, FrameInfo, Generator, Snapshot};
 pub use notes::NoteTracker;
 pub use paced::PacedReader;
-pub use pipeline::{FramePipeline, StagePools, Stages, StepReport, FRAME_PCM};
+pub use pipeline::{
+    FramePipeline, StagePools, Stages, StepReport, FRAME_PCM, PREFILL_CODEC_WARM_FRAMES,
+};
