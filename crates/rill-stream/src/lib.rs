@@ -15,6 +15,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod encoder_source;
 pub mod engine;
 pub mod generator;
 pub mod notes;
