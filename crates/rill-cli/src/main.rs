@@ -13,6 +13,7 @@
 mod args;
 mod bench;
 mod bench_magpie;
+mod continuation;
 mod decode;
 mod doctor;
 mod dump;
