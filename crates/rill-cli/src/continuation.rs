@@ -152,9 +152,12 @@ pub fn prefill(
     pools: &StagePools,
 ) -> Result<()> {
     let start = Instant::now();
-    let codes = encoder
-        .prefill_codes(&clip.samples, PrefillWindow::UPSTREAM, pools.lm())
-        .with_context(|| format!("encoding {}", clip.path.display()))?;
+    // On two stages the codec stage's thread assists the encoder's kernels.
+    let (codes, ()) = pools.overlap(
+        |lp| encoder.prefill_codes(&clip.samples, PrefillWindow::UPSTREAM, lp),
+        |_| (),
+    );
+    let codes = codes.with_context(|| format!("encoding {}", clip.path.display()))?;
     let encoded = start.elapsed();
     pipe.prefill(&codes, keep_style, pools)
         .context("prefilling the language model")?;

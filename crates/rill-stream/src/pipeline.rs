@@ -470,7 +470,9 @@ impl FramePipeline {
             self.session
                 .set_conditioning(&prefill_conditioning(&cond), pools.lm())?;
         }
-        let r = self.session.prefill(codes, pools.lm());
+        // The codec stage has nothing to do: its thread assists the LM's kernels.
+        let session = &mut self.session;
+        let (r, ()) = pools.overlap(|lp| session.prefill(codes, lp), |_| ());
         self.session.set_conditioning(&cond, pools.lm())?;
         r?;
         if let Some(c) = self.codec.as_mut() {

@@ -123,3 +123,13 @@ fn bad_prefills_are_errors_that_change_nothing() {
     assert!(p.session_mut().prefill_frame(&s, pools.lm()).is_err());
     assert_eq!(p.session().state(), &fresh);
 }
+
+#[test]
+fn two_stage_prefill_equals_sequential() {
+    let seq = StagePools::new(Stages::Sequential, 2, None);
+    let two = StagePools::new(Stages::TwoStage, 2, None);
+    let (a, _, pa) = run(false, &seq);
+    let (b, _, pb) = run(false, &two);
+    assert_eq!(a, b);
+    assert_eq!(pa.session().state(), pb.session().state());
+}
