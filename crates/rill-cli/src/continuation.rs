@@ -31,9 +31,10 @@ pub struct ContinueArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["resume", "force_tokens"])]
     pub continue_from: Option<PathBuf>,
 
-    /// Keep the style and notes conditioning during the prefill (upstream's
-    /// `mask_musiccoca_during_prefill = false`); by default all but the drum channel
-    /// is masked while the clip is forced, as upstream's engine does.
+    /// Keep the style conditioning during the prefill (upstream's
+    /// `mask_musiccoca_during_prefill = false`, which its authors found gives style
+    /// jumps; upstream then feeds only levels 0–5, rill all 12); by default style and
+    /// notes are masked while the clip is forced, as upstream's engine does.
     #[arg(long, requires = "continue_from")]
     pub keep_style_during_prefill: bool,
 

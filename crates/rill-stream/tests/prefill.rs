@@ -77,14 +77,16 @@ fn prefill_then_steps_is_deterministic_and_equals_the_session_calls() {
     assert_eq!(a_tokens, b_tokens);
     assert_eq!(a_audio, b_audio);
 
-    // The same through the lower-level session calls.
+    // The same through the lower-level session calls, written as upstream's engine
+    // loop is (`mlx_engine.cpp`, `prefill_with_token_array`): for s in 0..N−1 seed
+    // previous_frame = ids[s] and call with forced = ids[s]; then seed ids[N−1].
     let (lm, _) = common::weights();
     let mut s = Session::new(lm, SEED, pools.lm());
     let ids: Vec<_> = codes().iter().map(|c| code_ids(c).unwrap()).collect();
     s.set_conditioning(&prefill_conditioning(&conditioning()), pools.lm())
         .unwrap();
-    s.set_prev(&ids[0]).unwrap();
     for id in &ids[..N - 1] {
+        s.set_prev(id).unwrap();
         s.prefill_frame(id, pools.lm()).unwrap();
     }
     s.set_prev(&ids[N - 1]).unwrap();

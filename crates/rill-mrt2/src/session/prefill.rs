@@ -5,12 +5,11 @@
 //! A forced frame runs only the temporal step (the embedding of `prev` through the
 //! temporal layers, its keys/values appended to the caches); the depth loop and the
 //! RNG are skipped, so the sampler key is untouched and nothing is sampled. For `N`
-//! frames of ids the engine seeds `prev = ids[0]`, calls the model with
-//! `forced = ids[s]` for `s = 0..N−1` (each call appends `prev`, then sets
-//! `prev ← forced`) and finally sets `prev = ids[N−1]` without a call: `N − 1`
-//! temporal steps on the inputs `ids[0], ids[0], ids[1], …, ids[N−3]`
-//! ([`prefill_inputs`]). This follows the spec's description of the engine's loop
-//! literally; the C++ source itself was not available to check it.
+//! frames of ids the engine (`mlx_engine.cpp`, `prefill_with_token_array`: "Option B")
+//! seeds `previous_frame = ids[s]` and calls the model for `s = 0..N−1`, appending each
+//! of `ids[0..N−1]` once, then seeds `previous_frame = ids[N−1]` without a call (the
+//! next generated frame embeds it): `N − 1` temporal steps on `ids[0], …, ids[N−2]`
+//! ([`prefill_inputs`]).
 
 use rill_kernels::Pool;
 
@@ -38,21 +37,20 @@ pub fn code_ids(codes: &[u16; LEVELS]) -> Result<[u32; LEVELS], ModelError> {
 }
 
 /// Which frame of the prefill feeds each of the `n − 1` temporal steps of an
-/// `n`-frame prefill (see the module doc): `0, 0, 1, …, n − 3`.
+/// `n`-frame prefill (see the module doc): `0, 1, …, n − 2`.
 pub fn prefill_inputs(n: usize) -> Vec<usize> {
-    (0..n.saturating_sub(1))
-        .map(|s| s.saturating_sub(1))
-        .collect()
+    (0..n.saturating_sub(1)).collect()
 }
 
 /// The conditioning upstream's engine prefills under by default
-/// (`mask_musiccoca_during_prefill = true`): style and every note masked, the drum
-/// channel and the CFG scales kept.
+/// (`mask_musiccoca_during_prefill = true`): style and every note masked; the drum
+/// channel "no drums" when the user asked for none, else masked (the engine never
+/// feeds "drums on"); the CFG scales kept.
 pub fn prefill_conditioning(c: &Conditioning) -> Conditioning {
     Conditioning {
         style: None,
         notes: [NoteValue::Masked; PITCHES],
-        drums: c.drums,
+        drums: (c.drums == Some(false)).then_some(false),
         cfg: c.cfg,
     }
 }
@@ -93,8 +91,9 @@ impl Session {
             return Err(ModelError::Prefill("no frames to prefill".into()));
         };
         self.set_prev(first)?;
-        for s in 0..ids.len() - 1 {
-            self.prefill_frame(&ids[s], pool)?;
+        for s in prefill_inputs(ids.len()) {
+            // The temporal step on ids[s], then prev ← ids[s + 1].
+            self.prefill_frame(&ids[s + 1], pool)?;
         }
         self.set_prev(last)
     }
@@ -124,7 +123,7 @@ mod tests {
         assert!(prefill_inputs(0).is_empty());
         assert!(prefill_inputs(1).is_empty());
         assert_eq!(prefill_inputs(2), vec![0]);
-        assert_eq!(prefill_inputs(5), vec![0, 0, 1, 2]);
+        assert_eq!(prefill_inputs(5), vec![0, 1, 2, 3]);
     }
 
     #[test]
@@ -149,7 +148,12 @@ mod tests {
         .unwrap();
         let p = prefill_conditioning(&c);
         assert_eq!(p.style, None);
-        assert_eq!(p.drums, Some(true));
+        assert_eq!(p.drums, None, "the engine never feeds drums on");
+        let off = Conditioning {
+            drums: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(prefill_conditioning(&off).drums, Some(false));
         assert!(p.notes.iter().all(|n| *n == NoteValue::Masked));
     }
 }
