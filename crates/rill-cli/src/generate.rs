@@ -78,6 +78,9 @@ pub struct GenerateArgs {
     /// run's WAV followed by this one equals the longer run's WAV.
     #[arg(long, value_name = "FILE.state")]
     pub resume: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub continuation: crate::continuation::ContinueArgs,
 }
 
 fn default_output() -> PathBuf {
@@ -96,6 +99,7 @@ pub fn run(mut args: GenerateArgs) -> Result<()> {
     args.music.controls.conditioning()?;
     args.music.controls.style.inputs()?;
     args.music.controls.sampling()?;
+    let clip = args.continuation.load_clip()?;
     let forced = match &args.force_tokens {
         Some(p) => Some(read_tokens(p)?),
         None => None,
@@ -174,6 +178,13 @@ pub fn run(mut args: GenerateArgs) -> Result<()> {
     } else {
         None
     };
+    let encoder = clip
+        .as_ref()
+        .map(|_| {
+            args.continuation
+                .load_encoder(&args.music.model, &path, &ckpt)
+        })
+        .transpose()?;
     drop(ckpt);
     rill_kernels::huge_pages::collapse_resident();
     let resumed = match (&args.resume, &codec) {
@@ -214,6 +225,10 @@ pub fn run(mut args: GenerateArgs) -> Result<()> {
     pipe.session_mut()
         .set_sampling(args.music.controls.sampling_over(base_sampling)?)?;
     pipe.keep_stft(args.dump.is_some());
+    if let (Some(clip), Some(enc)) = (&clip, encoder) {
+        let keep = args.continuation.keep_style_during_prefill;
+        crate::continuation::prefill(&mut pipe, &enc, clip, keep, &pools)?;
+    }
 
     let mut dump = args
         .dump

@@ -14,6 +14,7 @@ mod args;
 mod bench;
 mod bench_magpie;
 mod bench_style;
+mod continuation;
 mod decode;
 mod doctor;
 mod dump;

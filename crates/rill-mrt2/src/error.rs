@@ -45,6 +45,9 @@ pub enum ModelError {
     AlreadyPrequantized { path: PathBuf, precision: String },
     #[error("state file {path}: {reason}")]
     SessionFile { path: PathBuf, reason: String },
+    /// A prefill request the model cannot run (no frames, a code out of range).
+    #[error("prefill: {0}")]
+    Prefill(String),
     #[error("forced token {token} at depth step {level} is outside that level's ids {lo}..{hi}")]
     ForcedToken {
         level: usize,

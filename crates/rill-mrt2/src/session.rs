@@ -7,6 +7,8 @@
 //! frames) → 12 depth steps with a fresh 12-slot cache, each sampled with MLX's
 //! Gumbel noise → 12 tokens. The per-frame path allocates nothing.
 
+mod prefill;
+
 use std::sync::Arc;
 
 use rill_kernels::Pool;
@@ -18,6 +20,8 @@ use crate::error::{InvalidValue, ModelError};
 use crate::layers::StackScratch;
 use crate::model::{Mrt2, LEVELS};
 use crate::sampler::{self, Key, SamplingParams, LEVEL, RESERVED};
+
+pub use prefill::{code_ids, prefill_conditioning, prefill_inputs};
 
 /// Default sampler seed: upstream's hard-coded `key(42)`.
 pub const DEFAULT_SEED: u64 = 42;
@@ -233,21 +237,17 @@ impl Session {
         Ok(self.run_frame(Some(tokens), pool, trace))
     }
 
-    fn run_frame(
-        &mut self,
-        forced: Option<&[u32; LEVELS]>,
-        pool: &Pool,
-        mut trace: Option<&mut FrameTrace>,
-    ) -> [u32; LEVELS] {
+    /// The temporal step of one frame: embeds `prev`, runs the temporal layers and
+    /// appends this frame's keys/values to the caches (the output stays in
+    /// `scratch.x`). Neither `prev`, `frame` nor the key changes.
+    fn temporal_step(&mut self, pool: &Pool, mut trace: Option<&mut FrameTrace>) {
         let model = &*self.model;
         let cfg = model.config;
         let w = cfg.dims.window;
         let ti = cfg.temporal_inner();
-        let di = cfg.depth_inner();
         let st = &mut self.state;
         let sc = &mut self.scratch;
 
-        // Temporal step.
         model.frame_embedding(&st.prev, &mut sc.x, &mut sc.row);
         if let Some(t) = trace.as_deref_mut() {
             t.encoder_out.clone_from(&self.src);
@@ -305,9 +305,22 @@ impl Session {
             st.cross_k[dst..dst + ti].copy_from_slice(&nc[..ti]);
             st.cross_v[dst..dst + ti].copy_from_slice(&nc[ti..]);
         }
-        if let Some(t) = trace.as_deref_mut() {
+        if let Some(t) = trace {
             t.temporal_out.clone_from(&sc.x);
         }
+    }
+
+    fn run_frame(
+        &mut self,
+        forced: Option<&[u32; LEVELS]>,
+        pool: &Pool,
+        mut trace: Option<&mut FrameTrace>,
+    ) -> [u32; LEVELS] {
+        self.temporal_step(pool, trace.as_deref_mut());
+        let model = &*self.model;
+        let di = model.config.depth_inner();
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
 
         // Depth steps: fresh 12-slot cache every frame.
         let mut tokens = [0u32; LEVELS];

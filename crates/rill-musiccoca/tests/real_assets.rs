@@ -35,9 +35,15 @@ fn real_assets_give_upstreams_golden_tokens() {
             let want: Vec<u16> = serde_json::from_value(want.clone()).unwrap();
             let e = m.embed_text(prompt, mapper, &pool).unwrap();
             let got = m.tokenize(&e, &pool).unwrap();
-            eprintln!("{key} {prompt:?}: {:?} (margins {:?})", got.tokens, got.margins);
+            eprintln!(
+                "{key} {prompt:?}: {:?} (margins {:?})",
+                got.tokens, got.margins
+            );
             if got.tokens[..] != want[..] {
-                failures.push(format!("{key} {prompt:?}: got {:?}, upstream {want:?}", got.tokens));
+                failures.push(format!(
+                    "{key} {prompt:?}: got {:?}, upstream {want:?}",
+                    got.tokens
+                ));
             }
         }
     }

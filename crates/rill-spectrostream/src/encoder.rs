@@ -25,6 +25,7 @@
 //!   channels of the ParallelChannels part one after the other: memory grows with the
 //!   input (peak RSS ≈ 0.8 GB for 28 s, weights and 64-level codebook included).
 
+pub mod layout;
 mod net;
 mod prefill;
 mod rvq;

@@ -15,6 +15,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod encoder_source;
 pub mod engine;
 pub mod generator;
 pub mod notes;
@@ -31,4 +32,6 @@ pub use engine::{
 pub use generator::{Control, FrameInfo, Generator, Snapshot};
 pub use notes::NoteTracker;
 pub use paced::PacedReader;
-pub use pipeline::{FramePipeline, StagePools, Stages, StepReport, FRAME_PCM};
+pub use pipeline::{
+    FramePipeline, StagePools, Stages, StepReport, FRAME_PCM, PREFILL_CODEC_WARM_FRAMES,
+};

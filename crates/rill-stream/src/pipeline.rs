@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rill_kernels::Pool;
+use rill_mrt2::session::{code_ids, prefill_conditioning};
 use rill_mrt2::{FrameTrace, ModelError, Mrt2, Session, LEVELS};
 use rill_spectrostream::{
     Codec, CodecState, SAMPLES_PER_FRAME, STFT_FRAMES_PER_FRAME, STFT_FRAME_LEN,
@@ -210,6 +211,14 @@ pub struct StepReport {
     pub lm_time: Duration,
     pub codec_time: Duration,
 }
+
+/// Prefill frames decoded into the codec state, without being emitted, so that the
+/// first generated frame continues the prefill's audio instead of starting from a
+/// silent decoder. Upstream's engine decodes the prefill only when its caller asks
+/// for the reconstruction (`out_audio_L/R`); whether its live decoder state is
+/// warmed otherwise is not known, so this is rill's choice: the last frames, enough
+/// for the decoder's causal context (its lookahead is one frame).
+pub const PREFILL_CODEC_WARM_FRAMES: usize = 8;
 
 /// The codec side of a pipeline: state and the last decoded frame.
 struct CodecStage {
@@ -431,6 +440,47 @@ impl FramePipeline {
             lm_time,
             codec_time,
         })
+    }
+
+    /// Continuation prefill (spec §3.7): forces `codes` (raw codes per frame, see
+    /// [`Session::prefill`]) through the language model without sampling or touching
+    /// the sampler key, under [`prefill_conditioning`] of the current conditioning
+    /// (or the current conditioning itself with `keep_style`, upstream's
+    /// `mask_musiccoca_during_prefill = false`), which is set again afterwards. No
+    /// audio comes out; the codec state is warmed with the last
+    /// [`PREFILL_CODEC_WARM_FRAMES`] frames. No frames, a code > 1023 or a frame
+    /// still pending decode ([`Self::flush`] first) is an error and changes nothing.
+    pub fn prefill(
+        &mut self,
+        codes: &[[u16; LEVELS]],
+        keep_style: bool,
+        pools: &StagePools,
+    ) -> Result<(), ModelError> {
+        if self.pending.is_some() {
+            return Err(ModelError::Prefill(
+                "a generated frame is still pending decode; flush the pipeline first".into(),
+            ));
+        }
+        let ids = codes.iter().map(code_ids).collect::<Result<Vec<_>, _>>()?;
+        if ids.is_empty() {
+            return Err(ModelError::Prefill("no frames to prefill".into()));
+        }
+        let cond = self.session.conditioning().clone();
+        if !keep_style {
+            self.session
+                .set_conditioning(&prefill_conditioning(&cond), pools.lm())?;
+        }
+        // The codec stage has nothing to do: its thread assists the LM's kernels.
+        let session = &mut self.session;
+        let (r, ()) = pools.overlap(|lp| session.prefill(codes, lp), |_| ());
+        self.session.set_conditioning(&cond, pools.lm())?;
+        r?;
+        if let Some(c) = self.codec.as_mut() {
+            for &t in &ids[ids.len().saturating_sub(PREFILL_CODEC_WARM_FRAMES)..] {
+                c.decode(t, pools.codec());
+            }
+        }
+        Ok(())
     }
 
     /// Decodes the tokens still pending (two-stage), without an LM step.
