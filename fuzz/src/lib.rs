@@ -471,6 +471,8 @@ pub fn musiccoca_spm(data: &[u8]) {
             spm_check(spm, &text);
         }
     }
+}
+
 /// The TFLite reader of MusicCoCa's assets: whatever verifies can be walked (tensor
 /// bytes are slices of the input, f32 tensors hold exactly their shape's elements),
 /// and `convert.py`'s look-ups and per-file loaders only ever return errors.
@@ -506,6 +508,8 @@ pub fn musiccoca_tflite(data: &[u8]) {
     let _ = assets::load_mapper(&m, &mut w);
     let _ = assets::load_music_encoder(&m, &mut w);
     let _ = assets::load_text_encoder(&m, &mut w);
+}
+
 /// Audio decoding (`rill_io::decode_bytes`, no extension hint: every format is
 /// probed): what it accepts is whole frames of finite samples at a positive rate;
 /// short accepted clips also go through the downmix and the resampler to 16 kHz,

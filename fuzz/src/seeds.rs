@@ -492,6 +492,8 @@ fn musiccoca_spm_seeds() -> Vec<Seed> {
         v.push(("musiccoca_spm", name.into(), tagged(1, text)));
     }
     v
+}
+
 /// A small TFLite model: two subgraphs, float and int constants (a `;`-fused name, a
 /// look-alike), activations, FULLY_CONNECTED and GATHER ops, one buffer after the
 /// flatbuffer (`offset`/`size`).
@@ -550,6 +552,9 @@ fn tflite_seeds() -> Vec<Seed> {
             tflite_model(true),
         ),
         ("musiccoca_tflite", "truncated.tflite".into(), truncated),
+    ]
+}
+
 /// A canonical WAV file: `fmt ` (tag 1 = PCM, 3 = IEEE float) then `data`.
 fn wav(tag: u16, rate: u32, channels: u16, bits: u16, data: &[u8]) -> Vec<u8> {
     let block = channels * bits / 8;
