@@ -124,6 +124,15 @@ fn faster_advice(p: Precision, codec: rill_spectrostream::CodecPrecision) -> Str
     }
 }
 
+/// Checks `--prompt` / `--style-audio`, finds the checkpoint and turns the prompts
+/// into style codes (before the engine starts); returns the checkpoint's path.
+pub fn resolve_style(music: &mut crate::args::MusicArgs) -> Result<std::path::PathBuf> {
+    music.controls.style.inputs()?;
+    let checkpoint = crate::model_source::resolve(&music.model)?;
+    music.controls.resolve_style(&music.model, &checkpoint)?;
+    Ok(checkpoint)
+}
+
 /// The controls of `rill generate`'s flags, as stream controls.
 pub fn initial_controls(c: &ControlArgs) -> Result<Vec<Control>> {
     let cond = c.conditioning()?;

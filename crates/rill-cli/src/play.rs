@@ -75,12 +75,7 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
         Some(s) => Some(((s * 25.0).round() as u64).max(1)),
         None => None,
     };
-    args.live.music.controls.style.inputs()?;
-    let checkpoint = crate::model_source::resolve(&args.live.music.model)?;
-    args.live
-        .music
-        .controls
-        .resolve_style(&args.live.music.model, &checkpoint)?;
+    let checkpoint = live::resolve_style(&mut args.live.music)?;
     let initial = live::initial_controls(&args.live.music.controls)?;
     let style_model = args.stdin.then(|| {
         style_lines::preload(

@@ -108,12 +108,7 @@ pub fn run(mut args: SoakArgs) -> Result<()> {
     if !(args.vary_every.is_finite() && args.vary_every >= 0.0) {
         usage_bail!("--vary-every must be ≥ 0 seconds, got {}", args.vary_every);
     }
-    args.live.music.controls.style.inputs()?;
-    let checkpoint = crate::model_source::resolve(&args.live.music.model)?;
-    args.live
-        .music
-        .controls
-        .resolve_style(&args.live.music.model, &checkpoint)?;
+    live::resolve_style(&mut args.live.music)?;
     let initial = live::initial_controls(&args.live.music.controls)?;
     let loaded = live::start_engine(
         &args.live.music.model,

@@ -223,17 +223,7 @@ impl Session {
         pool: &Pool,
         trace: Option<&mut FrameTrace>,
     ) -> Result<[u32; LEVELS], ModelError> {
-        for (k, &t) in tokens.iter().enumerate() {
-            let lo = (RESERVED + LEVEL * k) as u32;
-            if !(lo..lo + LEVEL as u32).contains(&t) {
-                return Err(ModelError::ForcedToken {
-                    level: k,
-                    token: t,
-                    lo,
-                    hi: lo + LEVEL as u32,
-                });
-            }
-        }
+        prefill::check_ids(tokens)?;
         Ok(self.run_frame(Some(tokens), pool, trace))
     }
 

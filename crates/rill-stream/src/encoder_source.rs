@@ -12,7 +12,7 @@ use rill_checkpoint::Checkpoint;
 use rill_spectrostream::encoder::layout;
 use rill_spectrostream::Encoder;
 
-use crate::source::{cache_dir, SourceError, SynthProgress};
+use crate::source::{created_cache_dir, SourceError, SynthProgress};
 
 /// The encoder's path inside upstream's download directory.
 pub const ENCODER_IN_DOWNLOAD: &str = "resources/spectrostream/encoder.safetensors";
@@ -51,17 +51,13 @@ pub fn resolve_encoder(
     )))
 }
 
-/// The random-weight encoder of weights `seed` in [`cache_dir`], synthesised first
+/// The random-weight encoder of weights `seed` in [`crate::source::cache_dir`], synthesised first
 /// unless a complete one is there.
 pub fn random_encoder(
     seed: u64,
     progress: &mut dyn FnMut(SynthProgress<'_>),
 ) -> Result<PathBuf, SourceError> {
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|source| SourceError::Cache {
-        path: dir.clone(),
-        source,
-    })?;
+    let dir = created_cache_dir()?;
     let file = SynthFile {
         model: layout::SYNTH_MODEL,
         seed,

@@ -164,6 +164,16 @@ pub fn synthesise(
     Ok(summary)
 }
 
+/// [`cache_dir`], created if missing.
+pub fn created_cache_dir() -> Result<PathBuf, SourceError> {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir).map_err(|source| SourceError::Cache {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
+}
+
 /// The random-weight checkpoint of `kind` from weights `seed` in [`cache_dir`],
 /// synthesised first unless a complete one is there (a file of the exact length).
 pub fn random_checkpoint(
@@ -171,11 +181,7 @@ pub fn random_checkpoint(
     seed: u64,
     progress: &mut dyn FnMut(SynthProgress<'_>),
 ) -> Result<PathBuf, SourceError> {
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|source| SourceError::Cache {
-        path: dir.clone(),
-        source,
-    })?;
+    let dir = created_cache_dir()?;
     let path = dir.join(format!("{}_random_seed{seed}.safetensors", kind.name()));
     let want = synth::file_len(&kind.synth_file(seed), &layout::synth_tensors(kind));
     if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(want) {

@@ -99,7 +99,8 @@ impl Session {
     }
 }
 
-fn check_ids(tokens: &[u32; LEVELS]) -> Result<(), ModelError> {
+/// Every id inside its level's range (`6 + 1024·k ..`), else the first one that is not.
+pub(super) fn check_ids(tokens: &[u32; LEVELS]) -> Result<(), ModelError> {
     for (k, &t) in tokens.iter().enumerate() {
         let lo = (RESERVED + LEVEL * k) as u32;
         if !(lo..lo + LEVEL as u32).contains(&t) {
