@@ -41,8 +41,8 @@ mod blocks;
 pub(crate) use blocks::STFT_PER_FRAME;
 use blocks::*;
 
-/// Reads a decoder tensor and checks its shape.
-fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
+/// Reads a codec tensor (decoder or encoder) and checks its shape.
+pub(crate) fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
     let t = ckpt.tensor(name)?;
     if t.shape != shape {
         return Err(CodecError::TensorShape {

@@ -20,6 +20,7 @@ use rill_kernels::{Isa, Pool};
 use crate::act::for_each_row;
 use crate::grid::{Grid, GridShape};
 use crate::kernels::{elu_copy, gemm, Blocking, Epilogue, Job, Packed, RowMap};
+use crate::decoder::tensor;
 use crate::CodecError;
 
 const PREFIX: &str = "params/encoder/";
@@ -32,18 +33,6 @@ const OUT_BINS: usize = 5;
 /// Width of a flattened frame (`5 × 256`).
 const FLAT: usize = OUT_BINS * 256;
 
-/// Reads a tensor and checks its shape.
-fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
-    let t = ckpt.tensor(name)?;
-    if t.shape != shape {
-        return Err(CodecError::TensorShape {
-            name: name.to_string(),
-            expected: shape.to_vec(),
-            found: t.shape.to_vec(),
-        });
-    }
-    Ok(t.to_f32()?)
-}
 
 /// Where a convolution writes: output `(g, t, f)` starts at `base + Σ i·strides`.
 #[derive(Debug, Clone, Copy)]
