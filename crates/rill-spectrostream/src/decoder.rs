@@ -42,7 +42,11 @@ pub(crate) use blocks::STFT_PER_FRAME;
 use blocks::*;
 
 /// Reads a codec tensor (decoder or encoder) and checks its shape.
-pub(crate) fn tensor(ckpt: &Checkpoint, name: &str, shape: &[usize]) -> Result<Vec<f32>, CodecError> {
+pub(crate) fn tensor(
+    ckpt: &Checkpoint,
+    name: &str,
+    shape: &[usize],
+) -> Result<Vec<f32>, CodecError> {
     let t = ckpt.tensor(name)?;
     if t.shape != shape {
         return Err(CodecError::TensorShape {

@@ -18,9 +18,9 @@ use rill_checkpoint::Checkpoint;
 use rill_kernels::{Isa, Pool};
 
 use crate::act::for_each_row;
+use crate::decoder::tensor;
 use crate::grid::{Grid, GridShape};
 use crate::kernels::{elu_copy, gemm, Blocking, Epilogue, Job, Packed, RowMap};
-use crate::decoder::tensor;
 use crate::CodecError;
 
 const PREFIX: &str = "params/encoder/";
@@ -32,7 +32,6 @@ const GROUP_IN: usize = 2;
 const OUT_BINS: usize = 5;
 /// Width of a flattened frame (`5 × 256`).
 const FLAT: usize = OUT_BINS * 256;
-
 
 /// Where a convolution writes: output `(g, t, f)` starts at `base + Σ i·strides`.
 #[derive(Debug, Clone, Copy)]
