@@ -325,6 +325,10 @@ fn protocol_seeds() -> Vec<Seed> {
             "control",
             r#"{"type":"control","notes":[],"style_codes":null,"drums":null,"seed":7}"#,
         ),
+        (
+            "prompts",
+            r#"{"type":"control","prompts":[{"text":"jazz","weight":0.7},{"clip":"00ff00ff00ff00ff","weight":0.3}]}"#,
+        ),
         ("stop", r#"{"type":"stop"}"#),
         ("reset", r#"{"type":"reset"}"#),
         ("bad_field", r#"{"type":"control","volume":3}"#),

@@ -14,8 +14,9 @@ use rill_server::limits::{
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
-use crate::args::{names_parser, ModelArgs, PrecisionArgs};
+use crate::args::{names_parser, parse_style_codes, ModelArgs, PrecisionArgs};
 use crate::live;
+use crate::style::StylePromptArgs;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -24,6 +25,16 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub precision: PrecisionArgs,
+
+    /// The style of streams whose client names none: 12 MusicCoCa codes
+    /// (default: masked, no style). Clients change it with `style_codes` or `prompts`.
+    #[arg(long, value_name = "C0,...,C11")]
+    pub style_codes: Option<String>,
+
+    /// --prompt / --style-audio: the default style as words or clips (as `rill
+    /// generate`); MusicCoCa also serves the clients' prompts.
+    #[command(flatten)]
+    pub style: StylePromptArgs,
 
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -102,6 +113,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
+    let codes = args
+        .style_codes
+        .as_deref()
+        .map(parse_style_codes)
+        .transpose()?;
+    args.style.inputs()?; // usage errors before any load
+    let checkpoint = crate::model_source::resolve(&args.model)?;
+    let style = load_style(&args, &checkpoint, codes)?;
     let loaded = live::start_engine(&args.model, args.precision.precision, args.max_sessions)?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
@@ -126,6 +145,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
         }
     );
     let mut state = AppState::new(loaded.engine, loaded.info, options);
+    let style_line = match style {
+        Some(s) => {
+            state = state.with_style(s);
+            format!("; style clips at POST http://{addr}/api/clips")
+        }
+        None => String::new(),
+    };
     let mut tts_line = String::new();
     if args.tts_checkpoint.is_some() || args.tts_random_weights.is_some() {
         let voice = crate::tts::load_voice(
@@ -150,10 +176,52 @@ pub fn run(args: ServeArgs) -> Result<()> {
     rate::lower_thread_priority();
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}");
+        eprintln!(
+            "rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}{style_line}"
+        );
         rill_server::run(listener, state).await
     })
     .with_context(|| format!("serving on {addr}"))
+}
+
+/// MusicCoCa for the clients' prompts, loaded before the engine (so loading never
+/// competes with a stream), and the default style. Without assets the server still
+/// runs (clients send codes) unless the user asked for prompts or a MusicCoCa folder.
+fn load_style(
+    args: &ServeArgs,
+    checkpoint: &std::path::Path,
+    codes: Option<[u16; 12]>,
+) -> Result<Option<rill_server::style::StyleService>> {
+    let random = args.model.random_weights;
+    let asked = args.style.any() || args.style.model.musiccoca.is_some();
+    if random.is_some() && !asked {
+        eprintln!(
+            "note: text and audio prompts are off with --random-weights (they need a 0.95 GB random MusicCoCa); \
+             add --musiccoca DIR, or --prompt TEXT to write and use one"
+        );
+        return Ok(None);
+    }
+    let model = match args.style.model.load(Some(checkpoint), random) {
+        Ok(m) => m,
+        Err(e) if !asked => {
+            eprintln!(
+                "note: text and audio prompts are off ({e:#}); clients can still send style codes"
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let threads = crate::args::thread_count(args.model.threads)?;
+    let default = match codes {
+        Some(c) => Some(c),
+        None => args
+            .style
+            .resolve_with(&model, &rill_kernels::Pool::new(threads))?,
+    };
+    let service =
+        rill_server::style::StyleService::start(model, args.style.model.mapper(), default)
+            .context("starting the style encoder thread")?;
+    Ok(Some(service))
 }
 
 #[cfg(test)]

@@ -152,16 +152,25 @@ impl StylePromptArgs {
         if !self.any() {
             return Ok(None);
         }
-        let inputs = self.inputs()?;
+        self.inputs()?; // usage errors before any load
         let model = self.model.load(checkpoint, random)?;
         let pool = Pool::new(rill_kernels::pool::thread_count(threads)?);
-        let embeddings = embed_all(&model, &inputs, self.model.mapper(), &pool)?;
+        self.resolve_with(&model, &pool)
+    }
+
+    /// As [`StylePromptArgs::resolve`] with MusicCoCa already loaded.
+    pub fn resolve_with(&self, model: &StyleModel, pool: &Pool) -> Result<Option<[u16; LEVELS]>> {
+        if !self.any() {
+            return Ok(None);
+        }
+        let inputs = self.inputs()?;
+        let embeddings = embed_all(model, &inputs, self.model.mapper(), pool)?;
         let members: Vec<(&[f32], f32)> = embeddings
             .iter()
             .zip(&inputs)
             .map(|(e, (_, w))| (e.as_slice(), *w))
             .collect();
-        let q = model.tokenize_blend(&members, &pool)?;
+        let q = model.tokenize_blend(&members, pool)?;
         eprintln!("style {}: {}", describe(&inputs), codes_line(&q.tokens));
         Ok(Some(q.tokens))
     }
