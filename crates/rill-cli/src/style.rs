@@ -216,7 +216,15 @@ pub fn embed_all(
         .iter()
         .map(|(i, _)| -> Result<Vec<f32>> {
             Ok(match i {
-                Input::Text(t) => model.embed_text(t, mapper, pool)?,
+                Input::Text(t) => {
+                    if let Some(n) = model.prompt_overflow(t) {
+                        eprintln!(
+                            "warning: the prompt {:?} is {n} SentencePiece pieces; MusicCoCa reads the first 127 (as upstream) and ignores the rest",
+                            cut(t)
+                        );
+                    }
+                    model.embed_text(t, mapper, pool)?
+                }
                 Input::Audio(p) => {
                     let audio = rill_io::audio::decode_file(p)?;
                     model
@@ -226,6 +234,14 @@ pub fn embed_all(
             })
         })
         .collect()
+}
+
+/// The start of a long text, for messages.
+fn cut(t: &str) -> String {
+    match t.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
 }
 
 fn describe(v: &[(Input, f32)]) -> String {

@@ -108,6 +108,13 @@ impl StyleModel {
         Ok(t.ids[..t.num_tokens].iter().map(|&i| i as u32).collect())
     }
 
+    /// The prompt's SentencePiece pieces when there are more than the text tower reads
+    /// (127; upstream ignores the rest without a word): callers warn with it.
+    pub fn prompt_overflow(&self, prompt: &str) -> Option<usize> {
+        let t = self.spm.encode_prompt(prompt);
+        (t.pieces >= crate::spm::TEXT_LEN).then_some(t.pieces)
+    }
+
     /// The style embedding of a text: the text tower's, mapped unless `mapper` is off
     /// (upstream's `embed_style(text, use_mapper, seed)`).
     pub fn embed_text(&self, prompt: &str, mapper: Mapper, pool: &Pool) -> Result<Vec<f32>, Error> {

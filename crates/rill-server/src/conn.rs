@@ -247,12 +247,19 @@ impl Conn {
             if self.stream.is_none() {
                 return vec![opened];
             }
-            return vec![opened, protocol::style(&styled.codes, styled.ms)];
+            return vec![
+                opened,
+                protocol::style(&styled.codes, styled.ms, styled.warning.clone()),
+            ];
         }
         match &self.stream {
             Some(h) => match send_all(h, vec![style]) {
                 Some(err) => vec![err],
-                None => vec![protocol::style(&styled.codes, styled.ms)],
+                None => vec![protocol::style(
+                    &styled.codes,
+                    styled.ms,
+                    styled.warning.clone(),
+                )],
             },
             None => vec![],
         }

@@ -45,6 +45,8 @@ pub struct Styled {
     pub codes: [u16; LEVELS],
     /// From submission to result.
     pub ms: f64,
+    /// What the client should know (a prompt longer than MusicCoCa reads).
+    pub warning: Option<String>,
 }
 
 /// A clip once encoded.
@@ -204,11 +206,28 @@ fn run(model: &StyleModel, mapper: Mapper, pool: &Pool, job: Job) {
                     Member::Embedding(e) => (Prompt::Embedding(e), *w),
                 })
                 .collect();
+            let long: Vec<String> = members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (m, _))| match m {
+                    Member::Text(t) => model
+                        .prompt_overflow(t)
+                        .map(|n| format!("prompts[{i}] is {n} pieces")),
+                    Member::Embedding(_) => None,
+                })
+                .collect();
+            let warning = (!long.is_empty()).then(|| {
+                format!(
+                    "{}; MusicCoCa reads the first 127 (as upstream) and ignores the rest",
+                    long.join(", ")
+                )
+            });
             let r = model
                 .tokenize_prompts(&prompts, mapper, pool)
                 .map(|q| Styled {
                     codes: q.tokens,
                     ms: since.elapsed().as_secs_f64() * 1e3,
+                    warning,
                 })
                 .map_err(|e| e.to_string());
             let _ = reply.send(r);

@@ -136,7 +136,25 @@ async fn clips_and_blends_give_the_recorded_tokens() {
         }
     };
     assert_eq!(codes(&style["codes"]), codes(&g["mapper_tokens_seed0"][p]));
+    assert!(style.get("warning").is_none(), "{style}");
     clean_frame(&mut ws).await;
+
+    // A prompt longer than MusicCoCa reads: used, with a warning.
+    let long = "rock ".repeat(200);
+    send(
+        &mut ws,
+        serde_json::json!({"type": "control", "prompts": [{"text": long}]}),
+    )
+    .await;
+    let style = loop {
+        match next(&mut ws, 60).await {
+            Err(j) if j["type"] == "style" => break j,
+            Err(j) if j["type"] == "error" => panic!("{j}"),
+            _ => continue,
+        }
+    };
+    let w = style["warning"].as_str().unwrap_or_default();
+    assert!(w.contains("reads the first 127"), "{style}");
 
     // Bad prompts: one error each, the stream plays on.
     for (bad, code, says) in [

@@ -200,13 +200,13 @@
     }
   }
   // The server's "style": the blend's codes are playing.
-  function onStyled(codes) {
+  function onStyled(codes, warning) {
     style = codes.slice();
     startPrompts = null;
     styleLabel = prompts.describe() || "Prompts";
     $("style-codes").value = codesText(style);
     $("style-preset").value = "custom";
-    prompts.styled(codes);
+    prompts.styled(codes, warning);
     showStyle();
   }
   function setStyleError(msg) {
@@ -435,7 +435,7 @@
       u.textContent = msg.underruns;
       u.className = "val" + (msg.underruns > 0 ? " warn" : "");
     } else if (msg.type === "style") {
-      onStyled(msg.codes);
+      onStyled(msg.codes, msg.warning);
     } else if (msg.type === "started") {
       rill.seed = msg.seed;
       refreshInfo();

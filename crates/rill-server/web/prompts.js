@@ -126,9 +126,10 @@ function installPrompts({ $, rill, apply }) {
   }
 
   // The server's answer: the blend's codes took over (or an error).
-  function styled(codes) {
+  function styled(codes, warning) {
     rill.prompts.lastStyle = codes;
     $("prompt-status").textContent = "";
+    error(warning ? `Note: ${warning}.` : "");
   }
   function failed(msg) {
     $("prompt-status").textContent = "";

@@ -397,6 +397,9 @@ pub enum ServerMsg {
         codes: Vec<u16>,
         /// From the message's arrival to the switch, in whole ms.
         ms: f64,
+        /// Set when part of a prompt was ignored (longer than MusicCoCa reads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
     },
     /// Something was refused or failed; `code` says what (see the module doc).
     Error {
@@ -448,10 +451,11 @@ pub fn busy(message: &str, active: usize, capacity: usize) -> String {
 }
 
 /// `{"type":"style", ...}`.
-pub fn style(codes: &[u16; 12], ms: f64) -> String {
+pub fn style(codes: &[u16; 12], ms: f64, warning: Option<String>) -> String {
     ServerMsg::Style {
         codes: codes.to_vec(),
         ms: ms.round(),
+        warning,
     }
     .to_text()
 }

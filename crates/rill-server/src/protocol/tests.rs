@@ -213,12 +213,13 @@ fn prompts_ride_on_start_and_control() {
     assert!(e.contains("either style_codes or prompts"), "{e}");
     let e = parse(r#"{"type":"control","prompts":[{"text":""}]}"#).unwrap_err();
     assert!(e.contains("empty"), "{e}");
-    let back: ServerMsg = serde_json::from_str(&style(&[7; 12], 41.6)).unwrap();
+    let back: ServerMsg = serde_json::from_str(&style(&[7; 12], 41.6, None)).unwrap();
     assert_eq!(
         back,
         ServerMsg::Style {
             codes: vec![7; 12],
-            ms: 42.0
+            ms: 42.0,
+            warning: None
         }
     );
 }
