@@ -14,7 +14,7 @@ use rill_server::limits::{
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
-use crate::args::{names_parser, parse_style_codes, ModelArgs, PrecisionArgs};
+use crate::args::{names_parser, parse_style_codes, parse_style_levels, ModelArgs, PrecisionArgs};
 use crate::live;
 use crate::style::StylePromptArgs;
 
@@ -35,6 +35,11 @@ pub struct ServeArgs {
     /// generate`); MusicCoCa also serves the clients' prompts.
     #[command(flatten)]
     pub style: StylePromptArgs,
+
+    /// MusicCoCa levels fed to the model unless a client says otherwise: 12 (every
+    /// level, upstream's Python) or 6 (levels 0–5, upstream's app) [default: 12].
+    #[arg(long, value_name = "6|12", value_parser = parse_style_levels)]
+    pub style_levels: Option<rill_mrt2::conditioning::StyleLevels>,
 
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -120,7 +125,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .transpose()?;
     args.style.inputs()?; // usage errors before any load
     let checkpoint = crate::model_source::resolve(&args.model)?;
-    let style = load_style(&args, &checkpoint, codes)?;
+    let (style, prompt_codes) = load_style(&args, &checkpoint)?;
+    let mut initial = Vec::new();
+    if let Some(c) = codes.or(prompt_codes) {
+        initial.push(rill_stream::Control::Style(Some(c)));
+    }
+    if let Some(l) = args.style_levels {
+        initial.push(rill_stream::Control::StyleLevels(l));
+    }
     let loaded = live::start_engine(&args.model, args.precision.precision, args.max_sessions)?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
@@ -144,7 +156,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             format!(" and {}", origins.join(", "))
         }
     );
-    let mut state = AppState::new(loaded.engine, loaded.info, options);
+    let mut state = AppState::new(loaded.engine, loaded.info, options).with_initial(initial);
     let style_line = match style {
         Some(s) => {
             state = state.with_style(s);
@@ -184,14 +196,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
     .with_context(|| format!("serving on {addr}"))
 }
 
-/// MusicCoCa for the clients' prompts, loaded before the engine (so loading never
-/// competes with a stream), and the default style. Without assets the server still
-/// runs (clients send codes) unless the user asked for prompts or a MusicCoCa folder.
+/// The encoder of the clients' prompts, with MusicCoCa loaded before the engine (so
+/// loading never competes with a stream), and the codes of `--prompt` /
+/// `--style-audio`. Without assets the server still runs (clients send codes) unless
+/// the user asked for prompts or a MusicCoCa folder.
 fn load_style(
     args: &ServeArgs,
     checkpoint: &std::path::Path,
-    codes: Option<[u16; 12]>,
-) -> Result<Option<rill_server::style::StyleService>> {
+) -> Result<(Option<rill_server::style::StyleService>, Option<[u16; 12]>)> {
     let random = args.model.random_weights;
     let asked = args.style.any() || args.style.model.musiccoca.is_some();
     if random.is_some() && !asked {
@@ -199,7 +211,7 @@ fn load_style(
             "note: text and audio prompts are off with --random-weights (they need a 0.95 GB random MusicCoCa); \
              add --musiccoca DIR, or --prompt TEXT to write and use one"
         );
-        return Ok(None);
+        return Ok((None, None));
     }
     let model = match args.style.model.load(Some(checkpoint), random) {
         Ok(m) => m,
@@ -207,21 +219,17 @@ fn load_style(
             eprintln!(
                 "note: text and audio prompts are off ({e:#}); clients can still send style codes"
             );
-            return Ok(None);
+            return Ok((None, None));
         }
         Err(e) => return Err(e),
     };
     let threads = crate::args::thread_count(args.model.threads)?;
-    let default = match codes {
-        Some(c) => Some(c),
-        None => args
-            .style
-            .resolve_with(&model, &rill_kernels::Pool::new(threads))?,
-    };
-    let service =
-        rill_server::style::StyleService::start(model, args.style.model.mapper(), default)
-            .context("starting the style encoder thread")?;
-    Ok(Some(service))
+    let codes = args
+        .style
+        .resolve_with(&model, &rill_kernels::Pool::new(threads))?;
+    let service = rill_server::style::StyleService::start(model, args.style.model.mapper())
+        .context("starting the style encoder thread")?;
+    Ok((Some(service), codes))
 }
 
 #[cfg(test)]
@@ -240,6 +248,25 @@ mod tests {
         Cli::try_parse_from(argv)
             .map(|c| c.serve)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn style_flags() {
+        let a = parse(&["--prompt", "jazz=0.7", "--style-levels", "6"]).unwrap();
+        assert_eq!(a.style.prompt, vec!["jazz=0.7".to_string()]);
+        assert_eq!(
+            a.style_levels,
+            Some(rill_mrt2::conditioning::StyleLevels::Coarse6)
+        );
+        assert!(parse(&["--style-levels", "7"]).is_err());
+        let e = parse(&[
+            "--prompt",
+            "jazz",
+            "--style-codes",
+            "1,2,3,4,5,6,7,8,9,10,11,12",
+        ])
+        .unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 
     #[test]

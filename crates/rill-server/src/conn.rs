@@ -265,14 +265,11 @@ impl Conn {
         }
     }
 
-    /// Opens the stream: the server's default style (if any), then the client's
-    /// controls, then the style of its prompts.
+    /// Opens the stream: the server's initial controls (`rill serve --prompt`, …),
+    /// then the client's, then the style of its prompts.
     fn open(&mut self, seed: u64, controls: Vec<Control>, style: Option<Control>) -> String {
         self.seed = seed;
-        let mut initial = Vec::with_capacity(controls.len() + 2);
-        if let Some(d) = self.st.style.as_ref().and_then(|s| s.default) {
-            initial.push(Control::Style(Some(d)));
-        }
+        let mut initial = self.st.initial.clone();
         initial.extend(controls);
         initial.extend(style);
         match self.st.engine.open(StreamConfig {

@@ -105,6 +105,9 @@ pub struct AppState {
     pub tts: Option<Arc<tts::TtsService>>,
     /// MusicCoCa for style prompts, if it was found.
     pub style: Option<Arc<style::StyleService>>,
+    /// Controls every stream starts with, before its client's (`rill serve
+    /// --prompt`, `--style-codes`, `--style-levels`).
+    initial: Vec<rill_stream::Control>,
 }
 
 impl AppState {
@@ -119,7 +122,14 @@ impl AppState {
             idle_timeout: options.idle_timeout,
             tts: None,
             style: None,
+            initial: Vec::new(),
         }
+    }
+
+    /// Sets the controls every stream starts with (its client's come after them).
+    pub fn with_initial(mut self, controls: Vec<rill_stream::Control>) -> AppState {
+        self.initial = controls;
+        self
     }
 
     /// Adds MusicCoCa: streams take text and audio prompts.
@@ -256,6 +266,17 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
         }
         if let Some(s) = &st.style {
             o.insert("style".into(), s.info());
+        }
+        for c in &st.initial {
+            match c {
+                rill_stream::Control::Style(Some(codes)) => {
+                    o.insert("default_style_codes".into(), codes.to_vec().into());
+                }
+                rill_stream::Control::StyleLevels(l) => {
+                    o.insert("default_style_levels".into(), l.count().into());
+                }
+                _ => {}
+            }
         }
         // For overload and soak runs: memory must return to its baseline.
         o.insert(

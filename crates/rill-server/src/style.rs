@@ -74,25 +74,19 @@ enum Member {
     Embedding(Arc<Vec<f32>>),
 }
 
-/// MusicCoCa for the server: the encoder thread, the clips and the default style.
+/// MusicCoCa for the server: the encoder thread and the clips.
 pub struct StyleService {
     jobs: SyncSender<Job>,
     clips: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
     next_id: AtomicU64,
     ids: std::collections::hash_map::RandomState,
     mapper: Mapper,
-    /// The style of streams whose `start` names none (`rill serve --prompt`).
-    pub default: Option<[u16; LEVELS]>,
     dir: String,
 }
 
 impl StyleService {
     /// Starts the encoder thread with `model` (texts through `mapper`).
-    pub fn start(
-        model: StyleModel,
-        mapper: Mapper,
-        default: Option<[u16; LEVELS]>,
-    ) -> std::io::Result<StyleService> {
+    pub fn start(model: StyleModel, mapper: Mapper) -> std::io::Result<StyleService> {
         let dir = model.dir().display().to_string();
         let (jobs, rx) = sync_channel::<Job>(QUEUE);
         std::thread::Builder::new()
@@ -111,7 +105,6 @@ impl StyleService {
             next_id: AtomicU64::new(0),
             ids: Default::default(),
             mapper,
-            default,
             dir,
         })
     }
@@ -179,7 +172,6 @@ impl StyleService {
         serde_json::json!({
             "musiccoca": self.dir,
             "mapper": match self.mapper { Mapper::Off => serde_json::Value::Null, Mapper::Seed(s) => s.into() },
-            "default_codes": self.default.map(|c| c.to_vec()),
             "max_prompts": rill_musiccoca::blend::MAX_PROMPTS,
             "max_clip_seconds": MAX_CLIP_SECONDS,
             "max_clip_bytes": MAX_CLIP_BYTES,

@@ -78,9 +78,8 @@ fn start_server() -> SocketAddr {
     let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::cache_dir(), 1)
         .expect("random-weight MusicCoCa");
     let model = rill_musiccoca::StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
-    let style =
-        rill_server::style::StyleService::start(model, rill_musiccoca::Mapper::Seed(0), None)
-            .expect("the style encoder");
+    let style = rill_server::style::StyleService::start(model, rill_musiccoca::Mapper::Seed(0))
+        .expect("the style encoder");
     let state = Arc::new(
         AppState::new(
             engine,

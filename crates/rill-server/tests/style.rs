@@ -24,10 +24,14 @@ fn gate() -> (Npz, serde_json::Value) {
 async fn style_server(default: Option<[u16; 12]>) -> String {
     let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::cache_dir(), 1).unwrap();
     let model = StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
-    let service = StyleService::start(model, Mapper::Seed(0), default).unwrap();
+    let service = StyleService::start(model, Mapper::Seed(0)).unwrap();
     let engine = engine(2, rill_stream::Stages::TwoStage, 1);
-    let state =
-        AppState::new(engine, serde_json::json!({}), ServerOptions::default()).with_style(service);
+    let initial = default
+        .map(|c| vec![rill_stream::Control::Style(Some(c))])
+        .unwrap_or_default();
+    let state = AppState::new(engine, serde_json::json!({}), ServerOptions::default())
+        .with_style(service)
+        .with_initial(initial);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rill_server::run(listener, Arc::new(state)));
@@ -186,7 +190,7 @@ async fn clips_and_blends_give_the_recorded_tokens() {
 async fn bad_uploads_and_a_server_without_musiccoca() {
     let addr = style_server(Some([1; 12])).await;
     let info: serde_json::Value = serde_json::from_str(&get(&addr, "/api/info").await).unwrap();
-    assert_eq!(codes(&info["style"]["default_codes"]), vec![1; 12]);
+    assert_eq!(codes(&info["default_style_codes"]), vec![1; 12]);
     for (body, status, says) in [
         (&b""[..], 400, "no body"),
         (

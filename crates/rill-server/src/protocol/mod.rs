@@ -6,7 +6,7 @@
 //! null = masked), `notes` (the MIDI pitches currently held, at most 128 entries
 //! of 0..=127), `drums` ("on", "off" or null = masked), `temperature` (0..=10),
 //! `top_k` (1..=12294), `cfg_musiccoca`, `cfg_notes`, `cfg_drums` (−1..=7),
-//! `seed` (a u64), and `prompts` (a style as up to 6 weighted texts and uploaded
+//! `seed` (a u64), `style_levels` (12 or 6: the MusicCoCa levels fed), and `prompts` (a style as up to 6 weighted texts and uploaded
 //! clips, encoded by MusicCoCa beside the stream: [`prompts`]; not with
 //! `style_codes` in the same message).
 //!
@@ -33,6 +33,7 @@ pub use prompts::{parse_prompts, PromptSource, PromptSpec, MAX_PROMPT_CHARS};
 
 use std::ops::RangeInclusive;
 
+use rill_mrt2::conditioning::StyleLevels;
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
 use serde::{Deserialize, Serialize};
@@ -40,8 +41,8 @@ use serde_json::Value;
 
 use crate::limits::MAX_MESSAGE_BYTES;
 
-/// The version of this protocol (`protocol` in `/api/info`): 2 added `prompts` and
-/// the `style` message.
+/// The version of this protocol (`protocol` in `/api/info`): 2 added `prompts`,
+/// `style_levels` and the `style` message.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Temperatures accepted (0 = greedy). The model takes any finite value ≥ 0, but
@@ -134,6 +135,9 @@ pub struct WireControls {
     /// Up to 6 weighted text prompts and clips (see [`prompts`]).
     #[serde(default, deserialize_with = "present")]
     pub prompts: Option<Value>,
+    /// Style levels fed to the model: 12 (upstream's Python) or 6 (its C++ engine).
+    #[serde(default, deserialize_with = "present")]
+    pub style_levels: Option<Value>,
 }
 
 /// Only the fields present (`None` = absent; a `null` is sent as `null`).
@@ -151,6 +155,7 @@ impl Serialize for WireControls {
             ("cfg_drums", &self.cfg_drums),
             ("seed", &self.seed),
             ("prompts", &self.prompts),
+            ("style_levels", &self.style_levels),
         ];
         let mut map = s.serialize_map(None)?;
         for (name, value) in fields {
@@ -299,6 +304,18 @@ fn controls(c: &WireControls, seed_is_control: bool) -> Result<Vec<Control>, Str
             }
         };
         out.push(Control::Style(style));
+    }
+    if let Some(v) = &c.style_levels {
+        let l = v
+            .as_u64()
+            .and_then(|n| StyleLevels::from_count(n).ok())
+            .ok_or_else(|| {
+                format!(
+                    "style_levels must be 12 (every MusicCoCa level, upstream's Python) or 6 (levels 0–5, upstream's app), got {}",
+                    shown(v)
+                )
+            })?;
+        out.push(Control::StyleLevels(l));
     }
     if let Some(v) = &c.notes {
         let a = v.as_array().ok_or_else(|| {

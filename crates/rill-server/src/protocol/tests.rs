@@ -223,3 +223,18 @@ fn prompts_ride_on_start_and_control() {
         }
     );
 }
+
+#[test]
+fn style_levels_are_6_or_12() {
+    assert_eq!(
+        parse(r#"{"type":"control","style_levels":6}"#).unwrap(),
+        ClientMsg::Control {
+            controls: vec![Control::StyleLevels(StyleLevels::Coarse6)],
+            prompts: None
+        }
+    );
+    for bad in ["7", "0", "\"6\"", "null", "12.5"] {
+        let e = parse(&format!(r#"{{"type":"control","style_levels":{bad}}}"#)).unwrap_err();
+        assert!(e.contains("12 (every MusicCoCa level"), "{bad}: {e}");
+    }
+}
