@@ -134,7 +134,7 @@ impl Lexicon {
 
 /// Lines as Python's text-mode iteration yields them (universal newlines: `\n`, `\r\n`
 /// and `\r` end a line), without their terminator.
-fn python_lines(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn python_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -152,7 +152,7 @@ fn python_lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-fn line_of_offset(bytes: &[u8], offset: usize) -> usize {
+pub(crate) fn line_of_offset(bytes: &[u8], offset: usize) -> usize {
     1 + bytes[..offset.min(bytes.len())]
         .iter()
         .filter(|&&b| b == b'\n')
@@ -169,7 +169,7 @@ fn starts_entry(c: char) -> bool {
 }
 
 /// `re.sub(r"\([0-9]+\)", "", word)`: drops every variant marker such as `(2)`.
-fn strip_variant_markers(word: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn strip_variant_markers(word: &str) -> std::borrow::Cow<'_, str> {
     if !word.contains('(') {
         return word.into();
     }
@@ -196,7 +196,7 @@ fn strip_variant_markers(word: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Appends a pronunciation with every (Python) whitespace character removed.
-fn push_without_spaces(pron: &str, arena: &mut String) {
+pub(crate) fn push_without_spaces(pron: &str, arena: &mut String) {
     // Fast path: no byte that can start a whitespace character (ASCII controls and
     // space, or the lead bytes of U+0085, U+00A0, U+1680, U+2000.., U+3000).
     let may_have_space = pron

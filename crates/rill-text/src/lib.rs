@@ -33,6 +33,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod g2p;
+mod ipa;
+mod ipa_lexicon;
+mod ipa_locales;
 mod lexicon;
 mod sentences;
 mod tokenizer;
@@ -45,6 +48,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use ipa::{any_locale_text_preprocessing, Encoded, IpaFrontEnd, SymbolTable};
+pub use ipa_lexicon::{GraphemeCase, IpaLexicon};
+pub use ipa_locales::{IpaLocale, GERMAN, GERMAN_V2602_TOKENS, SPANISH, SPANISH_V2602_TOKENS};
 pub use lexicon::{
     Lexicon, EMBEDDED_HETERONYMS, EMBEDDED_IPA_DICT, HETERONYMS_FILE, HETERONYMS_SHA256,
     IPA_DICT_FILE, IPA_DICT_SHA256, MAX_DICT_BYTES,
@@ -98,6 +104,17 @@ pub enum TextError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// A locale's pronunciation dictionary that rill does not have (German's cannot be
+    /// shipped; Spanish's is embedded unless the `embedded-lexicons` feature is off).
+    #[error(
+        "{language} needs NeMo's pronunciation dictionary {file}, which this build of rill \
+         does not contain: pass it with --lexicon FILE (it is a member of the Magpie \
+         checkpoint's .nemo archive)"
+    )]
+    MissingLexicon {
+        language: &'static str,
+        file: &'static str,
     },
     #[error("invalid text vocabulary: {0}")]
     InvalidVocabulary(String),
