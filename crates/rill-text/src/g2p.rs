@@ -184,7 +184,8 @@ mod tests {
     fn pieces_follow_the_regex() {
         use Piece::*;
         assert_eq!(
-            word_pieces("It's 5 o'clock-- |a b| x|y z-'", |c| c.is_ascii_alphabetic()),
+            word_pieces("It's 5 o'clock-- |a b| x|y z-'", |c| c
+                .is_ascii_alphabetic()),
             [
                 Word("It's"),
                 Other(" 5 "),

@@ -380,7 +380,9 @@ mod tests {
     fn german_digits_take_the_spaces_with_them() {
         let front = tiny_german();
         let g2p = front.phonemes("im Jahr 2024 war").unwrap();
-        let want = ["ˈ", "ɪ", "m", " ", "j", "ˈ", "a", "ː", "ɐ", "# ", "#2", "#0", "#2", "#4"];
+        let want = [
+            "ˈ", "ɪ", "m", " ", "j", "ˈ", "a", "ː", "ɐ", "# ", "#2", "#0", "#2", "#4",
+        ];
         assert_eq!(g2p[..want.len()], want);
         let enc = front.encode("im Jahr 2024 war").unwrap();
         assert_eq!(enc.dropped, [" ", "2", "0", "2", "4", " "]);
@@ -392,7 +394,10 @@ mod tests {
     #[test]
     fn heteronyms_case_and_spans() {
         let front = tiny_german();
-        assert_eq!(front.phonemes("Abend").unwrap(), ["#A", "#b", "#e", "#n", "#d"]);
+        assert_eq!(
+            front.phonemes("Abend").unwrap(),
+            ["#A", "#b", "#e", "#n", "#d"]
+        );
         // Not a heteronym as spelt: found through its upper-case copy.
         assert_eq!(front.phonemes("ABEND").unwrap().concat(), "ˈaːbənt");
         assert_eq!(front.phonemes("|ab c|").unwrap(), ["#ab", "#c"]);
@@ -403,7 +408,12 @@ mod tests {
 
     #[test]
     fn missing_german_dictionary_names_the_file_and_flag() {
-        let err = IpaFrontEnd::german_from_files(None, None).unwrap_err().to_string();
-        assert!(err.contains("de_nv230119.dict") && err.contains("--lexicon FILE"), "{err}");
+        let err = IpaFrontEnd::german_from_files(None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("de_nv230119.dict") && err.contains("--lexicon FILE"),
+            "{err}"
+        );
     }
 }

@@ -214,8 +214,8 @@ mod tests {
     #[test]
     fn mixed_case_copies_and_overwrites() {
         let dict = "Abend  ˈaːbənt\nABEND  x\nöl  ˈøːl\nÖL(1)  y\nÖL  z\n;;; c\nz.B.  t\n";
-        let lex = IpaLexicon::parse(dict, "d", Some("Abend \n\nx"), GraphemeCase::Mixed, "#")
-            .unwrap();
+        let lex =
+            IpaLexicon::parse(dict, "d", Some("Abend \n\nx"), GraphemeCase::Mixed, "#").unwrap();
         assert_eq!(lex.pronunciation("Abend"), Some("ˈaːbənt"));
         // "ABEND" got Abend's copy first, then its own entry.
         assert_eq!(lex.pronunciation("ABEND"), Some("x"));
@@ -247,6 +247,9 @@ mod tests {
         };
         assert!(err("A  a\nWORD\n").contains("x.dict, line 2"));
         assert!(err(";;; only\n").contains("no entries"));
-        assert!(utf8(b"A  a\n\xff", "y").unwrap_err().to_string().contains("y, line 2"));
+        assert!(utf8(b"A  a\n\xff", "y")
+            .unwrap_err()
+            .to_string()
+            .contains("y, line 2"));
     }
 }

@@ -9,14 +9,16 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use rill_text::{
-    any_locale_text_preprocessing, IpaFrontEnd, TextError, GERMAN, GERMAN_V2602_TOKENS,
-    SPANISH, SPANISH_V2602_TOKENS,
+    any_locale_text_preprocessing, IpaFrontEnd, TextError, GERMAN, GERMAN_V2602_TOKENS, SPANISH,
+    SPANISH_V2602_TOKENS,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn repo_file(rel: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "reference file {rel} is missing or unreadable ({e}). It is part of the \
@@ -125,7 +127,10 @@ fn spanish_table_is_v2602s_and_every_text_matches() {
     assert_eq!(front.table().tokens(), SPANISH_V2602_TOKENS);
     assert_eq!(front.table().len(), 103);
     let (n, failures) = check_language(&front, es);
-    assert!(n >= 350 && failures < 10, "{n} texts, {failures} NeMo failures");
+    assert!(
+        n >= 350 && failures < 10,
+        "{n} texts, {failures} NeMo failures"
+    );
 }
 
 #[test]
@@ -137,7 +142,10 @@ fn german_every_text_matches_on_the_test_dictionary() {
     assert_eq!(front.table().tokens(), strings(&de["tokens"]));
     assert_eq!(front.table().len(), 149);
     let (n, failures) = check_language(&front, de);
-    assert!(n >= 350 && failures < 10, "{n} texts, {failures} NeMo failures");
+    assert!(
+        n >= 350 && failures < 10,
+        "{n} texts, {failures} NeMo failures"
+    );
 }
 
 #[test]
