@@ -415,5 +415,26 @@ mod tests {
             err.contains("de_nv230119.dict") && err.contains("--lexicon FILE"),
             "{err}"
         );
+        let nowhere = Path::new("/nonexistent/de.dict");
+        let err = IpaFrontEnd::german_from_files(Some(nowhere), None).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/de.dict"), "{err}");
+        // A dictionary that is not the checkpoint's is refused, not used with wrong ids.
+        let err = IpaFrontEnd::german_with_embedded_heteronyms("Abend  ˈaːbənt\n".as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not v2602's 150"), "{err}");
+    }
+
+    #[test]
+    fn odd_and_oversized_text() {
+        let front = tiny_german();
+        let odd = "\0\u{1c}\u{b}\r\n\t \u{feff}\u{200b}\u{fffd}\u{10ffff}e\u{301}\u{301}\u{301}|||";
+        let enc = front.encode(odd).unwrap();
+        assert!(enc.ids.iter().all(|&i| (i as usize) < front.table().len()));
+        let long = "a".repeat(crate::MAX_TEXT_BYTES + 1);
+        assert!(matches!(
+            front.encode(&long),
+            Err(TextError::TooLong { .. })
+        ));
     }
 }

@@ -1,12 +1,19 @@
 //! The text front end of Magpie TTS: text → token ids for the text encoder.
 //!
-//! English only for now, reproducing NeMo's `english_phoneme` tokenizer of the released
+//! English reproduces NeMo's `english_phoneme` tokenizer of the released
 //! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
 //! dictionary and heteronym list, deterministic (`phoneme_probability = 1.0`, spec trap
 //! T2) → `IPATokenizer.encode_from_g2p` → ids + EOS, no BOS (trap T8). The two data
 //! files are embedded (`data/`, parsed once on first use) or can be passed as bytes,
 //! e.g. from a `.nemo` archive. The EOS id comes from the model's vocabulary size
 //! ([`TextVocabulary`]), never a constant (trap T21).
+//!
+//! Spanish and German ([`IpaFrontEnd`]): NeMo 3.0.0's `IpaG2p` + `IPATokenizer` for any
+//! locale (`spanish_phoneme`, `german_phoneme` of v2602, spec `magpie_languages.md` §3),
+//! returning locale-relative ids (the caller adds the language's offset and EOS) and the
+//! symbols the table lacks ([`Encoded`]). The Spanish dictionary and the German heteronyms
+//! are embedded (feature `embedded-lexicons`); NeMo's German dictionary is not
+//! redistributable here and comes from the checkpoint or a file.
 //!
 //! Long texts: [`EnglishFrontEnd::encode_utterances`] splits them into sentences where
 //! NeMo would ([`split_sentences`], spec §3.3); each is synthesised as its own utterance.
