@@ -12,8 +12,9 @@ use std::sync::Arc;
 use crate::g2p::{word_pieces, Piece};
 use crate::ipa_lexicon::{is_word_char, is_word_or_digit, utf8, GraphemeCase, IpaLexicon};
 use crate::ipa_locales::{IpaLocale, GERMAN, SPANISH};
+use crate::lexicon::read_limited;
 use crate::unicode::{nfc, py_upper};
-use crate::{check_size, Result, TextError, MAX_DICT_BYTES};
+use crate::{check_size, Result, TextError};
 
 /// `any_locale_text_preprocessing`: NFC, then `’` (U+2019) becomes `'`.
 pub fn any_locale_text_preprocessing(text: &str) -> String {
@@ -344,26 +345,6 @@ fn embedded_german_heteronyms() -> Result<Vec<u8>> {
     }
     #[cfg(not(feature = "embedded-lexicons"))]
     Err(missing_lexicon(&GERMAN, "de_nv230119.heteronym"))
-}
-
-/// Reads a dictionary file, refusing one too large to be a dictionary.
-fn read_limited(path: &Path) -> Result<Vec<u8>> {
-    let io = |source| TextError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let len = std::fs::metadata(path).map_err(io)?.len();
-    if len > MAX_DICT_BYTES {
-        return Err(TextError::Dictionary {
-            file: path.display().to_string(),
-            line: None,
-            reason: format!(
-                "{len} bytes is more than the {MAX_DICT_BYTES} a pronunciation dictionary or \
-                 heteronym list can be; pass the right file"
-            ),
-        });
-    }
-    std::fs::read(path).map_err(io)
 }
 
 #[cfg(test)]

@@ -27,6 +27,11 @@ impl GraphemeCase {
     /// `set_grapheme_case(text, case)`.
     pub(crate) fn apply(self, text: &str) -> std::borrow::Cow<'_, str> {
         match self {
+            GraphemeCase::Upper
+                if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_lowercase()) =>
+            {
+                text.into()
+            }
             GraphemeCase::Upper => py_upper(text).into(),
             GraphemeCase::Mixed => text.into(),
         }
@@ -91,28 +96,22 @@ impl IpaLexicon {
         case: GraphemeCase,
         prefix: &str,
     ) -> Result<IpaLexicon, TextError> {
-        let (first, phonemes, graphemes) = parse_entries(dict, dict_file, case)?;
+        let (first, phonemes, graphemes, all_cased) = parse_entries(dict, dict_file, case)?;
         let too_large = || TextError::Dictionary {
             file: dict_file.into(),
             line: None,
             reason: "makes the dictionary larger than 4 GB".into(),
         };
         // `_normalize_dict`: every word under its cased form, later spellings with the
-        // same key overwriting earlier ones; `mixed` adds the upper-case copy.
-        let mut words = WordTable::with_capacity(first.len() * 2, dict.len() * 2);
-        for (word, pron) in first.iter() {
-            let key = case.apply(word);
-            words
-                .insert(&key, |a| a.push_str(pron))
-                .map_err(|_| too_large())?;
-            if case == GraphemeCase::Mixed && !py_str_isupper(word) {
-                words
-                    .insert(&py_upper(word), |a| a.push_str(pron))
-                    .map_err(|_| too_large())?;
-            }
-        }
-        let mut symbols: BTreeSet<String> = phonemes.into_iter().map(String::from).collect();
-        symbols.extend(graphemes.into_iter().map(|c| format!("{prefix}{c}")));
+        // same key overwriting earlier ones; `mixed` adds the upper-case copy. When every
+        // word is upper case already (the English and Spanish files), that is `first`.
+        let words = if case == GraphemeCase::Upper && all_cased {
+            first
+        } else {
+            recase(&first, case, dict.len()).map_err(|_| too_large())?
+        };
+        let mut symbols: BTreeSet<String> = phonemes.chars().map(String::from).collect();
+        symbols.extend(graphemes.chars().map(|c| format!("{prefix}{c}")));
         // `_parse_file_by_lines` (`rstrip` of every line, empty ones included) and
         // `set_grapheme_case`; heteronyms are not NFC-normalised.
         let heteronyms = heteronyms
@@ -156,18 +155,69 @@ impl IpaLexicon {
     }
 }
 
+/// `first` under the cased keys (see [`IpaLexicon::parse`]).
+fn recase(
+    first: &WordTable,
+    case: GraphemeCase,
+    text_bytes: usize,
+) -> Result<WordTable, crate::word_table::TooLarge> {
+    let mut words = WordTable::with_capacity(first.len() * 2, text_bytes * 2);
+    for (word, pron) in first.iter() {
+        words.insert(&case.apply(word), |a| a.push_str(pron))?;
+        if case == GraphemeCase::Mixed && !py_str_isupper(word) {
+            words.insert(&py_upper(word), |a| a.push_str(pron))?;
+        }
+    }
+    Ok(words)
+}
+
+/// A set of characters: a bitmap below U+10000 (dictionaries hold millions of
+/// characters, all of a few dozen kinds), a hash set above.
+struct CharSet {
+    bmp: Vec<u64>,
+    astral: HashSet<char>,
+}
+
+impl CharSet {
+    fn new() -> Self {
+        CharSet {
+            bmp: vec![0; 0x10000 / 64],
+            astral: HashSet::new(),
+        }
+    }
+
+    fn insert(&mut self, c: char) {
+        let cp = c as usize;
+        match self.bmp.get_mut(cp / 64) {
+            Some(word) => *word |= 1 << (cp % 64),
+            None => {
+                self.astral.insert(c);
+            }
+        }
+    }
+
+    fn chars(&self) -> impl Iterator<Item = char> + '_ {
+        let bmp = (0..0x10000u32)
+            .filter(|&cp| self.bmp[cp as usize / 64] & (1 << (cp % 64)) != 0)
+            .filter_map(char::from_u32);
+        bmp.chain(self.astral.iter().copied())
+    }
+}
+
 /// First pronunciation of every word as spelt (file order of first appearance), the
 /// phoneme characters of all pronunciations and the grapheme characters of all words
-/// (cased, without `IpaG2p.PUNCT_REGEX` characters).
+/// (cased, without `IpaG2p.PUNCT_REGEX` characters), and whether every word is spelt
+/// in its cased form already.
 fn parse_entries(
     dict: &str,
     dict_file: &str,
     case: GraphemeCase,
-) -> Result<(WordTable, HashSet<char>, HashSet<char>), TextError> {
+) -> Result<(WordTable, CharSet, CharSet, bool), TextError> {
     let lines = dict.bytes().filter(|&b| b == b'\n').count() + 1;
     let mut first = WordTable::with_capacity(lines, dict.len());
-    let mut phonemes = HashSet::new();
-    let mut graphemes = HashSet::new();
+    let mut phonemes = CharSet::new();
+    let mut graphemes = CharSet::new();
+    let mut all_cased = true;
     let mut pron_buf = String::new();
     for (index, raw) in python_lines(dict).enumerate() {
         let bad = |reason: &str| TextError::Dictionary {
@@ -189,12 +239,17 @@ fn parse_entries(
         let word = strip_variant_markers(&entry[..split]);
         pron_buf.clear();
         push_without_spaces(&entry[split..], &mut pron_buf);
-        phonemes.extend(pron_buf.chars());
+        pron_buf.chars().for_each(|c| phonemes.insert(c));
         let inserted = first
             .insert_new(&word, |a| a.push_str(&pron_buf))
             .map_err(|_| bad("makes the dictionary larger than 4 GB"))?;
         if inserted {
-            graphemes.extend(case.apply(&word).chars().filter(|&c| is_word_or_digit(c)));
+            let cased = case.apply(&word);
+            all_cased &= *cased == *word;
+            cased
+                .chars()
+                .filter(|&c| is_word_or_digit(c))
+                .for_each(|c| graphemes.insert(c));
         }
     }
     if first.len() == 0 {
@@ -204,7 +259,7 @@ fn parse_entries(
             reason: "contains no entries: pass a NeMo IPA pronunciation dictionary".into(),
         });
     }
-    Ok((first, phonemes, graphemes))
+    Ok((first, phonemes, graphemes, all_cased))
 }
 
 #[cfg(test)]

@@ -26,8 +26,7 @@
 //! Where rill differs from NeMo, on purpose: text that is empty or has nothing speakable
 //! is an error (NeMo feeds EOS alone, or raises `IndexError` when only spaces are left);
 //! [`EnglishFrontEnd::encode_utterances`] leaves such sentences out; input is bounded
-//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]); a dictionary line that is not NFC is
-//! rejected instead of normalised. Short inputs are not padded (NeMo-Speech.cpp's
+//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]). Short inputs are not padded (NeMo-Speech.cpp's
 //! addition, not NeMo's: trap T8).
 //!
 //! ```
