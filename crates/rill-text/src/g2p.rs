@@ -4,8 +4,9 @@
 //! Upstream: `nemo/collections/tts/g2p/models/i18n_ipa.py` (`parse_one_word`,
 //! `__call__`) and `english_word_tokenize` in `tokenizer_utils.py`.
 
+use crate::ipa_lexicon::is_word_or_digit;
 use crate::lexicon::Lexicon;
-use crate::unicode::{is_decimal_digit, nfc, py_upper};
+use crate::unicode::{nfc, py_upper};
 
 /// One piece of `english_word_tokenize`'s / `any_locale_word_tokenize`'s output
 /// (`_WORDS_RE_EN` / `_WORDS_RE_ANY_LOCALE` groups; W = the locale's word characters).
@@ -60,15 +61,6 @@ pub(crate) fn word_pieces(text: &str, is_word: fn(char) -> bool) -> Vec<Piece<'_
     pieces
 }
 
-/// `IpaG2p.CHAR_REGEX`: `[A-Za-zÀ-ÖØ-öø-ÿ\d]`.
-fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphabetic()
-        || ('À'..='Ö').contains(&c)
-        || ('Ø'..='ö').contains(&c)
-        || ('ø'..='ÿ').contains(&c)
-        || is_decimal_digit(c)
-}
-
 fn graphemes(word: &str, out: &mut Vec<String>) {
     out.extend(word.chars().map(String::from));
 }
@@ -82,7 +74,7 @@ fn push_pron(pron: &str, out: &mut Vec<String>) {
 fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool {
     let word = py_upper(word);
     // Punctuation (no letter or digit): the characters themselves.
-    if !word.chars().any(is_word_char) {
+    if !word.chars().any(is_word_or_digit) {
         graphemes(&word, out);
         return true;
     }
