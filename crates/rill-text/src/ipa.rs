@@ -121,14 +121,14 @@ impl IpaFrontEnd {
     /// Spanish with the dictionary given as bytes (e.g. the `.nemo` member
     /// `es_ES_nv230301.dict`). Fails unless it yields v2602's 103-symbol table.
     pub fn spanish_from_bytes(dict: &[u8]) -> Result<Self> {
-        Self::for_v2602(SPANISH, dict, None)
+        Self::for_v2602(SPANISH, dict, SPANISH.dict_file, None)
     }
 
     /// German with its dictionary (the checkpoint's `de_nv230119.dict`, e.g. from the
     /// `.nemo` archive) and heteronym list as bytes. Fails unless they yield v2602's
     /// 150-symbol table.
     pub fn german(dict: &[u8], heteronyms: &[u8]) -> Result<Self> {
-        Self::for_v2602(GERMAN, dict, Some(heteronyms))
+        Self::for_v2602(GERMAN, dict, GERMAN.dict_file, Some(heteronyms))
     }
 
     /// German from files, as the CLI's `--lexicon FILE` gives them. `dict: None` fails
@@ -136,13 +136,14 @@ impl IpaFrontEnd {
     /// `heteronyms: None` takes the embedded list (without `embedded-lexicons`: an
     /// error naming the file).
     pub fn german_from_files(dict: Option<&Path>, heteronyms: Option<&Path>) -> Result<Self> {
-        let dict = dict.ok_or_else(|| missing_lexicon(&GERMAN, GERMAN.dict_file))?;
-        let dict = read_limited(dict)?;
+        let path = dict.ok_or_else(|| missing_lexicon(&GERMAN, GERMAN.dict_file))?;
+        let dict = read_limited(path)?;
         let heteronyms = match heteronyms {
             Some(path) => read_limited(path)?,
             None => embedded_german_heteronyms()?,
         };
-        Self::german(&dict, &heteronyms)
+        let name = path.display().to_string();
+        Self::for_v2602(GERMAN, &dict, &name, Some(&heteronyms))
     }
 
     /// German from the dictionary as bytes and the embedded heteronym list.
@@ -179,8 +180,14 @@ impl IpaFrontEnd {
         })
     }
 
-    fn for_v2602(locale: IpaLocale, dict: &[u8], heteronyms: Option<&[u8]>) -> Result<Self> {
-        let front = Self::with_derived_table(locale, dict, locale.dict_file, heteronyms)?;
+    /// [`with_derived_table`](Self::with_derived_table), then the table must be v2602's.
+    fn for_v2602(
+        locale: IpaLocale,
+        dict: &[u8],
+        dict_file: &str,
+        heteronyms: Option<&[u8]>,
+    ) -> Result<Self> {
+        let front = Self::with_derived_table(locale, dict, dict_file, heteronyms)?;
         if front.table.tokens() != locale.v2602_tokens {
             let derived: std::collections::BTreeSet<&str> =
                 front.table.tokens().iter().map(String::as_str).collect();
@@ -189,7 +196,7 @@ impl IpaFrontEnd {
             let missing: Vec<&str> = released.difference(&derived).copied().collect();
             let extra: Vec<&str> = derived.difference(&released).copied().collect();
             return Err(TextError::Dictionary {
-                file: locale.dict_file.into(),
+                file: dict_file.into(),
                 line: None,
                 reason: format!(
                     "is not the checkpoint's {} dictionary: its symbols give a {}-token table, \

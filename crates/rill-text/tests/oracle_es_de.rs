@@ -164,6 +164,16 @@ fn german_v2602_table_and_the_wrong_dictionary() {
     for part in ["de_nv230119.dict", "149", "150", "#Å", "ʏ"] {
         assert!(msg.contains(part), "{part} not in {msg}");
     }
+    // The same from a file (`--lexicon FILE`): the error names the file given.
+    let path = std::env::temp_dir().join(format!("rill-g2p-test-{}.dict", std::process::id()));
+    std::fs::write(&path, &dict).unwrap();
+    let err = IpaFrontEnd::german_from_files(Some(&path), None).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&path.display().to_string()) && msg.contains("v2602's 150"),
+        "{msg}"
+    );
     // Edited to v2602's symbols (ʏ → ʊ, U+0329 gone, words with Å, å and a pronunciation
     // with 1 added), it is accepted and the table is v2602's, in v2602's order.
     let edited = String::from_utf8(dict)
