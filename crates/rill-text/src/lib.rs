@@ -1,12 +1,19 @@
 //! The text front end of Magpie TTS: text → token ids for the text encoder.
 //!
-//! English only for now, reproducing NeMo's `english_phoneme` tokenizer of the released
+//! English reproduces NeMo's `english_phoneme` tokenizer of the released
 //! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
 //! dictionary and heteronym list, deterministic (`phoneme_probability = 1.0`, spec trap
 //! T2) → `IPATokenizer.encode_from_g2p` → ids + EOS, no BOS (trap T8). The two data
 //! files are embedded (`data/`, parsed once on first use) or can be passed as bytes,
 //! e.g. from a `.nemo` archive. The EOS id comes from the model's vocabulary size
 //! ([`TextVocabulary`]), never a constant (trap T21).
+//!
+//! Spanish and German ([`IpaFrontEnd`]): NeMo 3.0.0's `IpaG2p` + `IPATokenizer` for any
+//! locale (`spanish_phoneme`, `german_phoneme` of v2602, spec `magpie_languages.md` §3),
+//! returning locale-relative ids (the caller adds the language's offset and EOS) and the
+//! symbols the table lacks ([`Encoded`]). The Spanish dictionary and the German heteronyms
+//! are embedded (feature `embedded-lexicons`); NeMo's German dictionary is not
+//! redistributable here and comes from the checkpoint or a file.
 //!
 //! Long texts: [`EnglishFrontEnd::encode_utterances`] splits them into sentences where
 //! NeMo would ([`split_sentences`], spec §3.3); each is synthesised as its own utterance.
@@ -19,8 +26,7 @@
 //! Where rill differs from NeMo, on purpose: text that is empty or has nothing speakable
 //! is an error (NeMo feeds EOS alone, or raises `IndexError` when only spaces are left);
 //! [`EnglishFrontEnd::encode_utterances`] leaves such sentences out; input is bounded
-//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]); a dictionary line that is not NFC is
-//! rejected instead of normalised. Short inputs are not padded (NeMo-Speech.cpp's
+//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]). Short inputs are not padded (NeMo-Speech.cpp's
 //! addition, not NeMo's: trap T8).
 //!
 //! ```
@@ -33,6 +39,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod g2p;
+mod ipa;
+mod ipa_lexicon;
+mod ipa_locales;
 mod lexicon;
 mod sentences;
 mod tokenizer;
@@ -45,6 +54,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use ipa::{any_locale_text_preprocessing, Encoded, IpaFrontEnd, SymbolTable};
+pub use ipa_lexicon::{GraphemeCase, IpaLexicon};
+pub use ipa_locales::{IpaLocale, GERMAN, GERMAN_V2602_TOKENS, SPANISH, SPANISH_V2602_TOKENS};
 pub use lexicon::{
     Lexicon, EMBEDDED_HETERONYMS, EMBEDDED_IPA_DICT, HETERONYMS_FILE, HETERONYMS_SHA256,
     IPA_DICT_FILE, IPA_DICT_SHA256, MAX_DICT_BYTES,
@@ -98,6 +110,17 @@ pub enum TextError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// A locale's pronunciation dictionary that rill does not have (German's cannot be
+    /// shipped; Spanish's is embedded unless the `embedded-lexicons` feature is off).
+    #[error(
+        "{language} needs NeMo's pronunciation dictionary {file}, which this build of rill \
+         does not contain: pass it with --lexicon FILE (it is a member of the Magpie \
+         checkpoint's .nemo archive)"
+    )]
+    MissingLexicon {
+        language: &'static str,
+        file: &'static str,
     },
     #[error("invalid text vocabulary: {0}")]
     InvalidVocabulary(String),
