@@ -18,7 +18,7 @@ mod common;
 
 use common::{decision, pool, NEAR_TIE};
 use rill_checkpoint::Checkpoint;
-use rill_mrt2::conditioning::{CfgScales, Conditioning, NoteValue};
+use rill_mrt2::conditioning::{CfgScales, Conditioning, NoteValue, StyleLevels};
 use rill_mrt2::sampler::{SamplingParams, LEVEL};
 use rill_mrt2::session::{code_ids, prefill_conditioning};
 use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, Session, LEVELS};
@@ -26,7 +26,7 @@ use rill_testkit::{cosine, max_abs_diff};
 use serde_json::Value;
 
 // The f32 bounds of `parity.rs` (whose `logit_abs` also fixes `NEAR_TIE`). Measured here,
-// worst of P1, P2, P4 on the portable and avx2 tiers (the guest has no AVX-512):
+// worst of P1–P4 on the portable and avx2 tiers (the guest has no AVX-512):
 // temporal output 1 − cosine 1.3e-12, logits 1 − cosine 2.4e-12, max |logit diff| 6.0e-5;
 // every token identical (the smallest recorded decision margin is 8.2e-3).
 const TEMPORAL_COSINE: f64 = 1.0 - 1e-11;
@@ -90,6 +90,8 @@ impl Case {
         let cfg = &m["cfg"];
         Conditioning {
             style: Some(style),
+            // The recording generates with all 12 levels (upstream's Python path, as D1).
+            style_levels: StyleLevels::All12,
             notes,
             drums: m["drums"].as_str().map(|d| d == "on"),
             cfg: CfgScales {
@@ -126,12 +128,17 @@ fn run(case: &Case, model: &std::sync::Arc<Mrt2>, what: &str) -> (f64, f64, f32,
     let p = case.sampling();
     s.set_sampling(p).unwrap();
     let gen = case.conditioning();
-    let mut pre = prefill_conditioning(&gen);
-    match case.meta["keep_style"].as_u64().unwrap() {
-        0 => {}
-        12 => pre.style = gen.style,
-        k => panic!("{name}: keeping {k} style levels is not expressible here"),
-    }
+    let pre = match case.meta["keep_style"].as_u64().unwrap() {
+        0 => prefill_conditioning(&gen, false),
+        // Upstream's engine keeps levels 0–5.
+        6 => prefill_conditioning(&gen, true),
+        // All 12 levels (not the engine's choice; isolates the 6-vs-12 question).
+        12 => Conditioning {
+            style_levels: StyleLevels::All12,
+            ..prefill_conditioning(&gen, true)
+        },
+        k => panic!("{name}: no prefill conditioning keeping {k} style levels"),
+    };
     s.set_conditioning(&pre, &pool).unwrap();
     assert_eq!(
         as_i64(s.conditioning_tokens()),
@@ -240,10 +247,8 @@ fn kept_style_prefill_matches_upstream_all_levels() {
 
 /// Upstream's engine with the style kept (`mask_musiccoca_during_prefill = false`) feeds
 /// only style levels 0–5 (`kMusicCoCaRVQLevels − kMusicCoCaMaskedTailLevels`), 6–11 masked
-/// (`P3`). rill's `Conditioning` cannot say that yet: enable this with the 6-level prefill
-/// conditioning (and its arm in [`run`]).
+/// (`P3`): `prefill_conditioning(c, true)`.
 #[test]
-#[ignore = "needs a 6-level kept-style prefill conditioning in rill"]
 fn kept_style_prefill_matches_upstream_engine() {
     check(&["P3"]);
 }
@@ -259,7 +264,7 @@ fn option_a_prefill_is_caught() {
     let mut s = Session::new(model, case.meta["seed"].as_u64().unwrap(), &pool);
     s.set_sampling(case.sampling()).unwrap();
     let gen = case.conditioning();
-    s.set_conditioning(&prefill_conditioning(&gen), &pool)
+    s.set_conditioning(&prefill_conditioning(&gen, false), &pool)
         .unwrap();
     let ids: Vec<_> = case.codes.iter().map(|c| code_ids(c).unwrap()).collect();
     s.set_prev(&ids[0]).unwrap();
