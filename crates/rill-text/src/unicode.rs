@@ -239,6 +239,40 @@ pub fn is_certainly_nfc(s: &str) -> bool {
         .all(|c| c.is_ascii() || (combining_class(c) == 0 && !in_ranges(tables::NFC_TRAILING, c)))
 }
 
+/// Python 3.11's `unicodedata.normalize("NFC", text)` (Unicode 14), used by
+/// `any_locale_text_preprocessing`. The `unicode-normalization` crate has newer
+/// tables (Unicode 16), so the text is normalised in runs split at characters Unicode
+/// 14 had not assigned: for Python such a character is a starter that decomposes and
+/// composes with nothing, so it blocks every composition and reordering across it,
+/// and within a run of characters assigned in 14 both versions agree (normalization
+/// stability). That keeps the result Python's exactly.
+pub fn py_nfc(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| !is_assigned(c))
+            .map_or(rest.len(), |(i, _)| i);
+        out.extend(rest[..end].nfc());
+        rest = &rest[end..];
+        if let Some(c) = rest.chars().next() {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// NeMo's `any_locale_text_preprocessing`: NFC, then `’` (U+2019) becomes `'`.
+pub fn any_locale_text_preprocessing(text: &str) -> String {
+    py_nfc(text).replace('\u{2019}', "'")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
