@@ -460,7 +460,11 @@ fn nemo_seeds() -> Vec<Seed> {
 
 fn text_seeds() -> Vec<Seed> {
     let texts: [(&str, u8, &str); 6] = [
-        ("en", 0, "Hello world, I read the rill docs. Dr. Smith — 42 😀"),
+        (
+            "en",
+            0,
+            "Hello world, I read the rill docs. Dr. Smith — 42 😀",
+        ),
         ("fr", 5, "Bonjour <pad> a </s> <extra_id_3> e\u{301}té !"),
         ("hi", 6, "नमस्ते, आप कैसे हैं? Thank you ४२।ठीक॥ क़"),
         ("it", 7, "Perché l'Italia è così bella? Perché sì!"),
