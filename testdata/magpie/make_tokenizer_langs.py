@@ -177,6 +177,18 @@ def long_texts(lang):
   return [' '.join(base * 4), ''.join(base * 3), ' '.join(base[::-1] * 8)]
 
 
+def rows_per_line(obj):
+  """JSON with one text (row) per line: small and diffable."""
+  dump = lambda v: json.dumps(v, ensure_ascii=False, separators=(',', ':'))
+  parts = []
+  for k, v in obj.items():
+    if isinstance(v, list):
+      parts.append(dump(k) + ':[\n' + ',\n'.join(dump(r) for r in v) + '\n]')
+    else:
+      parts.append(dump(k) + ':' + dump(v))
+  return '{\n' + ',\n'.join(parts) + '\n}\n'
+
+
 def build_tree(wheel, root):
   with zipfile.ZipFile(wheel) as z:
     for rel in FILES:
@@ -279,7 +291,7 @@ def main():
                  sentences=[run(t) for t in fixed],
                  random=[run(t) for t in random_texts(lang, 300, 7000 + seed)])
       path = pathlib.Path(a.out) / f'tokenizer_{lang}.json'
-      path.write_text(json.dumps(out, ensure_ascii=False, indent=0), encoding='utf-8')
+      path.write_text(rows_per_line(out), encoding='utf-8')
       print('wrote', path, len(out['sentences']), 'fixed +', len(out['random']), 'random texts')
 
 
