@@ -384,7 +384,7 @@ pub fn text(data: &[u8]) {
     }
     let _ = rill_text::split_sentences_in(&text, language);
     let _ = rill_text::needs_splitting_in(&text, language);
-    let _ = rill_text::py_nfc(&text);
+    let _ = rill_text::any_locale_text_preprocessing(&text);
 }
 
 /// Reads every tensor of a parsed foreign checkpoint (the view checks must make
@@ -590,5 +590,90 @@ pub fn audio_decode(data: &[u8]) {
                 a.rate
             );
         }
+    }
+}
+
+/// Small Spanish and German front ends on hand-written dictionaries, for the text half
+/// of [`ipa_lexicon`].
+fn ipa_fronts() -> &'static [rill_text::IpaFrontEnd] {
+    static FRONTS: OnceLock<Vec<rill_text::IpaFrontEnd>> = OnceLock::new();
+    FRONTS.get_or_init(|| {
+        let es = "CASA  ˈkasa\nÑANDÚ  ɲandˈu\nEX-PRESIDENTE  ˈekspɾesiðˈente\n";
+        let de = "Abend  ˈaːbənt\nJahr  jˈaːɐ\nÖl  ˈøːl\nSTRASSE  ʃtʁˈaːsə\n";
+        vec![
+            rill_text::IpaFrontEnd::with_derived_table(
+                rill_text::SPANISH,
+                es.as_bytes(),
+                "es",
+                None,
+            )
+            .expect("a valid dictionary"),
+            rill_text::IpaFrontEnd::with_derived_table(
+                rill_text::GERMAN,
+                de.as_bytes(),
+                "de",
+                Some(b"Abend\n"),
+            )
+            .expect("a valid dictionary"),
+        ]
+    })
+}
+
+fn ipa_check(front: &rill_text::IpaFrontEnd, text: &str) {
+    let Ok(encoded) = front.encode(text) else {
+        return; // only over-long text is refused
+    };
+    let table = front.table();
+    assert!(encoded.ids.iter().all(|&i| (i as usize) < table.len()));
+    let space = table.space_id();
+    assert_eq!(encoded.ids.first(), Some(&space));
+    assert_eq!(encoded.ids.last(), Some(&space));
+    assert_eq!(encoded.speakable, encoded.ids.iter().any(|&i| i != space));
+}
+
+/// The IPA pronunciation-dictionary reader of the Spanish and German front ends
+/// (`rill_text::IpaFrontEnd`). The first byte picks the locale (bit 0) and what the
+/// rest is (bit 1): a dictionary and a heteronym list split at the first NUL (refused,
+/// or loaded, then the derived table is checked and a few texts encoded), or text for
+/// two small fixed front ends. Every id is inside the table, padded with spaces.
+pub fn ipa_lexicon(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode & 2 != 0 {
+        let text = String::from_utf8_lossy(rest);
+        for front in ipa_fronts() {
+            ipa_check(front, &text);
+        }
+        return;
+    }
+    let locale = if mode & 1 == 0 {
+        rill_text::SPANISH
+    } else {
+        rill_text::GERMAN
+    };
+    let (dict, heteronyms) = match rest.iter().position(|&b| b == 0) {
+        Some(k) => (&rest[..k], Some(&rest[k + 1..])),
+        None => (rest, None),
+    };
+    let Ok(front) =
+        rill_text::IpaFrontEnd::with_derived_table(locale, dict, "fuzz.dict", heteronyms)
+    else {
+        return;
+    };
+    let tokens = front.table().tokens();
+    let space = front.table().space_id() as usize;
+    assert!(
+        tokens[..space].windows(2).all(|w| w[0] < w[1]),
+        "sorted, distinct"
+    );
+    assert_eq!(&tokens[space..], [" ", "<pad>", "<oov>"]);
+    for text in [
+        "",
+        "¿Dónde está? im Jahr 2024 war |a b| x-y",
+        "Abend ABEND e\u{301} \u{2019}s \u{1F600}",
+        &String::from_utf8_lossy(dict),
+    ] {
+        ipa_check(&front, text);
     }
 }

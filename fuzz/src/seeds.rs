@@ -325,6 +325,10 @@ fn protocol_seeds() -> Vec<Seed> {
             "control",
             r#"{"type":"control","notes":[],"style_codes":null,"drums":null,"seed":7}"#,
         ),
+        (
+            "prompts",
+            r#"{"type":"control","prompts":[{"text":"jazz","weight":0.7},{"clip":"00ff00ff00ff00ff","weight":0.3}]}"#,
+        ),
         ("stop", r#"{"type":"stop"}"#),
         ("reset", r#"{"type":"reset"}"#),
         ("bad_field", r#"{"type":"control","volume":3}"#),
@@ -495,6 +499,40 @@ pub fn all() -> Vec<Seed> {
     v.extend(musiccoca_spm_seeds());
     v.extend(tflite_seeds());
     v.extend(audio_seeds());
+    v.extend(ipa_lexicon_seeds());
     v.extend(text_seeds());
     v
+}
+
+/// Spanish and German dictionaries (valid, NFD, Windows line ends, one line without a
+/// pronunciation, invalid UTF-8) and texts for the small fixed front ends.
+fn ipa_lexicon_seeds() -> Vec<Seed> {
+    let seed = |name: &str, mode: u8, body: &[u8]| -> Seed {
+        let mut bytes = vec![mode];
+        bytes.extend_from_slice(body);
+        ("ipa_lexicon", name.into(), bytes)
+    };
+    let es = ";;; comentario\nA  ˈa\nCASA  ˈkasa\nCASA(1)  ˈkaza\nÑANDÚ  ɲandˈu\nÁRBOL  ˈaɾβol\n";
+    let de = "'n  ˈɛn\nAbend  ˈaːbənt\nABEND  ˈaːbn̩t\nÖl  ˈøːl\nz.B.  t͡sbˈeː\n\0Abend\nÖl\n\n";
+    vec![
+        seed("es.dict", 0, es.as_bytes()),
+        seed("de.dict", 1, de.as_bytes()),
+        seed(
+            "de_nfd_crlf.dict",
+            1,
+            "O\u{308}l  ˈøːl\r\nMu\u{308}ller  ˈmʏlɐ\r\n".as_bytes(),
+        ),
+        seed("no_pronunciation.dict", 0, b"CASA  k\nPERRO\n"),
+        seed("invalid_utf8.dict", 0, b"CASA  \xff\xfe\n"),
+        seed(
+            "text_es.txt",
+            2,
+            "¿Dónde está la casa? «Ñandú» 2024 |a b|".as_bytes(),
+        ),
+        seed(
+            "text_de.txt",
+            3,
+            "„Abend“ – im Jahr 2024 war's Öl-Preis \u{1F600} e\u{301}".as_bytes(),
+        ),
+    ]
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use crate::usage::usage_bail;
 use clap::{Args, ValueEnum};
-use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::conditioning::{Conditioning, StyleLevels};
 use rill_mrt2::sampler::{SamplingParams, VOCAB};
 use rill_mrt2::Precision;
 use rill_spectrostream::CodecPrecision;
@@ -242,6 +242,11 @@ pub struct ControlArgs {
     #[arg(skip)]
     pub resolved_style: Option<[u16; 12]>,
 
+    /// How many MusicCoCa style levels steer: 12 (all, as upstream's Python) or 6
+    /// (the coarsest, levels 6–11 masked, as upstream's C++ engine) [default: 12].
+    #[arg(long, value_name = "6|12", value_parser = parse_style_levels)]
+    pub style_levels: Option<StyleLevels>,
+
     /// MIDI pitches 0..127 held on for every frame, comma-separated; other pitches
     /// are left to the model (masked).
     #[arg(long, value_name = "P,P,...")]
@@ -296,6 +301,17 @@ pub fn parse_style_codes(s: &str) -> Result<[u16; 12]> {
         out[i] = v as u16;
     }
     Ok(out)
+}
+
+/// Parses `--style-levels`: 6 or 12.
+pub fn parse_style_levels(s: &str) -> std::result::Result<StyleLevels, String> {
+    s.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| StyleLevels::from_count(n).ok())
+        .ok_or_else(|| {
+            "the number of MusicCoCa style levels fed is 6 (upstream's C++ engine) or 12 (upstream's Python)".to_string()
+        })
 }
 
 /// Parses `--notes`: MIDI pitches 0..127.
@@ -362,6 +378,9 @@ impl ControlArgs {
         if let Some(codes) = self.resolved_style {
             c.style = Some(codes);
         }
+        if let Some(l) = self.style_levels {
+            c.style_levels = l;
+        }
         if let Some(d) = self.drums {
             c.drums = Some(d == OnOff::On);
         }
@@ -408,6 +427,15 @@ mod tests {
             parse_style_codes("325, 98,979,657,802,453,475,622,729,934,567,782").unwrap()[1],
             98
         );
+    }
+
+    #[test]
+    fn style_levels_are_6_or_12() {
+        assert_eq!(parse_style_levels("6"), Ok(StyleLevels::Coarse6));
+        assert_eq!(parse_style_levels("12"), Ok(StyleLevels::All12));
+        for bad in ["0", "7", "11", "13", "-6", "six", ""] {
+            assert!(parse_style_levels(bad).unwrap_err().contains("6"), "{bad}");
+        }
     }
 
     #[test]

@@ -33,8 +33,9 @@ pub struct ContinueArgs {
 
     /// Keep the style conditioning during the prefill (upstream's
     /// `mask_musiccoca_during_prefill = false`, which its authors found gives style
-    /// jumps; upstream then feeds only levels 0–5, rill all 12); by default style and
-    /// notes are masked while the clip is forced, as upstream's engine does.
+    /// jumps): as upstream's engine, only style levels 0–5 are fed while the clip is
+    /// forced, whatever --style-levels; by default style and notes are masked while
+    /// the clip is forced, as upstream's engine does.
     #[arg(long, requires = "continue_from")]
     pub keep_style_during_prefill: bool,
 
@@ -69,10 +70,10 @@ impl ContinueArgs {
         let resampled =
             rill_io::audio::resample(&audio.samples, audio.rate, SAMPLE_RATE, audio.channels)
                 .map_err(|e| anyhow::anyhow!("--continue-from {}: {e}", path.display()))?;
-        let stereo = to_stereo(&resampled, audio.channels);
+        let stereo = rill_io::audio::to_stereo(&resampled, audio.channels);
         let window = PrefillWindow::UPSTREAM;
         let frames = stereo.len() / (2 * SAMPLES_PER_ENCODER_FRAME);
-        let need = window.trim_front + window.trim_back + 1;
+        let need = window.min_frames();
         if frames < need {
             usage_bail!(
                 "--continue-from {}: {:.2} s of audio is too short; a continuation needs at least {:.2} s ({need} frames of 40 ms: upstream drops {} at each end)",
@@ -82,7 +83,6 @@ impl ContinueArgs {
                 window.trim_front
             );
         }
-        let keep = frames.min(window.max_frames) * 2 * SAMPLES_PER_ENCODER_FRAME;
         if frames > window.max_frames {
             eprintln!(
                 "note: {} is {:.1} s long; continuing from its last {} s",
@@ -91,11 +91,9 @@ impl ContinueArgs {
                 window.max_frames / 25
             );
         }
-        // The last whole frames (a partial frame at the end is dropped, as upstream does).
-        let end = frames * 2 * SAMPLES_PER_ENCODER_FRAME;
         Ok(Some(Clip {
             path: path.clone(),
-            samples: stereo[end - keep..end].to_vec(),
+            samples: window.tail(&stereo).to_vec(),
         }))
     }
 
@@ -131,19 +129,6 @@ impl ContinueArgs {
     }
 }
 
-/// Interleaved stereo from `channels` interleaved channels: mono duplicated,
-/// beyond two the first two kept.
-fn to_stereo(samples: &[f32], channels: usize) -> Vec<f32> {
-    match channels {
-        2 => samples.to_vec(),
-        1 => samples.iter().flat_map(|&s| [s, s]).collect(),
-        _ => samples
-            .chunks_exact(channels)
-            .flat_map(|f| [f[0], f[1]])
-            .collect(),
-    }
-}
-
 /// Encodes `clip` and forces its codes through `pipe` (see the module doc).
 pub fn prefill(
     pipe: &mut FramePipeline,
@@ -172,19 +157,4 @@ pub fn prefill(
         if keep_style { " (style kept)" } else { "" }
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stereo_from_any_channel_count() {
-        assert_eq!(to_stereo(&[1.0, 2.0], 1), vec![1.0, 1.0, 2.0, 2.0]);
-        assert_eq!(to_stereo(&[1.0, 2.0], 2), vec![1.0, 2.0]);
-        assert_eq!(
-            to_stereo(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3),
-            vec![1.0, 2.0, 4.0, 5.0]
-        );
-    }
 }

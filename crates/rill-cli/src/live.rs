@@ -139,6 +139,7 @@ pub fn initial_controls(c: &ControlArgs) -> Result<Vec<Control>> {
     let p = c.sampling()?;
     let mut v = vec![
         Control::Style(cond.style),
+        Control::StyleLevels(cond.style_levels),
         Control::Drums(cond.drums),
         Control::CfgMusiccoca(cond.cfg.musiccoca),
         Control::CfgNotes(cond.cfg.notes),

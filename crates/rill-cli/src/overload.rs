@@ -256,6 +256,7 @@ async fn first_reply(ws: &mut Ws) -> Option<String> {
                     ServerMsg::Error { code, .. } => Some(code),
                     ServerMsg::Started { .. } => Some("started".into()),
                     ServerMsg::Status { .. } => Some("status".into()),
+                    ServerMsg::Style { .. } => Some("style".into()),
                 };
             }
             Ok(Some(Ok(Message::Binary(_)))) => return None,

@@ -14,8 +14,9 @@ use rill_server::limits::{
 use rill_server::rate::{self, DEFAULT_UPGRADES_PER_SECOND, MAX_UPGRADES_PER_SECOND};
 use rill_server::{AppState, ServerOptions};
 
-use crate::args::{names_parser, ModelArgs, PrecisionArgs};
+use crate::args::{names_parser, parse_style_codes, parse_style_levels, ModelArgs, PrecisionArgs};
 use crate::live;
+use crate::style::StylePromptArgs;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -24,6 +25,21 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub precision: PrecisionArgs,
+
+    /// The style of streams whose client names none: 12 MusicCoCa codes
+    /// (default: masked, no style). Clients change it with `style_codes` or `prompts`.
+    #[arg(long, value_name = "C0,...,C11")]
+    pub style_codes: Option<String>,
+
+    /// --prompt / --style-audio: the default style as words or clips (as `rill
+    /// generate`); MusicCoCa also serves the clients' prompts.
+    #[command(flatten)]
+    pub style: StylePromptArgs,
+
+    /// MusicCoCa levels fed to the model unless a client says otherwise: 12 (every
+    /// level, upstream's Python) or 6 (levels 0–5, upstream's app) [default: 12].
+    #[arg(long, value_name = "6|12", value_parser = parse_style_levels)]
+    pub style_levels: Option<rill_mrt2::conditioning::StyleLevels>,
 
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -102,6 +118,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
+    let codes = args
+        .style_codes
+        .as_deref()
+        .map(parse_style_codes)
+        .transpose()?;
+    args.style.inputs()?; // usage errors before any load
+    let checkpoint = crate::model_source::resolve(&args.model)?;
+    let (style, prompt_codes) = load_style(&args, &checkpoint)?;
+    let mut initial = Vec::new();
+    if let Some(c) = codes.or(prompt_codes) {
+        initial.push(rill_stream::Control::Style(Some(c)));
+    }
+    if let Some(l) = args.style_levels {
+        initial.push(rill_stream::Control::StyleLevels(l));
+    }
     let loaded = live::start_engine(&args.model, args.precision.precision, args.max_sessions)?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
@@ -125,7 +156,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
             format!(" and {}", origins.join(", "))
         }
     );
-    let mut state = AppState::new(loaded.engine, loaded.info, options);
+    let mut state = AppState::new(loaded.engine, loaded.info, options).with_initial(initial);
+    let style_line = match style {
+        Some(s) => {
+            state = state.with_style(s);
+            format!("; style clips at POST http://{addr}/api/clips")
+        }
+        None => String::new(),
+    };
     let mut tts_line = String::new();
     if args.tts_checkpoint.is_some() || args.tts_random_weights.is_some() {
         let voice = crate::tts::load_voice(
@@ -153,10 +191,48 @@ pub fn run(args: ServeArgs) -> Result<()> {
     rate::lower_thread_priority();
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        eprintln!("rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}");
+        eprintln!(
+            "rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}{style_line}"
+        );
         rill_server::run(listener, state).await
     })
     .with_context(|| format!("serving on {addr}"))
+}
+
+/// The encoder of the clients' prompts, with MusicCoCa loaded before the engine (so
+/// loading never competes with a stream), and the codes of `--prompt` /
+/// `--style-audio`. Without assets the server still runs (clients send codes) unless
+/// the user asked for prompts or a MusicCoCa folder.
+fn load_style(
+    args: &ServeArgs,
+    checkpoint: &std::path::Path,
+) -> Result<(Option<rill_server::style::StyleService>, Option<[u16; 12]>)> {
+    let random = args.model.random_weights;
+    let asked = args.style.any() || args.style.model.musiccoca.is_some();
+    if random.is_some() && !asked {
+        eprintln!(
+            "note: text and audio prompts are off with --random-weights (they need a 0.95 GB random MusicCoCa); \
+             add --musiccoca DIR, or --prompt TEXT to write and use one"
+        );
+        return Ok((None, None));
+    }
+    let model = match args.style.model.load(Some(checkpoint), random) {
+        Ok(m) => m,
+        Err(e) if !asked => {
+            eprintln!(
+                "note: text and audio prompts are off ({e:#}); clients can still send style codes"
+            );
+            return Ok((None, None));
+        }
+        Err(e) => return Err(e),
+    };
+    let threads = crate::args::thread_count(args.model.threads)?;
+    let codes = args
+        .style
+        .resolve_with(&model, &rill_kernels::Pool::new(threads))?;
+    let service = rill_server::style::StyleService::start(model, args.style.model.mapper())
+        .context("starting the style encoder thread")?;
+    Ok((Some(service), codes))
 }
 
 #[cfg(test)]
@@ -175,6 +251,25 @@ mod tests {
         Cli::try_parse_from(argv)
             .map(|c| c.serve)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn style_flags() {
+        let a = parse(&["--prompt", "jazz=0.7", "--style-levels", "6"]).unwrap();
+        assert_eq!(a.style.prompt, vec!["jazz=0.7".to_string()]);
+        assert_eq!(
+            a.style_levels,
+            Some(rill_mrt2::conditioning::StyleLevels::Coarse6)
+        );
+        assert!(parse(&["--style-levels", "7"]).is_err());
+        let e = parse(&[
+            "--prompt",
+            "jazz",
+            "--style-codes",
+            "1,2,3,4,5,6,7,8,9,10,11,12",
+        ])
+        .unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 
     #[test]

@@ -152,16 +152,25 @@ impl StylePromptArgs {
         if !self.any() {
             return Ok(None);
         }
-        let inputs = self.inputs()?;
+        self.inputs()?; // usage errors before any load
         let model = self.model.load(checkpoint, random)?;
         let pool = Pool::new(rill_kernels::pool::thread_count(threads)?);
-        let embeddings = embed_all(&model, &inputs, self.model.mapper(), &pool)?;
+        self.resolve_with(&model, &pool)
+    }
+
+    /// As [`StylePromptArgs::resolve`] with MusicCoCa already loaded.
+    pub fn resolve_with(&self, model: &StyleModel, pool: &Pool) -> Result<Option<[u16; LEVELS]>> {
+        if !self.any() {
+            return Ok(None);
+        }
+        let inputs = self.inputs()?;
+        let embeddings = embed_all(model, &inputs, self.model.mapper(), pool)?;
         let members: Vec<(&[f32], f32)> = embeddings
             .iter()
             .zip(&inputs)
             .map(|(e, (_, w))| (e.as_slice(), *w))
             .collect();
-        let q = model.tokenize_blend(&members, &pool)?;
+        let q = model.tokenize_blend(&members, pool)?;
         eprintln!("style {}: {}", describe(&inputs), codes_line(&q.tokens));
         Ok(Some(q.tokens))
     }
@@ -207,7 +216,15 @@ pub fn embed_all(
         .iter()
         .map(|(i, _)| -> Result<Vec<f32>> {
             Ok(match i {
-                Input::Text(t) => model.embed_text(t, mapper, pool)?,
+                Input::Text(t) => {
+                    if let Some(n) = model.prompt_overflow(t) {
+                        eprintln!(
+                            "warning: the prompt {:?} is {n} SentencePiece pieces; MusicCoCa reads the first 127 (as upstream) and ignores the rest",
+                            cut(t)
+                        );
+                    }
+                    model.embed_text(t, mapper, pool)?
+                }
                 Input::Audio(p) => {
                     let audio = rill_io::audio::decode_file(p)?;
                     model
@@ -217,6 +234,14 @@ pub fn embed_all(
             })
         })
         .collect()
+}
+
+/// The start of a long text, for messages.
+fn cut(t: &str) -> String {
+    match t.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
 }
 
 fn describe(v: &[(Input, f32)]) -> String {

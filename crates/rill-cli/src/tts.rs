@@ -41,8 +41,8 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
-    /// Language of the text: en, fr, it, vi or hi (es, de, zh, ja are listed but
-    /// not built yet; see --list-languages). Other languages than English need
+    /// Language of the text: en, es, fr, it, vi or hi (de, zh, ja are listed but
+    /// refused for now; see --list-languages). Other languages than English need
     /// v2602's full text table (the released checkpoint; --random-weights makes one).
     #[arg(long, default_value = "en")]
     pub language: String,

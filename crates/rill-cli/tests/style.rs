@@ -168,10 +168,11 @@ fn audio_clips_and_long_prompts_work() {
         home(),
     );
     assert_eq!(codes(&o).len(), 1);
-    // 10 000 characters: the first 127 pieces are embedded.
+    // 10 000 characters: the first 127 pieces are embedded, with a warning.
     let long = "rock ".repeat(2000);
     let o = rill(&["style", "--random-weights", "1", &long], home());
     assert_eq!(codes(&o).len(), 1);
+    assert!(stderr(&o).contains("reads the first 127"), "{}", stderr(&o));
 }
 
 /// Exit status and one `error:` line containing `needle`; no panic.

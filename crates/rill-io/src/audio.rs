@@ -290,6 +290,20 @@ pub const MAX_RATE_BLOCK: u32 = 1 << 20;
 #[error("cannot resample: {0}")]
 pub struct ResampleError(pub String);
 
+/// Interleaved stereo from interleaved `channels`-channel samples: mono duplicated,
+/// beyond two channels the first two kept.
+pub fn to_stereo(samples: &[f32], channels: usize) -> Vec<f32> {
+    match channels {
+        2 => samples.to_vec(),
+        1 => samples.iter().flat_map(|&s| [s, s]).collect(),
+        0 => Vec::new(),
+        _ => samples
+            .chunks_exact(channels)
+            .flat_map(|f| [f[0], f[1]])
+            .collect(),
+    }
+}
+
 /// Resamples interleaved `samples` (`channels` channels; 1 for mono) from
 /// `from_rate` to `to_rate` Hz with rubato's FFT resampler (see the module doc).
 ///
@@ -365,4 +379,20 @@ fn gcd(mut a: u32, mut b: u32) -> u32 {
 fn out_len(frames: usize, from: u32, to: u32) -> usize {
     let (n, f, t) = (frames as u128, u128::from(from), u128::from(to));
     ((2 * n * t + f) / (2 * f)) as usize
+}
+
+#[cfg(test)]
+mod stereo_tests {
+    use super::to_stereo;
+
+    #[test]
+    fn stereo_from_any_channel_count() {
+        assert_eq!(to_stereo(&[1.0, 2.0], 1), vec![1.0, 1.0, 2.0, 2.0]);
+        assert_eq!(to_stereo(&[1.0, 2.0], 2), vec![1.0, 2.0]);
+        assert_eq!(
+            to_stereo(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3),
+            vec![1.0, 2.0, 4.0, 5.0]
+        );
+        assert!(to_stereo(&[1.0], 0).is_empty());
+    }
 }

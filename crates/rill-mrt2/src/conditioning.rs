@@ -103,11 +103,51 @@ pub fn cfg_bin(scale: f64, step: f64, max_bin: i32) -> i32 {
     (b as i32).clamp(0, max_bin)
 }
 
+/// How many MusicCoCa style levels the conditioning feeds; the finer levels are
+/// masked (token 6). Upstream's Python (`MagentaRT2System`) feeds all 12; upstream's
+/// C++ engine (`mlx_engine.cpp` `generate_frame`, `kMusicCoCaMaskedTailLevels = 6`)
+/// only the coarsest 6, in generation and in a prefill that keeps the style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StyleLevels {
+    /// Levels 0–5 fed, 6–11 masked (upstream's C++ engine).
+    Coarse6,
+    /// All 12 levels fed (upstream's Python; the default).
+    #[default]
+    All12,
+}
+
+impl StyleLevels {
+    /// The number of levels fed: 6 or 12.
+    pub const fn count(self) -> usize {
+        match self {
+            StyleLevels::Coarse6 => 6,
+            StyleLevels::All12 => 12,
+        }
+    }
+
+    /// The setting feeding `n` levels; only 6 and 12 exist.
+    pub fn from_count(n: u64) -> Result<StyleLevels, InvalidValue> {
+        match n {
+            6 => Ok(StyleLevels::Coarse6),
+            12 => Ok(StyleLevels::All12),
+            _ => Err(InvalidValue::new("style levels", n, "6 or 12")),
+        }
+    }
+}
+
+impl std::fmt::Display for StyleLevels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.count())
+    }
+}
+
 /// What the user steers: style, notes, drums and CFG.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conditioning {
     /// 12 MusicCoCa RVQ codes 0..1023; `None` = masked.
     pub style: Option<[u16; STYLE_LEVELS]>,
+    /// How many of the style's levels are fed (the rest masked).
+    pub style_levels: StyleLevels,
     /// Raw pianoroll value per MIDI pitch.
     pub notes: [NoteValue; PITCHES],
     /// Drum channel: Some(true) = drums, Some(false) = no drums, None = masked.
@@ -119,6 +159,7 @@ impl Default for Conditioning {
     fn default() -> Self {
         Conditioning {
             style: None,
+            style_levels: StyleLevels::default(),
             notes: [NoteValue::Masked; PITCHES],
             drums: None,
             cfg: CfgScales::default(),
@@ -162,11 +203,12 @@ impl Conditioning {
         self.cfg.validate()
     }
 
-    /// The 144 encoder tokens.
+    /// The 144 encoder tokens (style levels beyond [`Self::style_levels`] masked).
     pub fn tokens(&self) -> [i32; CHANNELS] {
         let mut t = [MASK_TOKEN; CHANNELS];
         if let Some(style) = self.style {
-            for (dst, &c) in t[..STYLE_LEVELS].iter_mut().zip(&style) {
+            let fed = self.style_levels.count();
+            for (dst, &c) in t[..fed].iter_mut().zip(&style) {
                 // (`validate` rejects codes > 1023; the min only keeps the
                 // embedding lookup in bounds for an unvalidated value.)
                 *dst = c.min(1023) as i32 + TOKEN_OFFSET;
@@ -206,6 +248,41 @@ mod tests {
         );
         assert!(t[12..141].iter().all(|&v| v == 6));
         assert_eq!(&t[141..], &[27, 17, 9]);
+    }
+
+    #[test]
+    fn six_style_levels_mask_the_finer_six() {
+        let c = Conditioning {
+            style: Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]),
+            style_levels: StyleLevels::Coarse6,
+            ..Default::default()
+        };
+        let t = c.tokens();
+        assert_eq!(&t[..12], &[667, 1023, 302, 213, 864, 848, 6, 6, 6, 6, 6, 6]);
+        assert_eq!(
+            &t[12..],
+            &Conditioning {
+                style_levels: StyleLevels::All12,
+                ..c.clone()
+            }
+            .tokens()[12..]
+        );
+        let masked = Conditioning { style: None, ..c };
+        assert!(masked.tokens()[..12].iter().all(|&v| v == MASK_TOKEN));
+    }
+
+    #[test]
+    fn style_levels_are_six_or_twelve() {
+        assert_eq!(StyleLevels::from_count(6), Ok(StyleLevels::Coarse6));
+        assert_eq!(StyleLevels::from_count(12), Ok(StyleLevels::All12));
+        assert_eq!(StyleLevels::default().count(), 12);
+        for n in [0, 5, 7, 11, 13] {
+            let e = StyleLevels::from_count(n).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("style levels is {n}, but must be 6 or 12")
+            );
+        }
     }
 
     #[test]

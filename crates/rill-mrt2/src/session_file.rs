@@ -26,7 +26,7 @@ use rill_checkpoint::Checkpoint;
 use safetensors::Dtype;
 use serde::{Deserialize, Serialize};
 
-use crate::conditioning::{CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS};
+use crate::conditioning::{CfgScales, Conditioning, NoteValue, StyleLevels, PITCHES, STYLE_LEVELS};
 use crate::config::Mrt2Config;
 use crate::error::ModelError;
 use crate::model::{Mrt2, LEVELS};
@@ -106,6 +106,13 @@ struct ConditioningMeta {
     notes: Vec<i64>,
     #[serde(deserialize_with = "nullable")]
     style: Option<Vec<u64>>,
+    /// 6 or 12 (absent in files of earlier versions: 12).
+    #[serde(default = "all_levels")]
+    style_levels: u64,
+}
+
+fn all_levels() -> u64 {
+    StyleLevels::All12.count() as u64
 }
 
 /// A field that must be present but may be `null`.
@@ -126,6 +133,7 @@ fn conditioning_json(c: &Conditioning) -> String {
         drums: c.drums,
         notes: c.notes.iter().map(|n| n.raw() as i64).collect(),
         style: c.style.map(|s| s.iter().map(|&x| x as u64).collect()),
+        style_levels: c.style_levels.count() as u64,
     };
     serde_json::to_string(&meta).expect("strings, booleans and integers serialise")
 }
@@ -175,6 +183,12 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
             ))
         }
     };
+    let style_levels = StyleLevels::from_count(meta.style_levels).map_err(|_| {
+        format!(
+            "conditioning.style_levels is {}, not 6 or 12",
+            meta.style_levels
+        )
+    })?;
     if meta.notes.len() != PITCHES {
         return Err(format!(
             "conditioning.notes must be {PITCHES} pianoroll values, found {}",
@@ -212,6 +226,7 @@ fn parse_conditioning(s: &str) -> Result<Conditioning, String> {
     }
     Ok(Conditioning {
         style,
+        style_levels,
         notes,
         drums: meta.drums,
         cfg: CfgScales {
@@ -518,7 +533,33 @@ mod tests {
         c.style = Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1023]);
         c.drums = Some(false);
         c.cfg.musiccoca = 0.1 + 0.2;
-        assert_eq!(parse_conditioning(&conditioning_json(&c)), Ok(c));
+        assert_eq!(parse_conditioning(&conditioning_json(&c)), Ok(c.clone()));
+        c.style_levels = StyleLevels::Coarse6;
+        let json = conditioning_json(&c);
+        assert!(json.contains(r#""style_levels":6"#), "{json}");
+        assert_eq!(parse_conditioning(&json), Ok(c.clone()));
         assert!(parse_conditioning("{}").is_err());
+    }
+
+    #[test]
+    fn style_levels_default_and_range() {
+        let c = Conditioning::default();
+        let json = conditioning_json(&c);
+        // A file of an earlier version (no style_levels) feeds all 12 levels.
+        let old = json.replace(r#","style_levels":12"#, "");
+        assert!(!old.contains("style_levels"), "{old}");
+        assert_eq!(
+            parse_conditioning(&old).unwrap().style_levels,
+            StyleLevels::All12
+        );
+        let bad = json.replace(r#""style_levels":12"#, r#""style_levels":7"#);
+        assert_eq!(
+            parse_conditioning(&bad),
+            Err("conditioning.style_levels is 7, not 6 or 12".to_string())
+        );
+        let bad = json.replace(r#""style_levels":12"#, r#""style_levels":"6""#);
+        assert!(parse_conditioning(&bad)
+            .unwrap_err()
+            .starts_with("conditioning.style_levels"));
     }
 }

@@ -267,6 +267,18 @@ fn d1_f32_free_running() {
     free_running("D1");
 }
 
+// D1 with only the coarsest 6 style levels fed (upstream's C++ engine; the
+// recording's `style_levels: 6` masks levels 6–11), same bounds as D1.
+#[test]
+fn d1_levels6_f32_teacher_forced() {
+    teacher_forced("D1-levels6", &F32, true);
+}
+
+#[test]
+fn d1_levels6_f32_free_running() {
+    free_running("D1-levels6");
+}
+
 #[test]
 fn d1_bf16_teacher_forced() {
     teacher_forced("D1-bf16", &BF16, false);

@@ -29,5 +29,5 @@ pub use frontend::{patches, Frontend, FrontendScratch};
 pub use model::MusicCoCa;
 pub use quantizer::{Quantized, LEVELS};
 pub use spm::{python_lower, Spm, TextIds};
-pub use style::{Mapper, StyleModel};
+pub use style::{Mapper, Prompt, StyleModel};
 pub use weights::{Tensor, Weights};

@@ -29,6 +29,14 @@ impl Default for Mapper {
     }
 }
 
+/// One member of a style blend: a text (embedded with the blend's mapper setting) or
+/// an embedding computed before (an audio clip's, from [`StyleModel::embed_audio`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    Text(&'a str),
+    Embedding(&'a [f32]),
+}
+
 /// MusicCoCa with its tokenizer and frontend, loaded from one assets directory.
 pub struct StyleModel {
     dir: PathBuf,
@@ -98,6 +106,13 @@ impl StyleModel {
         }
         let t = self.spm.encode_prompt(prompt);
         Ok(t.ids[..t.num_tokens].iter().map(|&i| i as u32).collect())
+    }
+
+    /// The prompt's SentencePiece pieces when there are more than the text tower reads
+    /// (127; upstream ignores the rest without a word): callers warn with it.
+    pub fn prompt_overflow(&self, prompt: &str) -> Option<usize> {
+        let t = self.spm.encode_prompt(prompt);
+        (t.pieces >= crate::spm::TEXT_LEN).then_some(t.pieces)
     }
 
     /// The style embedding of a text: the text tower's, mapped unless `mapper` is off
@@ -177,5 +192,33 @@ impl StyleModel {
     ) -> Result<Quantized, Error> {
         let e = blend::blend(members)?;
         self.tokenize(&e, pool)
+    }
+
+    /// The tokens of a weighted blend of prompts (upstream's app: each member
+    /// embedded, texts through `mapper`, the embeddings averaged by normalised weight,
+    /// then quantised).
+    pub fn tokenize_prompts(
+        &self,
+        members: &[(Prompt<'_>, f32)],
+        mapper: Mapper,
+        pool: &Pool,
+    ) -> Result<Quantized, Error> {
+        // Each text's embedding (empty for a member that already is one).
+        let texts: Vec<Vec<f32>> = members
+            .iter()
+            .map(|(p, _)| match p {
+                Prompt::Text(t) => self.embed_text(t, mapper, pool),
+                Prompt::Embedding(_) => Ok(Vec::new()),
+            })
+            .collect::<Result<_, _>>()?;
+        let blend: Vec<(&[f32], f32)> = members
+            .iter()
+            .zip(&texts)
+            .map(|((p, w), t)| match p {
+                Prompt::Embedding(e) => (*e, *w),
+                Prompt::Text(_) => (t.as_slice(), *w),
+            })
+            .collect();
+        self.tokenize_blend(&blend, pool)
     }
 }

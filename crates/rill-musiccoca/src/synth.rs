@@ -238,13 +238,32 @@ pub fn random_assets_dir(cache: &Path, seed: u64) -> Result<PathBuf, Error> {
     if mark.is_file() {
         return Ok(dir);
     }
-    write_synthetic_assets(&dir, seed)?;
+    // Written beside it and renamed into place, so two processes (or tests) that
+    // ask at once never read each other's half-written files.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = cache.join(format!(
+        "musiccoca_random_seed{seed}.part-{}-{n}",
+        std::process::id()
+    ));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
     };
-    let spm = dir.join("spm.model");
-    rill_io::write_atomic(&spm, TINY_SPM).map_err(io(&spm))?;
-    rill_io::write_atomic(&mark, b"").map_err(io(&mark))?;
+    write_synthetic_assets(&tmp, seed)?;
+    let spm = tmp.join("spm.model");
+    std::fs::write(&spm, TINY_SPM).map_err(io(&spm))?;
+    let tmp_mark = tmp.join("complete");
+    std::fs::write(&tmp_mark, b"").map_err(io(&tmp_mark))?;
+    if std::fs::rename(&tmp, &dir).is_err() {
+        if !mark.is_file() {
+            // A left-over of an interrupted run: replace it.
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::rename(&tmp, &dir).map_err(io(&dir))?;
+        } else {
+            // Another process finished first; its copy is the same.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+    }
     Ok(dir)
 }

@@ -7,7 +7,7 @@
 //! + the dropout id), so a raw −1 is the mask token. A missing input is all −1.
 
 use rill_mrt2::conditioning::{
-    check_style, CfgScales, Conditioning, NoteValue, PITCHES, STYLE_LEVELS,
+    check_style, CfgScales, Conditioning, NoteValue, StyleLevels, PITCHES, STYLE_LEVELS,
 };
 use rill_mrt2::sampler::SamplingParams;
 
@@ -18,6 +18,9 @@ use crate::error::{Error, Result};
 pub struct Controls {
     /// `mulan_tokens_25hz`: 12 codes, each 0..=1023 or −1 (masked); `None` = masked.
     pub style: Option<Vec<i64>>,
+    /// Style levels fed: 12 (all, upstream's Python) or 6 (the coarsest, levels 6–11
+    /// masked, as upstream's C++ engine).
+    pub style_levels: i64,
     /// `pianoroll_with_onsets_tokens`: 128 values −1..=3 (masked, off, sustain,
     /// onset, on) per MIDI pitch; `None` = all masked.
     pub notes: Option<Vec<i64>>,
@@ -34,6 +37,7 @@ impl Default for Controls {
         let c = CfgScales::default();
         Controls {
             style: None,
+            style_levels: StyleLevels::default().count() as i64,
             notes: None,
             drums: None,
             cfg: [c.musiccoca, c.notes, c.drums],
@@ -91,6 +95,15 @@ impl Controls {
         if let Some(s) = &self.style {
             c.style = style_codes(s)?;
         }
+        c.style_levels = u64::try_from(self.style_levels)
+            .ok()
+            .and_then(|n| StyleLevels::from_count(n).ok())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "style_levels is {}, but must be 12 (all MusicCoCa levels, as upstream's Python)                      or 6 (the coarsest six, as upstream's C++ engine)",
+                    self.style_levels
+                ))
+            })?;
         if let Some(n) = &self.notes {
             if n.len() != PITCHES {
                 return Err(Error::invalid(format!(
@@ -177,6 +190,14 @@ mod tests {
         }
         assert_eq!(t[140], 8);
         assert_eq!(&t[141..], &[27, 17, 9]);
+        let six = Controls {
+            style_levels: 6,
+            ..c
+        };
+        let t6 = six.resolve().unwrap().0.tokens();
+        assert_eq!(&t6[..6], &t[..6]);
+        assert!(t6[6..12].iter().all(|&v| v == 6), "levels 6–11 masked");
+        assert_eq!(&t6[12..], &t[12..]);
     }
 
     #[test]
@@ -224,6 +245,14 @@ mod tests {
             },
             Controls {
                 top_k: -3,
+                ..Default::default()
+            },
+            Controls {
+                style_levels: 7,
+                ..Default::default()
+            },
+            Controls {
+                style_levels: -6,
                 ..Default::default()
             },
         ];

@@ -15,6 +15,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod continuation;
 pub mod controls;
 pub mod error;
 pub mod model;
@@ -31,6 +32,7 @@ mod py;
 #[global_allocator]
 static ALLOC: rill_kernels::huge_pages::HugePageAlloc = rill_kernels::huge_pages::HugePageAlloc;
 
+pub use continuation::Continuation;
 pub use controls::Controls;
 pub use error::Error;
 pub use model::{Generated, LoadOptions, Model, Request};

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rill_mrt2::sampler::{LEVEL, RESERVED};
 use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, LEVELS};
-use rill_spectrostream::{Codec, CodecPrecision};
+use rill_spectrostream::{Codec, CodecPrecision, Encoder};
 use rill_stream::source::{self, Hints};
 use rill_stream::{FramePipeline, StagePools, Stages};
 
+use crate::continuation::{self, Continuation};
 use crate::controls::Controls;
 use crate::error::{Error, Result};
 use crate::state::State;
@@ -99,6 +100,9 @@ pub struct Model {
     codec: Arc<Codec>,
     /// One generation (call or stream frame) at a time uses the pools.
     pools: Mutex<StagePools>,
+    /// The SpectroStream encoder of continuations, loaded at the first one (with the
+    /// explicit path it came from).
+    encoder: Mutex<Option<(Option<PathBuf>, Arc<Encoder>)>>,
     path: PathBuf,
     kind: ModelKind,
     precision: Precision,
@@ -118,6 +122,8 @@ pub struct Request<'a> {
     pub audio: bool,
     /// Record each step's soft-capped logits of its level.
     pub logits: bool,
+    /// Continue from this audio (a fresh stream: no state, no forced tokens).
+    pub continue_from: Option<&'a Continuation>,
 }
 
 /// What a generation call produced.
@@ -160,6 +166,7 @@ impl Model {
             lm,
             codec,
             pools: Mutex::new(pools),
+            encoder: Mutex::new(None),
             path,
             kind,
             precision,
@@ -190,6 +197,20 @@ impl Model {
     /// them for good: a pool resets itself after re-raising a task's panic).
     pub(crate) fn pools(&self) -> MutexGuard<'_, StagePools> {
         self.pools.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The continuation encoder from `explicit` or beside the checkpoint, loaded once
+    /// per path.
+    fn encoder(&self, explicit: Option<&Path>) -> Result<Arc<Encoder>> {
+        let mut slot = self.encoder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((p, e)) = slot.as_ref() {
+            if p.as_deref() == explicit {
+                return Ok(e.clone());
+            }
+        }
+        let e = continuation::load_encoder(explicit, &self.path)?;
+        *slot = Some((explicit.map(Path::to_path_buf), e.clone()));
+        Ok(e)
     }
 
     /// `(stage arrangement, LM threads, codec threads)`.
@@ -223,8 +244,26 @@ impl Model {
         if r.frames == 0 {
             return Err(Error::invalid("frames must be at least 1"));
         }
+        let clip = match r.continue_from {
+            Some(c) => {
+                if state.is_some() || r.forced.is_some() {
+                    return Err(Error::invalid(
+                        "continue_from starts a new stream from the clip; pass neither state nor forced_tokens with it",
+                    ));
+                }
+                Some((
+                    c.window()?,
+                    self.encoder(c.encoder.as_deref())?,
+                    c.keep_style,
+                ))
+            }
+            None => None,
+        };
         let pools = self.pools();
         let mut pipe = self.pipeline(&r.controls, r.seed, state, r.audio, &pools)?;
+        if let Some((window, encoder, keep_style)) = &clip {
+            continuation::prefill(&mut pipe, encoder, window, *keep_style, &pools)?;
+        }
         let mut out = Generated {
             tokens: Vec::with_capacity(r.frames * LEVELS),
             audio: Vec::with_capacity(if r.audio {

@@ -36,6 +36,7 @@ fn run(m: &Model, frames: usize, state: Option<&State>) -> Generated {
         forced: None,
         audio: true,
         logits: false,
+        continue_from: None,
     };
     m.generate(&r, state).unwrap()
 }

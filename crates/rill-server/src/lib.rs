@@ -1,6 +1,7 @@
 //! `rill serve`: the browser instrument at `/`, one WebSocket audio stream per
 //! listener at `/ws` (protocol in [`protocol`]), `/api/info`, and with a voice
-//! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]).
+//! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]); with MusicCoCa,
+//! style prompts in the protocol and audio clips at `POST /api/clips` ([`style`]).
 //!
 //! Generation runs on the [`Engine`]'s scheduler thread, never on the async
 //! runtime; each socket task only moves finished frames out at real-time pace
@@ -17,9 +18,11 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod conn;
 pub mod limits;
 pub mod protocol;
 pub mod rate;
+pub mod style;
 pub mod tts;
 
 use std::error::Error as _;
@@ -27,31 +30,27 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::{SinkExt, StreamExt};
-use rill_stream::{Control, Engine, StreamConfig, StreamError, StreamHandle, FRAME_PCM};
+use rill_stream::Engine;
 use tokio::time::{interval, MissedTickBehavior};
 
-use limits::{
-    ConnectionLimit, ConnectionPermit, HostName, HostRefusal, Origin, OriginRefusal,
-    MAX_MESSAGE_BYTES,
-};
-use protocol::ClientMsg;
+use limits::{ConnectionLimit, HostName, HostRefusal, Origin, OriginRefusal, MAX_MESSAGE_BYTES};
 use rate::UpgradeRate;
 
 /// The single-page instrument: markup, style, the jitter buffer / AudioWorklet
-/// processor, the notes input and the page's logic, each its own file, built
+/// processor, the notes input, the style prompts and the page's logic, each its own file, built
 /// into the binary.
 pub const INDEX_HTML: &str = include_str!("../web/index.html");
 const STYLE_CSS: &str = include_str!("../web/style.css");
 const WORKLET_JS: &str = include_str!("../web/worklet.js");
 const NOTES_JS: &str = include_str!("../web/notes.js");
+const PROMPTS_JS: &str = include_str!("../web/prompts.js");
 const APP_JS: &str = include_str!("../web/app.js");
 
 /// Frames buffered before playback pacing starts (so a stream does not begin
@@ -104,6 +103,11 @@ pub struct AppState {
     idle_timeout: Duration,
     /// The voice of `/api/tts`, if one was loaded.
     pub tts: Option<Arc<tts::TtsService>>,
+    /// MusicCoCa for style prompts, if it was found.
+    pub style: Option<Arc<style::StyleService>>,
+    /// Controls every stream starts with, before its client's (`rill serve
+    /// --prompt`, `--style-codes`, `--style-levels`).
+    initial: Vec<rill_stream::Control>,
 }
 
 impl AppState {
@@ -117,7 +121,21 @@ impl AppState {
             upgrades: UpgradeRate::new(options.max_upgrades_per_second),
             idle_timeout: options.idle_timeout,
             tts: None,
+            style: None,
+            initial: Vec::new(),
         }
+    }
+
+    /// Sets the controls every stream starts with (its client's come after them).
+    pub fn with_initial(mut self, controls: Vec<rill_stream::Control>) -> AppState {
+        self.initial = controls;
+        self
+    }
+
+    /// Adds MusicCoCa: streams take text and audio prompts.
+    pub fn with_style(mut self, service: style::StyleService) -> AppState {
+        self.style = Some(Arc::new(service));
+        self
     }
 
     /// Adds a voice: `POST /api/tts` speaks with it.
@@ -142,6 +160,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(|| async { asset(JAVASCRIPT, WORKLET_JS) }),
         )
         .route("/notes.js", get(|| async { asset(JAVASCRIPT, NOTES_JS) }))
+        .route(
+            "/prompts.js",
+            get(|| async { asset(JAVASCRIPT, PROMPTS_JS) }),
+        )
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route(
             "/favicon.ico",
@@ -149,6 +171,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/ws", get(ws))
         .route("/api/info", get(info))
+        .route(
+            "/api/clips",
+            post(style::upload).layer(DefaultBodyLimit::max(style::MAX_CLIP_BYTES)),
+        )
         .route(
             "/api/tts",
             post(tts::speak).layer(DefaultBodyLimit::max(tts::MAX_TTS_BODY_BYTES)),
@@ -234,8 +260,23 @@ async fn info(State(st): State<Arc<AppState>>) -> Json<serde_json::Value> {
         o.insert("connections".into(), st.connections.open().into());
         o.insert("max_connections".into(), st.connections.max().into());
         o.insert("max_message_bytes".into(), MAX_MESSAGE_BYTES.into());
+        o.insert("protocol".into(), protocol::PROTOCOL_VERSION.into());
         if let Some(t) = &st.tts {
             o.insert("tts".into(), t.info());
+        }
+        if let Some(s) = &st.style {
+            o.insert("style".into(), s.info());
+        }
+        for c in &st.initial {
+            match c {
+                rill_stream::Control::Style(Some(codes)) => {
+                    o.insert("default_style_codes".into(), codes.to_vec().into());
+                }
+                rill_stream::Control::StyleLevels(l) => {
+                    o.insert("default_style_levels".into(), l.count().into());
+                }
+                _ => {}
+            }
         }
         // For overload and soak runs: memory must return to its baseline.
         o.insert(
@@ -284,7 +325,7 @@ async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppSt
     };
     ws.max_message_size(MAX_MESSAGE_BYTES)
         .max_frame_size(MAX_MESSAGE_BYTES)
-        .on_upgrade(move |socket| listener(socket, st, permit))
+        .on_upgrade(move |socket| conn::listener(socket, st, permit))
         .into_response()
 }
 
@@ -299,155 +340,5 @@ fn too_large(e: &axum::Error) -> Option<String> {
             ),
         )),
         _ => None,
-    }
-}
-
-/// One listener: controls in, paced frames and status out. `_permit` is its
-/// connection slot, freed when this returns.
-async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: ConnectionPermit) {
-    let (mut tx, mut rx) = socket.split();
-    let mut stream: Option<StreamHandle> = None;
-    let mut playing = false;
-    let mut seed = rill_mrt2::DEFAULT_SEED;
-    let mut frame_tick = interval(Duration::from_millis(40));
-    frame_tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
-    let mut status_tick = interval(Duration::from_millis(250));
-    status_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut pcm = vec![0i16; FRAME_PCM];
-    let mut sent: u64 = 0;
-    let mut idle_deadline = tokio::time::Instant::now() + st.idle_timeout;
-    loop {
-        let reply: Option<String> = tokio::select! {
-            msg = rx.next() => { idle_deadline = tokio::time::Instant::now() + st.idle_timeout; match msg {
-                Some(Err(e)) => {
-                    // The reader cannot go on past an oversized message (it
-                    // would buffer it); say why and close.
-                    if let Some(text) = too_large(&e) {
-                        let close = CloseFrame { code: close_code::SIZE, reason: "message too big".into() };
-                        if tx.send(Message::Text(text.into())).await.is_ok()
-                            && tx.send(Message::Close(Some(close))).await.is_ok()
-                        {
-                            tokio::time::sleep(CLOSE_LINGER).await;
-                        }
-                    }
-                    break;
-                }
-                None | Some(Ok(Message::Close(_))) => break,
-                Some(Ok(Message::Text(t))) => handle(&st, &mut stream, &mut playing, &mut seed, &mut sent, t.as_str()),
-                Some(Ok(Message::Binary(_))) => Some(protocol::error("bad_request", "binary messages are not accepted; send JSON text")),
-                Some(Ok(_)) => None, // ping/pong are answered by the library
-            }},
-            _ = tokio::time::sleep_until(idle_deadline), if stream.is_none() => {
-                let text = protocol::error("idle", &format!(
-                    "no stream and no message for {} s; closing this connection (rill serve --idle-timeout)",
-                    st.idle_timeout.as_secs()
-                ));
-                let close = CloseFrame { code: close_code::NORMAL, reason: "idle".into() };
-                if tx.send(Message::Text(text.into())).await.is_ok() {
-                    let _ = tx.send(Message::Close(Some(close))).await;
-                }
-                break;
-            },
-            _ = frame_tick.tick(), if stream.is_some() => {
-                let Some(h) = stream.as_mut() else { continue };
-                if h.failed() {
-                    // The engine dropped this stream after a panic (a bug, logged
-                    // on stderr); the other listeners keep playing.
-                    let text = protocol::error("internal", "the engine hit an internal error on this stream and stopped it; reconnect to start a new one");
-                    let close = CloseFrame { code: close_code::ERROR, reason: "internal error".into() };
-                    if tx.send(Message::Text(text.into())).await.is_ok() {
-                        let _ = tx.send(Message::Close(Some(close))).await;
-                    }
-                    break;
-                }
-                if !playing && h.buffered_ms() >= PREBUFFER_MS.min(h.capacity_ms()) {
-                    playing = true;
-                }
-                if playing && h.read_frame(&mut pcm) {
-                    let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_le_bytes()).collect();
-                    if tx.send(Message::Binary(bytes.into())).await.is_err() {
-                        break;
-                    }
-                    sent += 1;
-                }
-                None
-            },
-            _ = status_tick.tick(), if stream.is_some() => {
-                stream.as_ref().map(|h| {
-                    protocol::status(
-                        h.stats.rtf(),
-                        h.buffered_ms(),
-                        h.stats.underruns.load(std::sync::atomic::Ordering::Relaxed),
-                        sent,
-                    )
-                })
-            },
-        };
-        if let Some(text) = reply {
-            if tx.send(Message::Text(text.into())).await.is_err() {
-                break;
-            }
-        }
-    }
-    // Dropping the handle frees the engine slot.
-    drop(stream);
-}
-
-/// Applies one text message; returns a reply to send, if any.
-fn handle(
-    st: &AppState,
-    stream: &mut Option<StreamHandle>,
-    playing: &mut bool,
-    seed: &mut u64,
-    sent: &mut u64,
-    text: &str,
-) -> Option<String> {
-    let send_all = |h: &StreamHandle, cs: Vec<Control>| -> Option<String> {
-        for c in cs {
-            if let Err(e) = h.send(c) {
-                return Some(protocol::error("overloaded", &e.to_string()));
-            }
-        }
-        None
-    };
-    match protocol::parse(text) {
-        Err(e) => Some(protocol::error("bad_request", &e)),
-        Ok(ClientMsg::Start { seed: s, controls }) => match stream {
-            Some(h) => send_all(h, controls),
-            None => {
-                *seed = s.unwrap_or(rill_mrt2::DEFAULT_SEED);
-                match st.engine.open(StreamConfig {
-                    seed: *seed,
-                    initial: controls,
-                    ..Default::default()
-                }) {
-                    Ok(h) => {
-                        *stream = Some(h);
-                        *playing = false;
-                        *sent = 0;
-                        Some(protocol::started(*seed))
-                    }
-                    Err(e @ StreamError::Busy { capacity }) => {
-                        Some(protocol::busy(&e.to_string(), st.engine.active(), capacity))
-                    }
-                    Err(e) => Some(protocol::error("internal", &e.to_string())),
-                }
-            }
-        },
-        Ok(ClientMsg::Control(cs)) => match stream {
-            Some(h) => send_all(h, cs),
-            None => Some(protocol::error(
-                "bad_request",
-                "no stream yet: send {\"type\":\"start\"} first",
-            )),
-        },
-        Ok(ClientMsg::Reset) => match stream {
-            Some(h) => send_all(h, vec![Control::Reset(*seed)]),
-            None => Some(protocol::error("bad_request", "no stream to reset")),
-        },
-        Ok(ClientMsg::Stop) => {
-            *stream = None;
-            None
-        }
     }
 }

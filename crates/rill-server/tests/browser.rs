@@ -1,7 +1,8 @@
 //! End-to-end test of the instrument page in headless Chromium: an in-process
 //! `rill serve` (random-weight mrt2_small, int8) and `tests/browser/e2e.mjs`
 //! (playwright-core driving the system Chromium) clicking Start, holding a piano
-//! key, and checking that audio frames and status messages arrive.
+//! key, and checking that audio frames and status messages arrive; a text prompt
+//! and an uploaded clip restyle the playing stream (random-weight MusicCoCa).
 //!
 //! Needs `node` (≥ 20), Chromium (`/usr/bin/chromium` or `$CHROMIUM_PATH`) and
 //! `npm ci` in `tests/browser`. With `RILL_BROWSER_TEST=1` anything missing is a
@@ -73,11 +74,20 @@ fn missing_prerequisites() -> Vec<String> {
 fn start_server() -> SocketAddr {
     let engine = common::engine(2, rill_stream::Stages::TwoStage, 2);
     // Default limits: the page must pass the same-origin check as served.
-    let state = Arc::new(AppState::new(
-        engine,
-        serde_json::json!({"model": "mrt2_small (random weights)", "precision": "int8"}),
-        ServerOptions::default(),
-    ));
+    // Random-weight MusicCoCa with the oracle's tiny tokenizer: the prompt box works.
+    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::cache_dir(), 1)
+        .expect("random-weight MusicCoCa");
+    let model = rill_musiccoca::StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
+    let style = rill_server::style::StyleService::start(model, rill_musiccoca::Mapper::Seed(0))
+        .expect("the style encoder");
+    let state = Arc::new(
+        AppState::new(
+            engine,
+            serde_json::json!({"model": "mrt2_small (random weights)", "precision": "int8"}),
+            ServerOptions::default(),
+        )
+        .with_style(style),
+    );
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
     std_listener.set_nonblocking(true).unwrap();
     let addr = std_listener.local_addr().unwrap();

@@ -24,6 +24,7 @@ async fn frames_status_controls_and_errors() {
         ("/style.css", ".top"),
         ("/worklet.js", "class JitterBuffer"),
         ("/notes.js", "function installNotes"),
+        ("/prompts.js", "function installPrompts"),
         ("/app.js", "new WebSocket"),
     ] {
         assert!(page.contains(&path[1..]), "the page does not load {path}");

@@ -1,5 +1,5 @@
 // The instrument page's logic (index.html); served at /app.js.
-/* global JitterBuffer, installNotes */
+/* global JitterBuffer, installNotes, installPrompts */
 "use strict";
 (() => {
   // ---------------------------------------------------------------- constants
@@ -80,8 +80,10 @@
       $("info-precision").textContent = info.precision ?? "—";
       $("info-streams").textContent = `${info.active ?? "?"} / ${info.capacity ?? "?"}`;
       $("info-rtf").textContent = info.measured_rtf > 0 ? Number(info.measured_rtf).toFixed(2) : "—";
+      if (prompts) prompts.setAvailable(!!info.style);
     } catch (_) { /* the server may be restarting; keep the last values */ }
   }
+  let prompts = null;  // the prompt box (prompts.js), installed below
   refreshInfo();
   setInterval(refreshInfo, 5000);
 
@@ -107,8 +109,12 @@
   }
   function drums() { const v = $("drums").value; return v === "masked" ? null : v; }
 
+  // A blend waiting for the next start (sent with it instead of style_codes).
+  let startPrompts = null;
   function currentControls() {
-    const c = { style_codes: style, notes: rill.held.slice(), drums: drums(), top_k: topK() };
+    const c = { notes: rill.held.slice(), drums: drums(), top_k: topK() };
+    if (startPrompts) c.prompts = startPrompts;
+    else c.style_codes = style;
     for (const [k, s] of Object.entries(sliders)) c[k] = s.read(s.el);
     return c;
   }
@@ -176,8 +182,32 @@
   function setStyle(codes, label) {
     style = codes ? codes.slice() : null;
     styleLabel = label;
+    startPrompts = null;
     showStyle();
     queueControl({ style_codes: style }, 0);
+  }
+  // Prompts: sent now while playing (the style switches when the server has encoded
+  // them), else with the next start.
+  function applyPrompts(list) {
+    if (streamOpen) {
+      flushControls();
+      send({ type: "control", prompts: list });
+    } else {
+      startPrompts = list;
+      styleLabel = prompts.describe();
+      $("style-current").textContent = `Next start: ${styleLabel} (encoded when the stream starts)`;
+      prompts.styled(null);
+    }
+  }
+  // The server's "style": the blend's codes are playing.
+  function onStyled(codes, warning) {
+    style = codes.slice();
+    startPrompts = null;
+    styleLabel = prompts.describe() || "Prompts";
+    $("style-codes").value = codesText(style);
+    $("style-preset").value = "custom";
+    prompts.styled(codes, warning);
+    showStyle();
   }
   function setStyleError(msg) {
     $("style-error").textContent = msg;
@@ -404,6 +434,8 @@
       const u = $("m-underruns");
       u.textContent = msg.underruns;
       u.className = "val" + (msg.underruns > 0 ? " warn" : "");
+    } else if (msg.type === "style") {
+      onStyled(msg.codes, msg.warning);
     } else if (msg.type === "started") {
       rill.seed = msg.seed;
       refreshInfo();
@@ -415,6 +447,17 @@
   function onServerError(msg) {
     const code = msg.code || "error";
     const text = msg.message || "";
+    if (code === "style") {
+      // The prompts were refused or could not be encoded; the style is unchanged.
+      prompts.failed(text);
+      if (rill.state === "starting" && rill.framesReceived === 0) {
+        closeSocket();
+        finish("error");
+        showError("The stream did not start: its prompts were refused.", text, { code, retry: true });
+        startPrompts = null;
+      }
+      return;
+    }
     if (code === "busy") {
       closeSocket();
       finish("busy");
@@ -471,6 +514,8 @@
 
   // ----------------------------------------------------------------- notes
   installNotes({ $, rill, queueControl });
+  prompts = installPrompts({ $, rill, apply: applyPrompts });
+  if (info) prompts.setAvailable(!!info.style);
 
   // ---------------------------------------------------------------- scope
   const scope = $("scope");

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rill_mrt2::conditioning::{check_style, CfgScales, Conditioning};
+use rill_mrt2::conditioning::{check_style, CfgScales, Conditioning, StyleLevels};
 use rill_mrt2::sampler::{self, SamplingParams};
 use rill_mrt2::{LmState, ModelError, Mrt2, LEVELS};
 use rill_spectrostream::{Codec, CodecState};
@@ -18,6 +18,9 @@ use crate::pipeline::{FramePipeline, StagePools};
 pub enum Control {
     /// 12 MusicCoCa codes, or `None` for masked style.
     Style(Option<[u16; 12]>),
+    /// How many of the style's levels are fed (the rest masked): 12 as upstream's
+    /// Python, 6 as upstream's C++ engine.
+    StyleLevels(StyleLevels),
     NoteOn(u8),
     NoteOff(u8),
     /// Exactly these pitches sound (new ones start with an onset).
@@ -46,6 +49,7 @@ pub struct Snapshot {
     /// Tokens the LM produced that the codec has not decoded yet (two-stage).
     pub pending: Option<[u32; LEVELS]>,
     pub style: Option<[u16; 12]>,
+    pub style_levels: StyleLevels,
     pub drums: Option<bool>,
     pub cfg: CfgScales,
     pub sampling: SamplingParams,
@@ -108,6 +112,7 @@ impl Generator {
                 }
                 self.cond.style = s
             }
+            Control::StyleLevels(l) => self.cond.style_levels = l,
             Control::NoteOn(n) => self.notes.note_on(n)?,
             Control::NoteOff(n) => self.notes.note_off(n)?,
             Control::HeldNotes(h) => self.notes.set_held(&h)?,
@@ -173,6 +178,7 @@ impl Generator {
         }
         self.pipeline.restore(s)?;
         self.cond.style = s.style;
+        self.cond.style_levels = s.style_levels;
         self.cond.drums = s.drums;
         self.cond.cfg = s.cfg;
         self.notes = s.notes.clone();

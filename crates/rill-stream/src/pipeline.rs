@@ -445,8 +445,9 @@ impl FramePipeline {
     /// Continuation prefill (spec §3.7): forces `codes` (raw codes per frame, see
     /// [`Session::prefill`]) through the language model without sampling or touching
     /// the sampler key, under [`prefill_conditioning`] of the current conditioning
-    /// (or the current conditioning itself with `keep_style`, upstream's
-    /// `mask_musiccoca_during_prefill = false`), which is set again afterwards. No
+    /// (style masked, or with `keep_style` — upstream's
+    /// `mask_musiccoca_during_prefill = false` — its levels 0–5 kept, as upstream's
+    /// engine does), which is set again afterwards. No
     /// audio comes out; the codec state is warmed with the last
     /// [`PREFILL_CODEC_WARM_FRAMES`] frames. No frames, a code > 1023 or a frame
     /// still pending decode ([`Self::flush`] first) is an error and changes nothing.
@@ -466,10 +467,8 @@ impl FramePipeline {
             return Err(ModelError::Prefill("no frames to prefill".into()));
         }
         let cond = self.session.conditioning().clone();
-        if !keep_style {
-            self.session
-                .set_conditioning(&prefill_conditioning(&cond), pools.lm())?;
-        }
+        self.session
+            .set_conditioning(&prefill_conditioning(&cond, keep_style), pools.lm())?;
         // The codec stage has nothing to do: its thread assists the LM's kernels.
         let session = &mut self.session;
         let (r, ()) = pools.overlap(|lp| session.prefill(codes, lp), |_| ());

@@ -4,7 +4,7 @@
 //!
 //! The format is the language model's state file (`rill_mrt2::session_file`,
 //! `rill-state v1`), which already holds the LM state, sampling and conditioning
-//! (style, drums, CFG and the pianoroll values the note tracker gives), checks the
+//! (style and its fed level count, drums, CFG and the pianoroll values the note tracker gives), checks the
 //! model, precision and weights and validates every LM field. The stream adds:
 //! * the codec state arrays as F32 tensors `codec/<name>` (validated by
 //!   [`CodecState::import`]: every array present once, exact shape, finite);
@@ -56,6 +56,7 @@ impl Snapshot {
             codec,
             pending: pipe.pending(),
             style: controls.style,
+            style_levels: controls.style_levels,
             drums: controls.drums,
             cfg: controls.cfg,
             sampling: session.sampling(),
@@ -68,6 +69,7 @@ impl Snapshot {
     pub fn conditioning(&self) -> Conditioning {
         Conditioning {
             style: self.style,
+            style_levels: self.style_levels,
             notes: self.notes.values(),
             drums: self.drums,
             cfg: self.cfg,
@@ -216,6 +218,7 @@ fn parse(path: &Path, bytes: Vec<u8>, id: &ModelId, codec: &Codec) -> Result<Sna
         codec: codec_state,
         pending,
         style: c.style,
+        style_levels: c.style_levels,
         drums: c.drums,
         cfg: c.cfg,
         sampling: data.sampling,

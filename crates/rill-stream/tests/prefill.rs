@@ -5,7 +5,7 @@
 
 mod common;
 
-use rill_mrt2::conditioning::Conditioning;
+use rill_mrt2::conditioning::{Conditioning, StyleLevels};
 use rill_mrt2::sampler;
 use rill_mrt2::session::{code_ids, prefill_conditioning, prefill_inputs};
 use rill_mrt2::{ModelError, Session, LEVELS};
@@ -83,7 +83,7 @@ fn prefill_then_steps_is_deterministic_and_equals_the_session_calls() {
     let (lm, _) = common::weights();
     let mut s = Session::new(lm, SEED, pools.lm());
     let ids: Vec<_> = codes().iter().map(|c| code_ids(c).unwrap()).collect();
-    s.set_conditioning(&prefill_conditioning(&conditioning()), pools.lm())
+    s.set_conditioning(&prefill_conditioning(&conditioning(), false), pools.lm())
         .unwrap();
     for id in &ids[..N - 1] {
         s.set_prev(id).unwrap();
@@ -101,6 +101,50 @@ fn prefill_then_steps_is_deterministic_and_equals_the_session_calls() {
         masked.session().state().cross_k,
         kept.session().state().cross_k
     );
+}
+
+/// `--keep-style-during-prefill` as upstream's engine (`prefill_with_token_array`
+/// with `mask_musiccoca_during_prefill = false`): the block holds style levels 0–5
+/// (`prefill_cond[i] = musiccoca_tokens_[i] + 7` for `i < kept_mc_levels = 6`), the
+/// mask id everywhere else (levels 6–11, every pitch; drums "on" → masked) and the
+/// CFG bins; not the generation's 12 levels.
+#[test]
+fn keeping_the_style_feeds_levels_0_to_5_as_upstream() {
+    let pools = StagePools::new(Stages::Sequential, 2, None);
+    let (kept_tokens, _, kept) = run(true, &pools);
+    let style = conditioning().style.unwrap();
+    let mut upstream = [6i32; 141];
+    for i in 0..6 {
+        upstream[i] = style[i] as i32 + 7;
+    }
+    let (lm, _) = common::weights();
+    let prefill_with = |c: &Conditioning| {
+        let mut s = Session::new(lm.clone(), SEED, pools.lm());
+        s.set_conditioning(c, pools.lm()).unwrap();
+        s.prefill(&codes(), pools.lm()).unwrap();
+        s.set_conditioning(&conditioning(), pools.lm()).unwrap();
+        s
+    };
+    let six = Conditioning {
+        style: Some(style),
+        style_levels: StyleLevels::Coarse6,
+        cfg: conditioning().cfg,
+        ..Default::default()
+    };
+    assert_eq!(&six.tokens()[..141], &upstream[..]);
+    assert_eq!(&six.tokens()[141..], &conditioning().tokens()[141..]);
+    let mut s = prefill_with(&six);
+    let low: Vec<_> = (0..K).map(|_| s.step(pools.lm(), None)).collect();
+    assert_eq!(low, kept_tokens);
+    assert_eq!(s.state(), kept.session().state());
+
+    // Feeding all 12 levels during the prefill would fill the caches differently.
+    let twelve = Conditioning {
+        style_levels: StyleLevels::All12,
+        ..six
+    };
+    let s12 = prefill_with(&twelve);
+    assert_ne!(s12.state().cross_k, prefill_with(&six).state().cross_k);
 }
 
 #[test]

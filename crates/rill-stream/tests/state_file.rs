@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use rill_checkpoint::writer::{self, Tensor};
 use rill_checkpoint::Checkpoint;
+use rill_mrt2::conditioning::StyleLevels;
 use rill_mrt2::{Session, LEVELS};
 use rill_stream::{
     Control, FramePipeline, Generator, NoteTracker, Snapshot, StagePools, Stages, FRAME_PCM,
@@ -34,6 +35,7 @@ fn a_generator_continues_bit_identically_from_bytes() {
     let mut a = Generator::new(lm.clone(), codec.clone(), 42, &pools);
     for c in [
         Control::Style(Some(STYLE)),
+        Control::StyleLevels(StyleLevels::Coarse6),
         Control::Drums(Some(false)),
         Control::CfgNotes(2.0),
         Control::Temperature(1.1),
@@ -58,6 +60,8 @@ fn a_generator_continues_bit_identically_from_bytes() {
     let bytes = snap.to_bytes(&lm);
     let back = Snapshot::from_bytes(&bytes, &lm, &codec).unwrap();
     assert_eq!(back, snap);
+    assert_eq!(back.style_levels, StyleLevels::Coarse6);
+    assert!(back.conditioning().tokens()[6..12].iter().all(|&t| t == 6));
     assert_eq!(back.to_bytes(&lm).len(), bytes.len());
 
     let cont_a = run_generator(&mut a, &pools, 6);

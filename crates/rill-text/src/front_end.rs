@@ -1,7 +1,7 @@
 //! Text of any built language → Magpie token ids, with one report of what could not
 //! be encoded. [`TextFrontEnd`] dispatches on the language table's [`FrontEnd`]:
-//! English through [`EnglishFrontEnd`], fr/it/vi through [`crate::byt5`], Hindi
-//! through [`crate::hindi`]; languages whose front end is not built yet are refused
+//! English through [`EnglishFrontEnd`], Spanish through [`IpaFrontEnd`], fr/it/vi
+//! through [`crate::byt5`], Hindi through [`crate::hindi`]; languages whose front end is not built yet are refused
 //! with [`TextError::LanguageNotBuilt`], languages the checkpoint has no table for
 //! with [`TextError::LanguageNotInCheckpoint`].
 
@@ -11,13 +11,13 @@ use std::sync::Arc;
 use crate::languages::{FrontEnd, Language};
 use crate::sentences::{needs_splitting_in, split_sentences_in};
 use crate::{
-    byt5, check_size, excerpt, hindi, py_blank, EnglishFrontEnd, Lexicon, Result, TextError,
-    TextVocabulary, MAX_UTTERANCE_TOKENS,
+    byt5, check_size, excerpt, hindi, py_blank, EnglishFrontEnd, IpaFrontEnd, Lexicon, Result,
+    TextError, TextVocabulary, MAX_UTTERANCE_TOKENS,
 };
 
 /// Utterances to synthesise, and every character a front end had to leave out.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Encoded {
+pub struct Utterances {
     /// Token ids per utterance, EOS last.
     pub utterances: Vec<Vec<u32>>,
     /// Characters dropped, each once, in code-point order (empty: nothing lost).
@@ -108,6 +108,17 @@ impl TextFrontEnd {
             FrontEnd::EnglishIpa => {
                 return self.english.token_ids_reporting(text, dropped);
             }
+            FrontEnd::SpanishIpa => {
+                let e = IpaFrontEnd::spanish()?.encode(text)?;
+                // The grapheme prefix is already removed; spaces are never reported.
+                dropped.extend(
+                    e.dropped
+                        .iter()
+                        .flat_map(|s| s.chars())
+                        .filter(|&c| c != ' '),
+                );
+                e.ids
+            }
             FrontEnd::ByT5 => byt5::encode(text),
             FrontEnd::HindiChars => hindi::encode(text, dropped),
             other => {
@@ -148,11 +159,11 @@ impl TextFrontEnd {
     }
 
     /// One utterance without sentence splitting, with its report.
-    pub fn encode(&self, text: &str, language: Language) -> Result<Encoded> {
+    pub fn encode(&self, text: &str, language: Language) -> Result<Utterances> {
         check_size(text)?;
         let mut dropped = Vec::new();
         let ids = self.utterance(text, language, &mut dropped)?;
-        Ok(Encoded {
+        Ok(Utterances {
             utterances: vec![ids],
             dropped: unique(dropped),
         })
@@ -162,7 +173,7 @@ impl TextFrontEnd {
     /// split threshold are split into sentences where NeMo's `split_by_sentence`
     /// would; a sentence with nothing speakable is left out (its characters are in
     /// the report); if none is left, this fails.
-    pub fn encode_utterances(&self, text: &str, language: Language) -> Result<Encoded> {
+    pub fn encode_utterances(&self, text: &str, language: Language) -> Result<Utterances> {
         check_size(text)?;
         self.check(language)?;
         if py_blank(text) {
@@ -171,7 +182,7 @@ impl TextFrontEnd {
         let mut dropped = Vec::new();
         if !needs_splitting_in(text, language) {
             let ids = self.utterance(text, language, &mut dropped)?;
-            return Ok(Encoded {
+            return Ok(Utterances {
                 utterances: vec![ids],
                 dropped: unique(dropped),
             });
@@ -191,7 +202,7 @@ impl TextFrontEnd {
         if utterances.is_empty() {
             return Err(nothing_encodable(text, language));
         }
-        Ok(Encoded {
+        Ok(Utterances {
             utterances,
             dropped: unique(dropped),
         })
@@ -218,6 +229,9 @@ fn speaks_something(ids: &[u32], language: Language, vocabulary: TextVocabulary)
         let local = id - offset;
         match language.info().front_end {
             FrontEnd::HindiChars => local != 0,
+            FrontEnd::SpanishIpa => {
+                IpaFrontEnd::spanish().is_ok_and(|f| local != f.table().space_id())
+            }
             FrontEnd::ByT5 => local != byt5::EOS,
             _ => true,
         }

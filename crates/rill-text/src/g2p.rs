@@ -4,46 +4,46 @@
 //! Upstream: `nemo/collections/tts/g2p/models/i18n_ipa.py` (`parse_one_word`,
 //! `__call__`) and `english_word_tokenize` in `tokenizer_utils.py`.
 
+use crate::ipa_lexicon::is_word_or_digit;
 use crate::lexicon::Lexicon;
-use crate::unicode::{is_decimal_digit, py_upper, recompose_preprocessed};
+use crate::unicode::{nfc, py_upper};
 
-/// One piece of `english_word_tokenize`'s output (`_WORDS_RE_EN` groups).
+/// One piece of `english_word_tokenize`'s / `any_locale_word_tokenize`'s output
+/// (`_WORDS_RE_EN` / `_WORDS_RE_ANY_LOCALE` groups; W = the locale's word characters).
 #[derive(Debug, PartialEq, Eq)]
-enum Piece<'a> {
-    /// Group 1, `[A-Za-z]+(?:[A-Za-z\-']*[A-Za-z]+)*` (lower-cased by the tokenizer).
+pub(crate) enum Piece<'a> {
+    /// Group 1, `W+(?:[W\-']*W+)*` (English lower-cases it).
     Word(&'a str),
     /// Group 2, `\|[^|]*\|`: passed through unchanged, split at spaces.
     Unchanged(&'a str),
-    /// Group 3, `[^A-Za-z|]+`: punctuation, spaces, digits, any other script.
+    /// Group 3, `[^W|]+`: punctuation, spaces, digits, any other script.
     Other(&'a str),
 }
 
-/// `_WORDS_RE_EN.findall(text)` without a regex engine. The three alternatives start on
-/// disjoint characters (an ASCII letter, `|`, anything else), so each position has at
-/// most one candidate: group 1 is the longest run of `[A-Za-z'-]` that ends on a
-/// letter (what the backtracking pattern settles on); a `|` with no closing `|`
-/// matches nothing and is skipped, as `findall` skips it.
-fn word_pieces(text: &str) -> Vec<Piece<'_>> {
-    let bytes = text.as_bytes();
+/// `_WORDS_RE_EN.findall(text)` (`is_word`: ASCII letters) or
+/// `_WORDS_RE_ANY_LOCALE.findall(text)` without a regex engine. The three alternatives
+/// start on disjoint characters (a word character, `|`, anything else), so each position
+/// has at most one candidate: group 1 is the longest run of word characters, `'` and `-`
+/// that ends on a word character (what the backtracking pattern settles on); a `|` with
+/// no closing `|` matches nothing and is skipped, as `findall` skips it.
+pub(crate) fn word_pieces(text: &str, is_word: fn(char) -> bool) -> Vec<Piece<'_>> {
     let mut pieces = Vec::new();
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b.is_ascii_alphabetic() {
-            let mut end = i + 1;
-            let mut j = i + 1;
-            while j < bytes.len()
-                && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'-' || bytes[j] == b'\'')
-            {
-                if bytes[j].is_ascii_alphabetic() {
-                    end = j + 1;
+    while let Some(c) = text[i..].chars().next() {
+        if is_word(c) {
+            let base = i + c.len_utf8();
+            let mut end = base;
+            for (j, d) in text[base..].char_indices() {
+                if is_word(d) {
+                    end = base + j + d.len_utf8();
+                } else if d != '-' && d != '\'' {
+                    break;
                 }
-                j += 1;
             }
             pieces.push(Piece::Word(&text[i..end]));
             i = end;
-        } else if b == b'|' {
-            match bytes[i + 1..].iter().position(|&c| c == b'|') {
+        } else if c == '|' {
+            match text[i + 1..].find('|') {
                 Some(k) => {
                     pieces.push(Piece::Unchanged(&text[i + 1..i + 1 + k]));
                     i += k + 2;
@@ -51,24 +51,14 @@ fn word_pieces(text: &str) -> Vec<Piece<'_>> {
                 None => i += 1,
             }
         } else {
-            let len = bytes[i..]
-                .iter()
-                .position(|&c| c.is_ascii_alphabetic() || c == b'|')
-                .unwrap_or(bytes.len() - i);
+            let len = text[i..]
+                .find(|d: char| is_word(d) || d == '|')
+                .unwrap_or(text.len() - i);
             pieces.push(Piece::Other(&text[i..i + len]));
             i += len;
         }
     }
     pieces
-}
-
-/// `IpaG2p.CHAR_REGEX`: `[A-Za-zÀ-ÖØ-öø-ÿ\d]`.
-fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphabetic()
-        || ('À'..='Ö').contains(&c)
-        || ('Ø'..='ö').contains(&c)
-        || ('ø'..='ÿ').contains(&c)
-        || is_decimal_digit(c)
 }
 
 fn graphemes(word: &str, out: &mut Vec<String>) {
@@ -84,7 +74,7 @@ fn push_pron(pron: &str, out: &mut Vec<String>) {
 fn parse_one_word(lexicon: &Lexicon, word: &str, out: &mut Vec<String>) -> bool {
     let word = py_upper(word);
     // Punctuation (no letter or digit): the characters themselves.
-    if !word.chars().any(is_word_char) {
+    if !word.chars().any(is_word_or_digit) {
         graphemes(&word, out);
         return true;
     }
@@ -150,9 +140,9 @@ fn stem_pronunciation<'l>(
 /// `IpaG2p.__call__` on text that `english_text_preprocessing` already prepared:
 /// the G2P symbols (phonemes, graphemes, punctuation, spaces), one string each.
 pub fn g2p(lexicon: &Lexicon, text: &str) -> Vec<String> {
-    let text = recompose_preprocessed(text);
+    let text = nfc(text);
     let mut out = Vec::with_capacity(text.len() * 2);
-    for piece in word_pieces(&text) {
+    for piece in word_pieces(&text, |c| c.is_ascii_alphabetic()) {
         match piece {
             Piece::Unchanged(inner) => out.extend(inner.split(' ').map(String::from)),
             Piece::Word(word) => parse_with_hyphens(lexicon, &word.to_ascii_lowercase(), &mut out),
@@ -186,7 +176,8 @@ mod tests {
     fn pieces_follow_the_regex() {
         use Piece::*;
         assert_eq!(
-            word_pieces("It's 5 o'clock-- |a b| x|y z-'"),
+            word_pieces("It's 5 o'clock-- |a b| x|y z-'", |c| c
+                .is_ascii_alphabetic()),
             [
                 Word("It's"),
                 Other(" 5 "),
@@ -201,6 +192,6 @@ mod tests {
                 Other("-'"),
             ]
         );
-        assert_eq!(word_pieces("é|"), [Other("é")]);
+        assert_eq!(word_pieces("é|", |c| c.is_ascii_alphabetic()), [Other("é")]);
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::unicode::any_locale_text_preprocessing;
+use crate::ipa::any_locale_text_preprocessing;
 
 /// `GRAPHEME_CHARACTER_SETS["hi-IN"]` in NeMo 3.0.0's order.
 pub const HINDI_GRAPHEMES: [char; 73] = [

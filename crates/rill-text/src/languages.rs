@@ -33,9 +33,10 @@ pub enum Language {
 pub enum FrontEnd {
     /// NeMo's `IpaG2p` (CMU IPA dictionary) + `IPATokenizer`: built.
     EnglishIpa,
-    /// `IpaG2p` es-ES + `IPATokenizer` (`pad_with_space`): not built yet.
+    /// `IpaG2p` es-ES + `IPATokenizer` (`pad_with_space`): built ([`crate::IpaFrontEnd`]).
     SpanishIpa,
-    /// `IpaG2p` de-DE (mixed case, `#` graphemes, heteronyms): not built yet.
+    /// `IpaG2p` de-DE (mixed case, `#` graphemes, heteronyms): built as
+    /// [`crate::IpaFrontEnd::german`], but its dictionary is not wired to a voice yet.
     GermanIpa,
     /// jieba + pypinyin → `ChinesePhonemesTokenizer`: not built yet.
     MandarinPinyin,
@@ -59,10 +60,14 @@ impl FrontEnd {
     /// What is missing, for a front end that is not built.
     pub fn missing(self) -> Option<&'static str> {
         match self {
-            FrontEnd::SpanishIpa => {
-                Some("the Spanish IPA G2P (es_ES_nv230301.dict) is being ported")
+            // Without the embedded dictionary, Spanish would need the checkpoint's.
+            FrontEnd::SpanishIpa if cfg!(not(feature = "embedded-lexicons")) => {
+                Some("this build has no Spanish dictionary (feature embedded-lexicons is off)")
             }
-            FrontEnd::GermanIpa => Some("the German IPA G2P (de_nv230119.dict) is being ported"),
+            FrontEnd::GermanIpa => Some(
+                "German needs NeMo's dictionary (de_nv230119.dict) from the checkpoint, which \
+                 rill speak and the server do not pass to the front end yet",
+            ),
             FrontEnd::MandarinPinyin => {
                 Some("Mandarin needs exact ports of jieba and pypinyin with their dictionaries")
             }

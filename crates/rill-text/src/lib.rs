@@ -3,9 +3,10 @@
 //! [`LANGUAGES`] is the one table of Magpie's languages (v2602 tokenizer names,
 //! offsets, sizes, front ends, sentence-split thresholds); [`TextVocabulary`] says
 //! which of them a checkpoint has; [`TextFrontEnd`] encodes any built one and reports
-//! the characters it had to drop. Built: English, French, Italian, Vietnamese (ByT5,
-//! [`byt5`]) and Hindi ([`hindi`]); Spanish, German, Mandarin and Japanese are
-//! refused with [`TextError::LanguageNotBuilt`].
+//! the characters it had to drop. Built: English, Spanish ([`IpaFrontEnd`]), French,
+//! Italian, Vietnamese (ByT5, [`byt5`]) and Hindi ([`hindi`]); German (its dictionary
+//! is not wired from the checkpoint yet), Mandarin and Japanese are refused with
+//! [`TextError::LanguageNotBuilt`].
 //!
 //! English reproduces NeMo's `english_phoneme` tokenizer of the released
 //! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
@@ -14,6 +15,13 @@
 //! files are embedded (`data/`, parsed once on first use) or can be passed as bytes,
 //! e.g. from a `.nemo` archive. The EOS id comes from the model's vocabulary size
 //! ([`TextVocabulary`]), never a constant (trap T21).
+//!
+//! Spanish and German ([`IpaFrontEnd`]): NeMo 3.0.0's `IpaG2p` + `IPATokenizer` for any
+//! locale (`spanish_phoneme`, `german_phoneme` of v2602, spec `magpie_languages.md` §3),
+//! returning locale-relative ids (the caller adds the language's offset and EOS) and the
+//! symbols the table lacks ([`Encoded`]). The Spanish dictionary and the German heteronyms
+//! are embedded (feature `embedded-lexicons`); NeMo's German dictionary is not
+//! redistributable here and comes from the checkpoint or a file.
 //!
 //! Long texts: [`EnglishFrontEnd::encode_utterances`] splits them into sentences where
 //! NeMo would ([`split_sentences`], spec §3.3); each is synthesised as its own utterance.
@@ -26,8 +34,7 @@
 //! Where rill differs from NeMo, on purpose: text that is empty or has nothing speakable
 //! is an error (NeMo feeds EOS alone, or raises `IndexError` when only spaces are left);
 //! [`EnglishFrontEnd::encode_utterances`] leaves such sentences out; input is bounded
-//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]); a dictionary line that is not NFC is
-//! rejected instead of normalised. Short inputs are not padded (NeMo-Speech.cpp's
+//! ([`MAX_TEXT_BYTES`], [`MAX_UTTERANCE_TOKENS`]). Short inputs are not padded (NeMo-Speech.cpp's
 //! addition, not NeMo's: trap T8).
 //!
 //! ```
@@ -43,6 +50,9 @@ pub mod byt5;
 mod front_end;
 mod g2p;
 pub mod hindi;
+mod ipa;
+mod ipa_lexicon;
+mod ipa_locales;
 mod languages;
 mod lexicon;
 mod sentences;
@@ -55,12 +65,15 @@ mod unicode_tables;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use front_end::{describe_dropped, Encoded, TextFrontEnd};
+pub use front_end::{describe_dropped, TextFrontEnd, Utterances};
 pub use languages::{
     v2602_tokenizer_names, v2602_tokenizers, valid_codes, FrontEnd, Language, LanguageInfo,
     SplitUnit, Tokenizer, LANGUAGES, TEXT_CE, V2602_BOS, V2602_EOS,
 };
 
+pub use ipa::{any_locale_text_preprocessing, Encoded, IpaFrontEnd, SymbolTable};
+pub use ipa_lexicon::{GraphemeCase, IpaLexicon};
+pub use ipa_locales::{IpaLocale, GERMAN, GERMAN_V2602_TOKENS, SPANISH, SPANISH_V2602_TOKENS};
 pub use lexicon::{
     Lexicon, EMBEDDED_HETERONYMS, EMBEDDED_IPA_DICT, HETERONYMS_FILE, HETERONYMS_SHA256,
     IPA_DICT_FILE, IPA_DICT_SHA256, MAX_DICT_BYTES,
@@ -73,7 +86,7 @@ pub use tokenizer::{
     encode_from_g2p, encode_from_g2p_reporting, token_id, TextLayout, TextVocabulary,
     ENGLISH_TOKENS, PAD_ID, SPACE_ID,
 };
-pub use unicode::{any_locale_text_preprocessing, english_text_preprocessing, py_nfc};
+pub use unicode::english_text_preprocessing;
 /// Unicode version of the tables (that of the Python 3.11 which ran the oracle).
 pub use unicode_tables::UNICODE_VERSION;
 
@@ -142,6 +155,17 @@ pub enum TextError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// A locale's pronunciation dictionary that rill does not have (German's cannot be
+    /// shipped; Spanish's is embedded unless the `embedded-lexicons` feature is off).
+    #[error(
+        "{language} needs NeMo's pronunciation dictionary {file}, which this build of rill \
+         does not contain: pass it with --lexicon FILE (it is a member of the Magpie \
+         checkpoint's .nemo archive)"
+    )]
+    MissingLexicon {
+        language: &'static str,
+        file: &'static str,
     },
     #[error("invalid text vocabulary: {0}")]
     InvalidVocabulary(String),

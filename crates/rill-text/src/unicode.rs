@@ -98,6 +98,30 @@ pub fn py_isupper(c: char) -> bool {
     is_assigned(c) && c.is_uppercase()
 }
 
+/// Python's `c.islower()` for one character.
+fn py_islower(c: char) -> bool {
+    is_assigned(c) && c.is_lowercase()
+}
+
+/// General category Lt (title case), which `str.isupper()` rejects: fixed since Unicode 5.
+fn is_titlecase(c: char) -> bool {
+    matches!(c as u32, 0x1C5 | 0x1C8 | 0x1CB | 0x1F2 | 0x1F88..=0x1F8F | 0x1F98..=0x1F9F
+        | 0x1FA8..=0x1FAF | 0x1FBC | 0x1FCC | 0x1FFC)
+}
+
+/// Python's `str.isupper()`: at least one upper-case character and no lower-case or
+/// title-case one.
+pub fn py_str_isupper(s: &str) -> bool {
+    let mut cased = false;
+    for c in s.chars() {
+        if py_islower(c) || is_titlecase(c) {
+            return false;
+        }
+        cased |= py_isupper(c);
+    }
+    cased
+}
+
 fn combining_class(c: char) -> u8 {
     let cp = c as u32;
     if cp < 0x300 {
@@ -179,24 +203,42 @@ pub fn english_text_preprocessing(text: &str) -> String {
         .collect()
 }
 
-/// The NFC that `IpaG2p.__call__` applies next, for text that
-/// [`english_text_preprocessing`] produced (fully decomposed, no Mn left). The only
-/// compositions such text allows have a second character that is not Mn: Hangul
-/// jamo and the two-part vowel signs of some Indic and Balinese scripts
-/// (`COMPOSITIONS`); all of those join adjacent characters.
-pub fn recompose_preprocessed(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.is_ascii() {
+/// Unicode NFC (`unicodedata.normalize("NFC", text)` on Python 3.11's tables): full
+/// canonical decomposition, canonical ordering, then canonical composition of every
+/// unblocked pair (UAX #15). Text that is certainly NFC already comes back borrowed.
+/// Hand-written on the generated tables rather than taken from a crate, so that the
+/// Unicode version is the oracle's (a newer crate also composes characters that
+/// Unicode 14 does not have).
+pub fn nfc(text: &str) -> std::borrow::Cow<'_, str> {
+    if is_certainly_nfc(text) {
         return text.into();
     }
-    let mut chars: Vec<char> = text.chars().collect();
+    let mut chars = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        decompose_into(c, &mut chars);
+    }
     canonical_order(&mut chars);
     let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    // The last starter and the combining class of the last character kept after it
+    // (None: nothing after the starter yet).
+    let mut starter: Option<usize> = None;
+    let mut last_class: Option<u8> = None;
     for c in chars {
-        if let Some(last) = out.last_mut() {
-            if let Some(composite) = compose_pair(*last, c) {
-                *last = composite;
-                continue;
+        let class = combining_class(c);
+        if let Some(s) = starter {
+            let blocked = last_class.is_some_and(|last| last >= class);
+            if !blocked {
+                if let Some(composite) = compose_pair(out[s], c) {
+                    out[s] = composite;
+                    continue;
+                }
             }
+        }
+        if class == 0 {
+            starter = Some(out.len());
+            last_class = None;
+        } else {
+            last_class = Some(class);
         }
         out.push(c);
     }
@@ -239,40 +281,6 @@ pub fn is_certainly_nfc(s: &str) -> bool {
         .all(|c| c.is_ascii() || (combining_class(c) == 0 && !in_ranges(tables::NFC_TRAILING, c)))
 }
 
-/// Python 3.11's `unicodedata.normalize("NFC", text)` (Unicode 14), used by
-/// `any_locale_text_preprocessing`. The `unicode-normalization` crate has newer
-/// tables (Unicode 16), so the text is normalised in runs split at characters Unicode
-/// 14 had not assigned: for Python such a character is a starter that decomposes and
-/// composes with nothing, so it blocks every composition and reordering across it,
-/// and within a run of characters assigned in 14 both versions agree (normalization
-/// stability). That keeps the result Python's exactly.
-pub fn py_nfc(text: &str) -> String {
-    use unicode_normalization::UnicodeNormalization as _;
-    if text.is_ascii() {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        let end = rest
-            .char_indices()
-            .find(|&(_, c)| !is_assigned(c))
-            .map_or(rest.len(), |(i, _)| i);
-        out.extend(rest[..end].nfc());
-        rest = &rest[end..];
-        if let Some(c) = rest.chars().next() {
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
-}
-
-/// NeMo's `any_locale_text_preprocessing`: NFC, then `’` (U+2019) becomes `'`.
-pub fn any_locale_text_preprocessing(text: &str) -> String {
-    py_nfc(text).replace('\u{2019}', "'")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn recomposition_undoes_what_survives_decomposition() {
+    fn nfc_recomposes_what_survives_decomposition() {
         // Hangul (LV and LVT syllables), Bengali and Balinese two-part vowels; Kannada
         // U+0CCB loses its Mn first part, so the rest stays apart (values from Python:
         // NFC(NFD(text) without Mn)).
@@ -315,7 +323,7 @@ mod tests {
         for (text, want) in cases {
             let pre = english_text_preprocessing(text);
             assert_ne!(pre, text);
-            assert_eq!(recompose_preprocessed(&pre), want);
+            assert_eq!(nfc(&pre), want);
         }
     }
 
@@ -356,6 +364,33 @@ mod tests {
         assert!(is_py_space('\u{1C}') && is_py_space(' ') && is_py_space('\u{3000}'));
         assert!(!is_py_space('\u{200B}') && !is_py_space('a'));
         assert!(is_decimal_digit('7') && is_decimal_digit('\u{0663}') && !is_decimal_digit('²'));
+    }
+
+    #[test]
+    fn nfc_is_pythons() {
+        // unicodedata.normalize("NFC", ...) on Python 3.11: blocked and unblocked marks,
+        // reordering, singletons, Hangul, Indic two-part vowels, an excluded composition.
+        let cases = [
+            ("e\u{301}", "\u{e9}"),
+            ("e\u{327}\u{301}", "\u{229}\u{301}"),
+            ("e\u{301}\u{327}", "\u{229}\u{301}"),
+            ("a\u{328}\u{301}\u{328}", "\u{105}\u{328}\u{301}"),
+            ("\u{1100}\u{1161}\u{11a8}", "\u{ac01}"),
+            ("\u{212b}\u{212a}", "\u{c5}K"),
+            ("o\u{308}\u{304}", "\u{22b}"),
+            ("\u{344}x", "\u{308}\u{301}x"),
+            ("s\u{323}\u{307}", "\u{1e69}"),
+            ("\u{915}\u{93c}", "\u{915}\u{93c}"),
+            ("a\u{5ae}\u{300}\u{301}b", "\u{e0}\u{5ae}\u{301}b"),
+            ("\u{9c7}\u{9be}", "\u{9cb}"),
+            ("A\u{30a}\u{301}", "\u{1fa}"),
+            ("A\u{300}\u{315}\u{300}", "\u{c0}\u{300}\u{315}"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(nfc(text), want, "{text:?}");
+        }
+        assert!(py_str_isupper("ÄRGER'S") && !py_str_isupper("ÄRGEr") && !py_str_isupper("12"));
+        assert!(!py_str_isupper("A\u{1C5}") && py_str_isupper("\u{1C4}"));
     }
 
     #[test]

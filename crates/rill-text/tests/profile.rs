@@ -83,3 +83,73 @@ fn profile_startup_and_encode() {
         cpu.map_or("n/a".into(), |c| format!("{:.1}", c / reps as f64 * 1e6))
     );
 }
+
+#[test]
+#[ignore]
+fn profile_spanish_and_german() {
+    use rill_text::{IpaFrontEnd, GERMAN};
+    // Spanish: gunzip + parse of the embedded dictionary (what `spanish()` does once).
+    let es = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/es_ES_nv230301.dict.gz"),
+    )
+    .unwrap();
+    let gunzip = |bytes: &[u8]| {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    };
+    let (wall, cpu) = best_of(5, || {
+        IpaFrontEnd::spanish_from_bytes(&gunzip(&es)).unwrap();
+    });
+    println!(
+        "Spanish: gunzip + parse of the embedded dictionary (best of 5): wall {:.1} ms, CPU {}",
+        wall * 1e3,
+        ms(cpu)
+    );
+    let de = gunzip(
+        &std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../testdata/magpie/de_nv221025.dict.gz"),
+        )
+        .unwrap(),
+    );
+    let (wall, cpu) = best_of(5, || {
+        IpaFrontEnd::with_derived_table(GERMAN, &de, "de_nv221025.dict", None).unwrap();
+    });
+    println!(
+        "German: parse of a 3.95 MB dictionary (best of 5): wall {:.1} ms, CPU {}",
+        wall * 1e3,
+        ms(cpu)
+    );
+    let fronts = [
+        (
+            IpaFrontEnd::spanish().unwrap(),
+            "¿Dónde está la biblioteca? El niño comió paella en Valencia con su abuela, \
+             y después fueron al mercado a comprar pan, leche y azúcar para la semana.",
+        ),
+        (
+            IpaFrontEnd::with_derived_table(GERMAN, &de, "de_nv221025.dict", None).unwrap(),
+            "Guten Morgen, wie geht es Ihnen? Der Bäcker backt frische Brötchen, und über \
+             den Wolken muss die Freiheit wohl grenzenlos sein, sagte er im Jahr 2024.",
+        ),
+    ];
+    for (front, text) in &fronts {
+        let reps = 2000;
+        let mut n = 0;
+        let (wall, cpu) = best_of(3, || {
+            for _ in 0..reps {
+                n = front.encode(text).unwrap().ids.len();
+            }
+        });
+        println!(
+            "{}: encode of a {}-char text ({n} ids): wall {:.1} µs, CPU {} µs",
+            front.locale().name,
+            text.chars().count(),
+            wall / reps as f64 * 1e6,
+            cpu.map_or("n/a".into(), |c| format!("{:.1}", c / reps as f64 * 1e6))
+        );
+    }
+}

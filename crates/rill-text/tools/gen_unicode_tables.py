@@ -17,9 +17,9 @@ Tables (all sorted, for binary search):
   PY_WHITESPACE   the code points for which Python's str.isspace() is true
   UNASSIGNED      ranges of general category Cn: Python 3.11 has no case mapping for them, nor
                   for a character whose newer mapping (Rust's) leads to one of them
-  COMPOSITIONS    the canonical compositions (first, second, composite) whose second character
-                  is not Mn: after NFD and dropping Mn, the only ones NFC can still apply
-                  (Hangul aside, composed arithmetically)
+  COMPOSITIONS    every primary composite (first, second, composite): the canonical pair
+                  compositions NFC applies (composition exclusions and non-starter
+                  decompositions left out; Hangul aside, composed arithmetically)
 """
 import pathlib
 import sys
@@ -121,12 +121,10 @@ for cp in range(0x110000):
   if not raw or raw.startswith('<'):
     continue
   parts = [int(x, 16) for x in raw.split()]
-  if len(parts) != 2 or ud.category(chr(parts[1])) == 'Mn':
+  if len(parts) != 2:
     continue
   if ud.normalize('NFC', chr(parts[0]) + chr(parts[1])) != chr(cp):
-    continue  # a composition exclusion
-  # Only ccc-0 second characters occur, so composition is of adjacent pairs only.
-  assert ud.combining(chr(parts[1])) == 0 and ud.combining(chr(parts[0])) == 0, hex(cp)
+    continue  # a composition exclusion or a non-starter decomposition
   compositions.append((parts[0], parts[1], cp))
 compositions.sort()
 out.append('pub static COMPOSITIONS: &[(u32, u32, u32)] = &[')

@@ -14,7 +14,7 @@
 use rill_kernels::Pool;
 
 use super::Session;
-use crate::conditioning::{Conditioning, NoteValue, PITCHES};
+use crate::conditioning::{Conditioning, NoteValue, StyleLevels, PITCHES};
 use crate::error::ModelError;
 use crate::model::LEVELS;
 use crate::sampler::{LEVEL, RESERVED};
@@ -42,13 +42,17 @@ pub fn prefill_inputs(n: usize) -> Vec<usize> {
     (0..n.saturating_sub(1)).collect()
 }
 
-/// The conditioning upstream's engine prefills under by default
-/// (`mask_musiccoca_during_prefill = true`): style and every note masked; the drum
-/// channel "no drums" when the user asked for none, else masked (the engine never
-/// feeds "drums on"); the CFG scales kept.
-pub fn prefill_conditioning(c: &Conditioning) -> Conditioning {
+/// The conditioning upstream's engine prefills under
+/// (`MLXEngine::Impl::prefill_with_token_array`): every note masked; the drum channel
+/// "no drums" when the user asked for none, else masked (the engine never feeds
+/// "drums on"); the CFG scales kept. The style is masked by default
+/// (`mask_musiccoca_during_prefill = true`); with `keep_style` (`= false`) the
+/// engine writes only the coarsest 6 levels (`kept_mc_levels = kMusicCoCaRVQLevels −
+/// kMusicCoCaMaskedTailLevels`) and masks the rest, whatever the generation feeds.
+pub fn prefill_conditioning(c: &Conditioning, keep_style: bool) -> Conditioning {
     Conditioning {
-        style: None,
+        style: if keep_style { c.style } else { None },
+        style_levels: StyleLevels::Coarse6,
         notes: [NoteValue::Masked; PITCHES],
         drums: (c.drums == Some(false)).then_some(false),
         cfg: c.cfg,
@@ -147,14 +151,36 @@ mod tests {
         }
         .with_held_notes(&[60])
         .unwrap();
-        let p = prefill_conditioning(&c);
+        let p = prefill_conditioning(&c, false);
         assert_eq!(p.style, None);
         assert_eq!(p.drums, None, "the engine never feeds drums on");
         let off = Conditioning {
             drums: Some(false),
             ..Default::default()
         };
-        assert_eq!(prefill_conditioning(&off).drums, Some(false));
+        assert_eq!(prefill_conditioning(&off, false).drums, Some(false));
         assert!(p.notes.iter().all(|n| *n == NoteValue::Masked));
+    }
+
+    #[test]
+    fn keeping_the_style_keeps_levels_0_to_5_only() {
+        let style = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22];
+        for levels in [StyleLevels::All12, StyleLevels::Coarse6] {
+            let c = Conditioning {
+                style: Some(style),
+                style_levels: levels,
+                drums: Some(false),
+                ..Default::default()
+            }
+            .with_held_notes(&[60])
+            .unwrap();
+            let p = prefill_conditioning(&c, true);
+            let t = p.tokens();
+            // Upstream: prefill_cond[i] = musiccoca_tokens_[i] + 7 for i < 6, else 6.
+            assert_eq!(&t[..12], &[667, 1023, 302, 213, 864, 848, 6, 6, 6, 6, 6, 6]);
+            assert!(t[12..140].iter().all(|&v| v == 6), "notes masked");
+            assert_eq!(t[140], 7, "no drums kept");
+            assert_eq!(&t[141..], &c.tokens()[141..], "CFG kept");
+        }
     }
 }

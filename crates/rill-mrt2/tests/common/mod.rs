@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rill_checkpoint::Checkpoint;
 use rill_kernels::Pool;
-use rill_mrt2::conditioning::{CfgScales, Conditioning, NoteValue};
+use rill_mrt2::conditioning::{CfgScales, Conditioning, NoteValue, StyleLevels};
 use rill_mrt2::sampler::{sample_level, SamplingParams, LEVEL, RESERVED};
 use rill_mrt2::{FrameTrace, ModelKind, Mrt2, Precision, LEVELS};
 
@@ -90,8 +90,15 @@ impl Recording {
             _ => None,
         };
         let cfg = &m["cfg_scales"];
+        // Recordings of only the coarsest style levels name their count
+        // (`record_style_levels.py`); the others feed all 12.
+        let style_levels = match m["style_levels"].as_u64() {
+            Some(n) => StyleLevels::from_count(n).unwrap(),
+            None => StyleLevels::All12,
+        };
         Conditioning {
             style,
+            style_levels,
             notes,
             drums,
             cfg: CfgScales {

@@ -69,6 +69,8 @@ pub struct TextIds {
     pub ids: [i32; TEXT_LEN],
     /// The number of real positions, `min(len(spm_ids) + 1, 128)`.
     pub num_tokens: usize,
+    /// The prompt's SentencePiece pieces before the cut to 127.
+    pub pieces: usize,
 }
 
 impl TextIds {
@@ -360,6 +362,7 @@ impl Spm {
         TextIds {
             ids,
             num_tokens: n + 1,
+            pieces: spm_ids.len(),
         }
     }
 }

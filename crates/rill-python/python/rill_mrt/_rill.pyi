@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 _Controls = Tuple[
     Optional[Sequence[int]],  # style: 12 codes or None
+    int,  # style_levels: 12 or 6
     Optional[Sequence[int]],  # notes: 128 raw pianoroll values or None
     Optional[int],  # drums: -1, 0, 1 or None
     Tuple[float, float, float],  # cfg scales: musiccoca, notes, drums
@@ -56,6 +57,9 @@ class Model:
         forced: Optional[npt.NDArray[np.int64]],
         audio: bool,
         logits: bool,
+        continue_from: Optional[str | Tuple[npt.NDArray[np.float32], int]] = None,
+        keep_style: bool = False,
+        encoder: Optional[str] = None,
     ) -> Tuple[
         npt.NDArray[np.int32],
         Optional[npt.NDArray[np.float32]],

@@ -104,6 +104,9 @@ class MagentaRT2:
       temperature, top_k, cfg_scales: sampling defaults, as upstream (a ``cfg_scales``
         dict replaces the defaults; a scale it lacks is 3.0, as upstream).
       seed: sampler seed of every fresh state (upstream hard-codes 42).
+      style_levels: MusicCoCa style levels fed: 12 (all, as upstream's Python; the
+        default) or 6 (the coarsest six, levels 6–11 masked, as upstream's C++
+        engine); a call's ``style_levels=`` overrides it.
       threads: worker threads (default ``$RILL_THREADS`` or all cores).
       codec: SpectroStream decoder weights: ``"f32"`` (exact), ``"i16"`` or ``"f16"``
         (faster early layers, ≈86 / ≈64 dB SNR).
@@ -138,6 +141,7 @@ class MagentaRT2:
         codec: str = "f32",
         style_model: Any = None,
         *,
+        style_levels: int = 12,
         bits: Optional[int] = None,
         quantize_group_size: Optional[int] = None,
         musiccoca_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -152,6 +156,7 @@ class MagentaRT2:
             precision = _bits_precision(bits, quantize_group_size, precision)
         self.temperature = temperature
         self.top_k = top_k
+        self.style_levels = style_levels
         self.cfg_scales = dict(cfg_scales) if cfg_scales else dict(DEFAULT_CFG_SCALES)
         self.seed = _check_int(seed, "seed")
         if self.seed < 0 or self.seed >= 2**64:
@@ -161,7 +166,7 @@ class MagentaRT2:
             if threads < 1:
                 raise ValueError(f"the thread count must be at least 1, got {threads}")
         # Invalid sampling defaults fail here, before the (slow) load.
-        _rill.check_controls(self._controls(None, None, None, None))
+        _rill.check_controls(self._controls(None, None, None, None, None))
         self._model = _rill.Model(checkpoint, size, precision, codec, threads)
         self._style_model = style_model
         self._musiccoca_dir = None if musiccoca_dir is None else os.fspath(musiccoca_dir)
@@ -276,8 +281,10 @@ class MagentaRT2:
         cfg_scales: Optional[Dict[str, float]],
         temperature: Optional[float],
         top_k: Optional[int],
+        style_levels: Optional[int],
     ) -> Tuple[Any, ...]:
-        """Upstream's conditioning dict → ``(style, notes, drums, cfg, temperature, top_k)``."""
+        """Upstream's conditioning dict → ``(style, style_levels, notes, drums, cfg,
+        temperature, top_k)``."""
         scales = dict(self.cfg_scales)
         if cfg_scales:
             scales.update(cfg_scales)
@@ -323,16 +330,20 @@ class MagentaRT2:
         except (TypeError, ValueError):
             raise ValueError(f"temperature must be a number, got {temperature!r}") from None
         top_k = _check_int(top_k, "top_k")
-        return (style, notes, drums, tuple(cfg), temperature, top_k)
+        levels = _check_int(self.style_levels if style_levels is None else style_levels, "style_levels")
+        return (style, levels, notes, drums, tuple(cfg), temperature, top_k)
 
     def conditioning_tokens(
         self,
         conditioning: Optional[Conditioning] = None,
         cfg_scales: Optional[Dict[str, float]] = None,
+        *,
+        style_levels: Optional[int] = None,
     ) -> np.ndarray:
         """The 144 encoder tokens a call with these arguments uses (the block
-        upstream's ``_build_conditioning`` builds: raw values + 7, CFG scales binned)."""
-        controls = self._controls(conditioning, cfg_scales, None, None)
+        upstream's ``_build_conditioning`` builds: raw values + 7, CFG scales binned;
+        style levels beyond ``style_levels`` masked)."""
+        controls = self._controls(conditioning, cfg_scales, None, None, style_levels)
         return np.asarray(_rill.conditioning_tokens(controls), dtype=np.int32)
 
     @staticmethod
@@ -365,15 +376,41 @@ class MagentaRT2:
 
     # --- generation ------------------------------------------------------------
 
+    @staticmethod
+    def _clip(continue_from: Any) -> Any:
+        """``continue_from`` as the extension takes it: a path, or ``(samples
+        [N, channels] float32, sample_rate)`` from a :class:`Waveform` (or anything
+        with ``samples`` and ``sample_rate``)."""
+        if continue_from is None:
+            return None
+        if isinstance(continue_from, (str, os.PathLike)):
+            return os.fspath(continue_from)
+        samples = getattr(continue_from, "samples", None)
+        rate = getattr(continue_from, "sample_rate", None)
+        if samples is None or rate is None:
+            raise TypeError(
+                "continue_from must be a path to an audio file or a Waveform (samples and "
+                f"sample_rate), got {type(continue_from).__name__}"
+            )
+        arr = np.asarray(samples, dtype=np.float32)
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2 or arr.shape[1] == 0:
+            raise ValueError(f"continue_from samples must have shape [N, channels], got {list(arr.shape)}")
+        return (np.ascontiguousarray(arr), _check_int(rate, "continue_from sample_rate"))
+
     def _generate(
-        self, conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, audio, logits
+        self, conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, audio, logits,
+        style_levels=None, continue_from=None, keep_style_during_prefill=False, encoder=None,
     ):
         """``generate`` and ``generate_tokens``: checks the arguments (raising
         before any work) and runs the model; ``(tokens, samples, logits, state)``."""
         forced = self._forced(forced_tokens)
-        controls = self._controls(conditioning, cfg_scales, temperature, top_k)
+        controls = self._controls(conditioning, cfg_scales, temperature, top_k, style_levels)
+        clip = self._clip(continue_from)
         return self._model.generate(
-            controls, self._frames(frames, forced), self.seed, self._state(state), forced, audio, logits
+            controls, self._frames(frames, forced), self.seed, self._state(state), forced, audio, logits,
+            clip, bool(keep_style_during_prefill), None if encoder is None else os.fspath(encoder),
         )
 
     def generate(
@@ -386,6 +423,10 @@ class MagentaRT2:
         state: Optional[State] = None,
         *,
         forced_tokens: Any = None,
+        style_levels: Optional[int] = None,
+        continue_from: Any = None,
+        keep_style_during_prefill: bool = False,
+        encoder: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> Tuple[Waveform, State]:
         """Generates ``frames`` 40 ms frames (default 25 = 1 s) of 48 kHz stereo audio.
 
@@ -402,9 +443,23 @@ class MagentaRT2:
         ``forced_tokens`` (``[N, 12]`` unique ids, level k in 6+1024k..6+1024k+1023)
         teacher-forces the language model instead of sampling; ``frames`` then
         defaults to N. The returned waveform's ``tokens`` are the frames' token ids.
+
+        ``style_levels`` (12 or 6) overrides the instance's for this call.
+
+        ``continue_from`` (an audio file's path or a :class:`Waveform`, any rate and
+        channel count) continues that audio, as ``rill generate --continue-from``: its
+        last whole frames of at most 28 s are encoded with the SpectroStream encoder
+        (``encoder``: its file; default upstream's
+        ``resources/spectrostream/encoder.safetensors`` beside the checkpoint's
+        ``checkpoints/``) and forced through the language model, style and notes
+        masked (``keep_style_during_prefill=True``: style levels 0–5 kept, as upstream's
+        C++ engine); the ``frames`` returned are the new music only. It starts a new
+        stream, so ``state`` and ``forced_tokens`` cannot be given with it; at least
+        2.04 s of audio is needed (upstream drops 25 frames at each end).
         """
         tokens, samples, _, new_state = self._generate(
-            conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, True, False
+            conditioning, cfg_scales, temperature, top_k, frames, state, forced_tokens, True, False,
+            style_levels, continue_from, keep_style_during_prefill, encoder,
         )
         return Waveform(samples, SAMPLE_RATE, tokens), new_state
 
@@ -419,6 +474,10 @@ class MagentaRT2:
         *,
         forced_tokens: Any = None,
         return_logits: bool = False,
+        style_levels: Optional[int] = None,
+        continue_from: Any = None,
+        keep_style_during_prefill: bool = False,
+        encoder: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> Union[Tuple[np.ndarray, State], Tuple[np.ndarray, np.ndarray, State]]:
         """Language model only: ``(tokens [frames, 12] int32, state)``, no audio.
 
@@ -426,6 +485,7 @@ class MagentaRT2:
         state)``, each depth step's soft-capped logits over its level's 1024 codes
         (the sampler's input; along ``forced_tokens`` when given). The state continues
         with ``generate_tokens`` (the codec did not run, so not with audio).
+        ``style_levels`` and the continuation arguments are :meth:`generate`'s.
         """
         tokens, _, logits, new_state = self._generate(
             conditioning,
@@ -437,6 +497,10 @@ class MagentaRT2:
             forced_tokens,
             False,
             bool(return_logits),
+            style_levels,
+            continue_from,
+            keep_style_during_prefill,
+            encoder,
         )
         if return_logits:
             return tokens, logits, new_state
@@ -450,13 +514,15 @@ class MagentaRT2:
         top_k: Optional[int] = None,
         frames: Optional[int] = None,
         state: Optional[State] = None,
+        *,
+        style_levels: Optional[int] = None,
     ) -> "Stream":
         """An iterator of 40 ms frames (``Waveform`` of 1920 samples each); endless
         unless ``frames`` is given. Change controls between frames with
         :meth:`Stream.update`; :meth:`Stream.state` resumes anywhere."""
         if frames is not None:
             frames = self._frames(frames, None)
-        controls = self._controls(conditioning, cfg_scales, temperature, top_k)
+        controls = self._controls(conditioning, cfg_scales, temperature, top_k, style_levels)
         inner = self._model.stream(controls, self.seed, self._state(state), frames)
         return Stream(self, inner)
 
@@ -485,10 +551,14 @@ class Stream:
         cfg_scales: Optional[Dict[str, float]] = None,
         temperature: Optional[float] = None,
         top_k: Optional[int] = None,
+        *,
+        style_levels: Optional[int] = None,
     ) -> None:
         """Replaces the controls (as :meth:`MagentaRT2.generate` takes them) from the
         next language-model step on; an invalid value raises and changes nothing."""
-        self._inner.update(self._system._controls(conditioning, cfg_scales, temperature, top_k))
+        self._inner.update(
+            self._system._controls(conditioning, cfg_scales, temperature, top_k, style_levels)
+        )
 
     def state(self) -> State:
         """The state after the last frame returned (pass to ``generate`` or ``stream``)."""

@@ -47,10 +47,12 @@ pub(crate) fn run_detached<T: Send>(
 }
 
 /// The controls as the Python layer passes them (already split from upstream's
-/// dict): `(style, notes, drums, (cfg musiccoca, notes, drums), temperature, top_k)`.
+/// dict): `(style, style_levels, notes, drums, (cfg musiccoca, notes, drums),
+/// temperature, top_k)`.
 #[derive(FromPyObject)]
 pub(crate) struct PyControls(
     Option<Vec<i64>>,
+    i64,
     Option<Vec<i64>>,
     Option<i64>,
     (f64, f64, f64),
@@ -59,9 +61,12 @@ pub(crate) struct PyControls(
 );
 
 impl From<PyControls> for Controls {
-    fn from(PyControls(style, notes, drums, cfg, temperature, top_k): PyControls) -> Controls {
+    fn from(
+        PyControls(style, style_levels, notes, drums, cfg, temperature, top_k): PyControls,
+    ) -> Controls {
         Controls {
             style,
+            style_levels,
             notes,
             drums,
             cfg: [cfg.0, cfg.1, cfg.2],
@@ -71,7 +76,7 @@ impl From<PyControls> for Controls {
     }
 }
 
-/// Validates controls: `(style, notes, drums, (cfg×3), temperature, top_k)`.
+/// Validates controls: `(style, style_levels, notes, drums, (cfg×3), temperature, top_k)`.
 #[pyfunction]
 fn check_controls(controls: PyControls) -> PyResult<()> {
     Controls::from(controls)

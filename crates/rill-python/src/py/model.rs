@@ -4,11 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use super::state::State;
 use super::stream::Stream;
 use super::{run_detached, to_py, PyControls};
+use crate::continuation::Continuation;
 use crate::controls::Controls;
 use crate::error::Error;
 use crate::model::{forced_rows, LoadOptions, Model as Core, Request};
@@ -74,8 +76,10 @@ impl Model {
     }
 
     /// One call: `(tokens [N,12] int32, samples [N·1920,2] float32 | None,
-    /// logits [steps,12,1024] float32 | None, state)`.
-    #[pyo3(signature = (controls, frames, seed, state, forced, audio, logits))]
+    /// logits [steps,12,1024] float32 | None, state)`. `continue_from`: `None`, a
+    /// path (`str`), or `(samples [N, channels] float32, sample_rate)`; then
+    /// `keep_style` and `encoder` (a path or `None`) apply.
+    #[pyo3(signature = (controls, frames, seed, state, forced, audio, logits, continue_from=None, keep_style=false, encoder=None))]
     #[allow(clippy::too_many_arguments)]
     fn generate<'py>(
         &self,
@@ -87,8 +91,15 @@ impl Model {
         forced: Option<PyReadonlyArray2<'py, i64>>,
         audio: bool,
         logits: bool,
+        continue_from: Option<Bound<'py, PyAny>>,
+        keep_style: bool,
+        encoder: Option<PathBuf>,
     ) -> PyResult<Arrays<'py>> {
         let controls = Controls::from(controls);
+        let clip = match continue_from {
+            None => None,
+            Some(c) => Some(clip(py, &c, keep_style, encoder)?),
+        };
         let state = state.map(|s| s.resolve(&self.core)).transpose()?;
         let forced = match &forced {
             Some(f) => {
@@ -115,6 +126,7 @@ impl Model {
                     forced: forced.as_deref(),
                     audio,
                     logits,
+                    continue_from: clip.as_ref(),
                 },
                 state.as_deref(),
             )
@@ -167,4 +179,33 @@ impl Model {
         })?;
         Ok(Stream::new(s, self.core.clone()))
     }
+}
+
+/// The clip of `continue_from`: a file path, or `(samples [N, channels], rate)`.
+fn clip(
+    py: Python<'_>,
+    c: &Bound<'_, PyAny>,
+    keep_style: bool,
+    encoder: Option<PathBuf>,
+) -> PyResult<Continuation> {
+    if let Ok(path) = c.extract::<PathBuf>() {
+        return run_detached(py, || Continuation::from_file(&path, keep_style, encoder));
+    }
+    let Ok((samples, rate)) = c.extract::<(PyReadonlyArray2<'_, f32>, u32)>() else {
+        return Err(PyTypeError::new_err(
+            "continue_from must be a path to an audio file, or (samples [N, channels] float32, sample_rate)",
+        ));
+    };
+    let channels = samples.shape()[1];
+    let audio = samples
+        .as_slice()
+        .map_err(|e| to_py(Error::invalid(e.to_string())))?
+        .to_vec();
+    Ok(Continuation {
+        audio,
+        rate,
+        channels,
+        keep_style,
+        encoder,
+    })
 }

@@ -200,6 +200,43 @@ try {
     await page.waitForFunction(() => window.rill.controlsSent.some((m) => m.temperature === 0.8), null, { timeout: 5000 });
   });
 
+  await step("a text prompt restyles the playing stream", async () => {
+    await page.waitForFunction(() => !document.querySelector('[data-testid="prompt-apply"]').disabled, null, { timeout: 10000 });
+    const frames = await page.evaluate(() => window.rill.framesReceived);
+    await page.getByTestId("prompt-text").first().fill("disco funk");
+    await page.getByTestId("prompt-apply").click();
+    await page.waitForFunction(() => window.rill.prompts.lastStyle || window.rill.lastError, null, { timeout: 30000 });
+    const r = await page.evaluate(() => ({ style: window.rill.prompts.lastStyle, err: window.rill.lastError,
+      sent: window.rill.messagesSent.filter((m) => m.prompts).pop() }));
+    check(!r.err, `the page reported an error: ${JSON.stringify(r.err)}`);
+    check(Array.isArray(r.style) && r.style.length === 12, `no style codes came back: ${JSON.stringify(r.style)}`);
+    check(r.sent && r.sent.prompts[0].text === "disco funk", `sent ${JSON.stringify(r.sent)}`);
+    check((await page.getByTestId("style-current").textContent()).includes("disco funk"), "the style in use is not shown");
+    await page.waitForFunction((n) => window.rill.framesReceived > n + 10, frames, { timeout: 10000 });
+  });
+
+  await step("an uploaded clip joins the blend", async () => {
+    // One second of a 440 Hz tone, 16 kHz mono 16-bit WAV.
+    const n = 16000;
+    const wav = Buffer.alloc(44 + 2 * n);
+    wav.write("RIFF", 0); wav.writeUInt32LE(36 + 2 * n, 4); wav.write("WAVEfmt ", 8);
+    wav.writeUInt32LE(16, 16); wav.writeUInt16LE(1, 20); wav.writeUInt16LE(1, 22);
+    wav.writeUInt32LE(16000, 24); wav.writeUInt32LE(32000, 28); wav.writeUInt16LE(2, 32); wav.writeUInt16LE(16, 34);
+    wav.write("data", 36); wav.writeUInt32LE(2 * n, 40);
+    for (let i = 0; i < n; i++) wav.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), 44 + 2 * i);
+    await page.evaluate(() => { window.rill.prompts.lastStyle = null; });
+    await page.getByTestId("prompt-clip").setInputFiles({ name: "tone.wav", mimeType: "audio/wav", buffer: wav });
+    await page.waitForFunction(() => window.rill.prompts.uploads === 1 || document.querySelector('[data-testid="prompt-error"]').textContent,
+      null, { timeout: 60000 });
+    const err = (await page.getByTestId("prompt-error").textContent()).trim();
+    check(!err, `the upload failed: ${err}`);
+    check(await page.evaluate(() => window.rill.prompts.rows()) === 2, "the clip did not become a prompt row");
+    await page.getByTestId("prompt-apply").click();
+    await page.waitForFunction(() => window.rill.prompts.lastStyle, null, { timeout: 30000 });
+    const sent = await page.evaluate(() => window.rill.messagesSent.filter((m) => m.prompts).pop());
+    check(sent.prompts.length === 2 && typeof sent.prompts[1].clip === "string", `sent ${JSON.stringify(sent)}`);
+  });
+
   await step("click Stop", async () => {
     await page.getByTestId("stop").click();
     await page.waitForFunction(() => window.rill.state === "stopped");

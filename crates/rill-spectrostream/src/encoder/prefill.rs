@@ -39,6 +39,23 @@ impl PrefillWindow {
     };
 }
 
+impl PrefillWindow {
+    /// Whole frames a clip needs to keep one frame: `trim_front + trim_back + 1`.
+    pub const fn min_frames(&self) -> usize {
+        self.trim_front + self.trim_back + 1
+    }
+
+    /// The part of `audio` (interleaved stereo, 48 kHz) a continuation encodes: its
+    /// last whole frames (a partial frame at the end dropped, as upstream), at most
+    /// `max_frames`.
+    pub fn tail<'a>(&self, audio: &'a [f32]) -> &'a [f32] {
+        let frame = 2 * SAMPLES_PER_ENCODER_FRAME;
+        let frames = audio.len() / frame;
+        let end = frames * frame;
+        &audio[end - frames.min(self.max_frames) * frame..end]
+    }
+}
+
 impl Default for PrefillWindow {
     fn default() -> Self {
         PrefillWindow::UPSTREAM
@@ -78,5 +95,31 @@ impl Encoder {
         let middle = (window.max_frames / 2).max(25);
         let silence = vec![0f32; (middle + 1) * 2 * SAMPLES_PER_ENCODER_FRAME];
         Ok(self.encode(&silence, pool)?[middle])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_whole_frames() {
+        let w = PrefillWindow {
+            max_frames: 3,
+            trim_front: 1,
+            trim_back: 1,
+        };
+        assert_eq!(w.min_frames(), 3);
+        let f = 2 * SAMPLES_PER_ENCODER_FRAME;
+        let audio: Vec<f32> = (0..5 * f + 7).map(|i| i as f32).collect();
+        let t = w.tail(&audio);
+        assert_eq!(t.len(), 3 * f);
+        assert_eq!(
+            t[0],
+            (2 * f) as f32,
+            "frames 2..5; the partial frame dropped"
+        );
+        assert_eq!(w.tail(&audio[..2 * f + 1]).len(), 2 * f);
+        assert!(w.tail(&audio[..f - 1]).is_empty());
     }
 }

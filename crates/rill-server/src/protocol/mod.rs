@@ -6,27 +6,44 @@
 //! null = masked), `notes` (the MIDI pitches currently held, at most 128 entries
 //! of 0..=127), `drums` ("on", "off" or null = masked), `temperature` (0..=10),
 //! `top_k` (1..=12294), `cfg_musiccoca`, `cfg_notes`, `cfg_drums` (−1..=7),
-//! `seed` (a u64).
+//! `seed` (a u64), `style_levels` (12 or 6: the MusicCoCa levels fed), and `prompts` (a style as up to 6 weighted texts and uploaded
+//! clips, encoded by MusicCoCa beside the stream: [`prompts`]; not with
+//! `style_codes` in the same message).
 //!
 //! Server → client: one binary message per 40 ms frame (1920 stereo samples,
 //! interleaved little-endian int16 = 7680 bytes), and JSON text
 //! `{"type":"status","rtf":…,"buffer_ms":…,"underruns":…,"frame":…}` and
-//! `{"type":"started","seed":…}` (the stream opened), and
+//! `{"type":"started","seed":…}` (the stream opened),
+//! `{"type":"style","codes":[…12…],"ms":…}` (the style of the last `prompts` took
+//! over at a frame boundary, `ms` after the message arrived), and
 //! `{"type":"error","code":…,"message":…}` with code `busy` (refused: all streams
 //! the CPU sustains are in use; also carries `active` and `capacity`),
-//! `bad_request` (malformed or out-of-range input, nothing applied), `overloaded`
+//! `bad_request` (malformed or out-of-range input, nothing applied), `style` (the
+//! prompts could not be encoded; the style stays as it was), `overloaded`
 //! (the control queue is full), `too_large` (a message over 64 KiB; the server
 //! then closes the socket with close code 1009) or `internal` (the engine stopped
 //! this stream after a panic; close code 1011; other streams play on).
+//!
+//! The protocol's version is [`PROTOCOL_VERSION`], shown by `/api/info`; a change
+//! that an old client could misread raises it.
+
+mod prompts;
+
+pub use prompts::{parse_prompts, PromptSource, PromptSpec, MAX_PROMPT_CHARS};
 
 use std::ops::RangeInclusive;
 
+use rill_mrt2::conditioning::StyleLevels;
 use rill_mrt2::sampler::VOCAB;
 use rill_stream::Control;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::MAX_MESSAGE_BYTES;
+
+/// The version of this protocol (`protocol` in `/api/info`): 2 added `prompts`,
+/// `style_levels` and the `style` message.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Temperatures accepted (0 = greedy). The model takes any finite value ≥ 0, but
 /// past 10 the noise drowns the logits entirely; the instrument's slider ends at 2.
@@ -54,8 +71,14 @@ pub enum ClientMsg {
     Start {
         seed: Option<u64>,
         controls: Vec<Control>,
+        /// A style to encode before the stream opens.
+        prompts: Option<Vec<PromptSpec>>,
     },
-    Control(Vec<Control>),
+    Control {
+        controls: Vec<Control>,
+        /// A new style to encode; it takes over when ready.
+        prompts: Option<Vec<PromptSpec>>,
+    },
     Stop,
     Reset,
 }
@@ -109,6 +132,12 @@ pub struct WireControls {
     /// The sampler's seed (a u64): the stream's with `start`, a reseed with `control`.
     #[serde(default, deserialize_with = "present")]
     pub seed: Option<Value>,
+    /// Up to 6 weighted text prompts and clips (see [`prompts`]).
+    #[serde(default, deserialize_with = "present")]
+    pub prompts: Option<Value>,
+    /// Style levels fed to the model: 12 (upstream's Python) or 6 (its C++ engine).
+    #[serde(default, deserialize_with = "present")]
+    pub style_levels: Option<Value>,
 }
 
 /// Only the fields present (`None` = absent; a `null` is sent as `null`).
@@ -125,6 +154,8 @@ impl Serialize for WireControls {
             ("cfg_notes", &self.cfg_notes),
             ("cfg_drums", &self.cfg_drums),
             ("seed", &self.seed),
+            ("prompts", &self.prompts),
+            ("style_levels", &self.style_levels),
         ];
         let mut map = s.serialize_map(None)?;
         for (name, value) in fields {
@@ -166,11 +197,27 @@ pub fn parse(text: &str) -> Result<ClientMsg, String> {
                 .map(seed)
                 .transpose()?,
             controls: controls(&c, false)?,
+            prompts: style_prompts(&c)?,
         },
-        Wire::Control(c) => ClientMsg::Control(controls(&c, true)?),
+        Wire::Control(c) => ClientMsg::Control {
+            controls: controls(&c, true)?,
+            prompts: style_prompts(&c)?,
+        },
         Wire::Stop {} => ClientMsg::Stop,
         Wire::Reset {} => ClientMsg::Reset,
     })
+}
+
+/// `prompts`, if present (never together with `style_codes`).
+fn style_prompts(c: &WireControls) -> Result<Option<Vec<PromptSpec>>, String> {
+    match (&c.prompts, &c.style_codes) {
+        (None, _) => Ok(None),
+        (Some(_), Some(_)) => Err(
+            "send either style_codes or prompts in one message, not both (prompts become style codes)"
+                .into(),
+        ),
+        (Some(v), None) => parse_prompts(v).map(Some),
+    }
 }
 
 /// A client's value for an error message, cut short (it may be 64 KiB).
@@ -257,6 +304,18 @@ fn controls(c: &WireControls, seed_is_control: bool) -> Result<Vec<Control>, Str
             }
         };
         out.push(Control::Style(style));
+    }
+    if let Some(v) = &c.style_levels {
+        let l = v
+            .as_u64()
+            .and_then(|n| StyleLevels::from_count(n).ok())
+            .ok_or_else(|| {
+                format!(
+                    "style_levels must be 12 (every MusicCoCa level, upstream's Python) or 6 (levels 0–5, upstream's app), got {}",
+                    shown(v)
+                )
+            })?;
+        out.push(Control::StyleLevels(l));
     }
     if let Some(v) = &c.notes {
         let a = v.as_array().ok_or_else(|| {
@@ -349,9 +408,19 @@ pub enum ServerMsg {
         /// The seed of the stream's sampler.
         seed: u64,
     },
+    /// The style of the last `prompts` is playing from the next frame on.
+    Style {
+        /// Its 12 MusicCoCa codes.
+        codes: Vec<u16>,
+        /// From the message's arrival to the switch, in whole ms.
+        ms: f64,
+        /// Set when part of a prompt was ignored (longer than MusicCoCa reads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
     /// Something was refused or failed; `code` says what (see the module doc).
     Error {
-        /// `busy`, `bad_request`, `overloaded`, `too_large`, `idle` or `internal`.
+        /// `busy`, `bad_request`, `style`, `overloaded`, `too_large`, `idle` or `internal`.
         code: String,
         /// What happened and what to do.
         message: String,
@@ -398,6 +467,16 @@ pub fn busy(message: &str, active: usize, capacity: usize) -> String {
     .to_text()
 }
 
+/// `{"type":"style", ...}`.
+pub fn style(codes: &[u16; 12], ms: f64, warning: Option<String>) -> String {
+    ServerMsg::Style {
+        codes: codes.to_vec(),
+        ms: ms.round(),
+        warning,
+    }
+    .to_text()
+}
+
 /// `{"type":"error", ...}`.
 pub fn error(code: &str, message: &str) -> String {
     ServerMsg::Error {
@@ -410,178 +489,4 @@ pub fn error(code: &str, message: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_round_trip() {
-        let start = serde_json::to_string(&Wire::Start(WireControls::default())).unwrap();
-        assert_eq!(start, r#"{"type":"start"}"#);
-        let masked = Wire::Control(WireControls {
-            style_codes: Some(Value::Null),
-            seed: Some(7.into()),
-            ..WireControls::default()
-        });
-        let text = serde_json::to_string(&masked).unwrap();
-        assert_eq!(text, r#"{"type":"control","style_codes":null,"seed":7}"#);
-        assert_eq!(serde_json::from_str::<Wire>(&text).unwrap(), masked);
-        assert_eq!(
-            parse(&start).unwrap(),
-            ClientMsg::Start {
-                seed: None,
-                controls: vec![]
-            }
-        );
-        for m in [
-            status(0.51234, 812.4, 2, 90),
-            started(7),
-            busy("all streams in use", 2, 2),
-            error("bad_request", "no"),
-        ] {
-            let back: ServerMsg = serde_json::from_str(&m).unwrap();
-            assert_eq!(back.to_text(), m);
-        }
-        let v: Value = serde_json::from_str(&status(0.51234, 812.4, 2, 90)).unwrap();
-        assert_eq!(v["rtf"], 0.512);
-        assert_eq!(v["buffer_ms"], 812.0);
-    }
-
-    #[test]
-    fn parses_and_validates() {
-        let m = parse(
-            r#"{"type":"start","style_codes":[1,2,3,4,5,6,7,8,9,10,11,12],"drums":"on","seed":7}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            m,
-            ClientMsg::Start {
-                seed: Some(7),
-                controls: vec![
-                    Control::Style(Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])),
-                    Control::Drums(Some(true))
-                ]
-            }
-        );
-        assert_eq!(
-            parse(r#"{"type":"control","notes":[60,64],"top_k":100}"#).unwrap(),
-            ClientMsg::Control(vec![Control::HeldNotes(vec![60, 64]), Control::TopK(100)])
-        );
-        assert_eq!(parse(r#"{"type":"stop"}"#).unwrap(), ClientMsg::Stop);
-        for bad in [
-            "nope",
-            "[1]",
-            r#"{"type":"dance"}"#,
-            r#"{"type":"control","style_codes":[1]}"#,
-            r#"{"type":"control","notes":[128]}"#,
-            r#"{"type":"control","top_k":0}"#,
-            r#"{"type":"control","temperature":-1}"#,
-            r#"{"type":"control","volume":3}"#,
-            r#"{"type":"control","drums":"maybe"}"#,
-            r#"{"type":"stop","notes":[60]}"#,
-            r#"{"type":"reset","seed":1}"#,
-            r#"{"notes":[60]}"#,
-            r#"{"type":7}"#,
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-        assert!(parse(r#"{"type":"dance"}"#).unwrap_err().contains("start"));
-        assert!(parse(r#"{"seed":1}"#)
-            .unwrap_err()
-            .contains("missing \"type\""));
-        let e = parse(r#"{"type":"control","volume":3}"#).unwrap_err();
-        assert!(e.contains("volume") && e.contains("style_codes"), "{e}");
-    }
-
-    fn error_of(msg: serde_json::Value) -> String {
-        parse(&msg.to_string()).expect_err(&msg.to_string())
-    }
-
-    #[test]
-    fn notes_are_bounded() {
-        let all: Vec<u8> = (0..=127).collect();
-        assert_eq!(
-            parse(&serde_json::json!({"type": "control", "notes": all}).to_string()).unwrap(),
-            ClientMsg::Control(vec![Control::HeldNotes(all.clone())])
-        );
-        let mut too_many: Vec<u8> = all.clone();
-        too_many.push(60);
-        let e = error_of(serde_json::json!({"type": "control", "notes": too_many}));
-        assert!(e.contains("at most 128") && e.contains("129"), "{e}");
-        for (bad, shown) in [
-            (serde_json::json!(200), "200"),
-            (serde_json::json!(-1), "-1"),
-            (serde_json::json!(1.5), "1.5"),
-            (serde_json::json!(60.0), "60.0"),
-            (serde_json::json!("60"), "\"60\""),
-            (serde_json::json!(null), "null"),
-        ] {
-            let e = error_of(serde_json::json!({"type": "control", "notes": [60, bad]}));
-            assert!(
-                e.contains("notes[1]") && e.contains("0..=127") && e.ends_with(shown),
-                "{e}"
-            );
-        }
-        assert!(error_of(serde_json::json!({"type": "control", "notes": 60})).contains("array"));
-    }
-
-    #[test]
-    fn numbers_are_finite_and_in_range() {
-        for (key, bad) in [
-            ("temperature", serde_json::json!(1e300)),
-            ("temperature", serde_json::json!(-0.5)),
-            ("temperature", serde_json::json!(10.5)),
-            ("temperature", serde_json::json!("NaN")),
-            ("temperature", serde_json::json!(null)),
-            ("cfg_musiccoca", serde_json::json!(1e300)),
-            ("cfg_notes", serde_json::json!(-1.5)),
-            ("cfg_drums", serde_json::json!(7.01)),
-            ("cfg_drums", serde_json::json!(true)),
-            ("top_k", serde_json::json!(0)),
-            ("top_k", serde_json::json!(12295)),
-            ("top_k", serde_json::json!(40.5)),
-            ("top_k", serde_json::json!(-3)),
-            ("seed", serde_json::json!(-1)),
-            ("seed", serde_json::json!(1.5)),
-            ("seed", serde_json::json!(1e20)),
-        ] {
-            let e = error_of(serde_json::json!({"type": "control", key: bad}));
-            assert!(e.starts_with(key) && e.contains("..="), "{key}: {e}");
-        }
-        // JSON has no NaN or infinity; they are not JSON at all.
-        for text in [
-            r#"{"type":"control","temperature":NaN}"#,
-            r#"{"type":"control","temperature":Infinity}"#,
-            r#"{"type":"control","temperature":1e400}"#,
-        ] {
-            assert!(parse(text).is_err(), "{text}");
-        }
-        let e = error_of(serde_json::json!({"type": "start", "seed": "x"}));
-        assert!(
-            e.contains("seed") && e.contains("18446744073709551615"),
-            "{e}"
-        );
-        assert_eq!(
-            parse(r#"{"type":"control","temperature":0,"cfg_notes":-1,"cfg_drums":7,"top_k":12294,"seed":18446744073709551615}"#)
-                .unwrap(),
-            ClientMsg::Control(vec![
-                Control::Temperature(0.0),
-                Control::TopK(12294),
-                Control::CfgNotes(-1.0),
-                Control::CfgDrums(7.0),
-                Control::Seed(u64::MAX),
-            ])
-        );
-    }
-
-    #[test]
-    fn long_values_are_cut_short_in_errors() {
-        let long = "x".repeat(10_000);
-        let e = error_of(serde_json::json!({"type": "control", "drums": long}));
-        assert!(e.len() < 200, "{e}");
-        let e = error_of(serde_json::json!({"type": "control", long.clone(): 1}));
-        assert!(e.len() < 200, "{e}");
-        assert!(parse(&" ".repeat(MAX_MESSAGE_BYTES + 1))
-            .unwrap_err()
-            .contains("limit"));
-    }
-}
+mod tests;
