@@ -354,6 +354,39 @@ pub fn protocol(data: &[u8]) {
     }
 }
 
+/// The Magpie text front ends on any text in any language (first byte picks it): what
+/// is accepted is ids inside v2602's table ending with EOS, each built language's ids
+/// inside its own table, the dropped characters sorted and unique; sentence splitting
+/// and NFC never panic.
+pub fn text(data: &[u8]) {
+    use rill_text::{Language, TextFrontEnd, TextVocabulary};
+    static FRONT: OnceLock<TextFrontEnd> = OnceLock::new();
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let language = Language::ALL[usize::from(pick) % Language::ALL.len()];
+    let text = String::from_utf8_lossy(rest);
+    let front = FRONT.get_or_init(|| TextFrontEnd::new(TextVocabulary::v2602()));
+    if let Ok(enc) = front.encode_utterances(&text, language) {
+        let info = language.info();
+        for ids in &enc.utterances {
+            let (last, body) = ids.split_last().expect("EOS at least");
+            assert_eq!(*last, rill_text::V2602_EOS);
+            for &id in body {
+                assert!(
+                    (info.offset..info.offset + info.size).contains(&id),
+                    "{} id {id} outside its table",
+                    info.code
+                );
+            }
+        }
+        assert!(enc.dropped.windows(2).all(|w| w[0] < w[1]));
+    }
+    let _ = rill_text::split_sentences_in(&text, language);
+    let _ = rill_text::needs_splitting_in(&text, language);
+    let _ = rill_text::any_locale_text_preprocessing(&text);
+}
+
 /// Reads every tensor of a parsed foreign checkpoint (the view checks must make
 /// each read safe) and returns how many elements came out.
 fn read_all<'a>(tensors: impl Iterator<Item = rill_checkpoint::raw::RawTensor<'a>>) -> usize {

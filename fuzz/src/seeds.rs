@@ -462,6 +462,29 @@ fn nemo_seeds() -> Vec<Seed> {
     ]
 }
 
+fn text_seeds() -> Vec<Seed> {
+    let texts: [(&str, u8, &str); 6] = [
+        (
+            "en",
+            0,
+            "Hello world, I read the rill docs. Dr. Smith — 42 😀",
+        ),
+        ("fr", 5, "Bonjour <pad> a </s> <extra_id_3> e\u{301}té !"),
+        ("hi", 6, "नमस्ते, आप कैसे हैं? Thank you ४२।ठीक॥ क़"),
+        ("it", 7, "Perché l'Italia è così bella? Perché sì!"),
+        ("vi", 8, "Xin chào, bạn có khỏe không?"),
+        ("zh", 3, "你好。你好吗？好！"),
+    ];
+    texts
+        .iter()
+        .map(|(n, pick, t)| {
+            let mut b = vec![*pick];
+            b.extend_from_slice(t.as_bytes());
+            ("text", format!("{n}.txt"), b)
+        })
+        .collect()
+}
+
 /// Every seed of every target.
 pub fn all() -> Vec<Seed> {
     let mut v = npy_seeds();
@@ -477,6 +500,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(tflite_seeds());
     v.extend(audio_seeds());
     v.extend(ipa_lexicon_seeds());
+    v.extend(text_seeds());
     v
 }
 

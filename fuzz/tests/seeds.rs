@@ -33,6 +33,7 @@ fn committed_seeds_are_current_and_run() {
             "musiccoca_tflite" => rill_fuzz::musiccoca_tflite,
             "audio_decode" => rill_fuzz::audio_decode,
             "ipa_lexicon" => rill_fuzz::ipa_lexicon,
+            "text" => rill_fuzz::text,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);

@@ -102,9 +102,46 @@ pub fn to_json(text: &str) -> Result<Value, String> {
     Err(format!("more than {MAX_EVENTS} YAML events"))
 }
 
+/// The keys of the top-level mapping `key` in document order (the JSON of
+/// [`to_json`] is sorted), e.g. a Magpie config's `text_tokenizers`, whose order sets
+/// the token offsets; `None` if `key` is missing or not a mapping. The text is first
+/// checked by [`to_json`] (no aliases, bounded), so loading it cannot blow up.
+pub fn top_level_keys(text: &str, key: &str) -> Result<Option<Vec<String>>, String> {
+    to_json(text)?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+    let Some(Yaml::Hash(top)) = docs.first() else {
+        return Ok(None);
+    };
+    let Some(Yaml::Hash(map)) = top.get(&Yaml::String(key.to_string())) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        map.keys()
+            .map(|k| match k {
+                Yaml::String(s) | Yaml::Real(s) => s.clone(),
+                Yaml::Integer(i) => i.to_string(),
+                Yaml::Boolean(b) => b.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn top_level_keys_keep_document_order() {
+        let text = "a: 1\ntext_tokenizers:\n  zeta:\n    x: 1\n  alpha: {}\n  mid: 2\n";
+        assert_eq!(
+            top_level_keys(text, "text_tokenizers").unwrap(),
+            Some(vec!["zeta".into(), "alpha".into(), "mid".into()])
+        );
+        assert_eq!(top_level_keys(text, "a").unwrap(), None);
+        assert_eq!(top_level_keys(text, "b").unwrap(), None);
+        assert!(top_level_keys("a: &x 1\nb: *x\n", "a").is_err());
+    }
 
     #[test]
     fn block_yaml_with_types_and_refusals() {

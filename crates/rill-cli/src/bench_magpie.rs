@@ -13,7 +13,7 @@ use rill_nanocodec::{NanoCodec, SAMPLES_PER_FRAME, SAMPLE_RATE};
 use rill_stream::tts::{
     CycleTimes, SpeakOptions, SpeakSink, TtsError, Voice, DEFAULT_CODEC_FRAMES, SINGLE_FRAMES,
 };
-use rill_text::{EnglishFrontEnd, TextVocabulary};
+use rill_text::{Language, TextFrontEnd, TextVocabulary};
 
 use rill_spectrostream::CodecPrecision;
 
@@ -57,8 +57,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     };
     let codec = NanoCodec::new(&codec_weights)?;
     let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
-    let front = EnglishFrontEnd::new(vocab);
-    let tokens = front.encode(TEXT)?.len();
+    let front = TextFrontEnd::new(vocab);
+    let tokens = front.encode(TEXT, Language::English)?.utterances[0].len();
     // No EOS within the run: the frame cap is the run length, with room for the
     // first frame (decoded alone) and the group that fills the pipeline.
     let groups = args.codec_frames.unwrap_or(DEFAULT_CODEC_FRAMES);
@@ -76,6 +76,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         codec: Arc::new(codec),
         front,
         params,
+        speaker_names: Vec::new(),
     };
     let plan = voice.plan(
         TEXT,

@@ -171,6 +171,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
             args.tts_codec.as_deref(),
             args.tts_random_weights,
             args.tts_precision.format(),
+            // Random weights keep the oracle's English-only table here; a real
+            // v2602 checkpoint serves every built language.
+            rill_text::Language::English,
         )?;
         let threads = crate::args::thread_count(args.model.threads)?;
         state = state.with_tts(rill_server::tts::TtsService::new(voice, threads));

@@ -1,4 +1,5 @@
-//! `rill speak` (alias `tts`): English text → 22.05 kHz speech with Magpie TTS and NanoCodec.
+//! `rill speak` (alias `tts`): text → 22.05 kHz speech with Magpie TTS and NanoCodec, in
+//! any language whose front end rill has (`--list-languages`).
 //!
 //! Loads the weights, turns the flags into a `rill_stream::tts::SpeakPlan` and runs
 //! it (`Voice::speak`: text → sentences → Magpie frames → streaming NanoCodec),
@@ -17,7 +18,7 @@ use rill_kernels::WeightFormat;
 use rill_magpie::Model;
 use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource};
 use rill_stream::{StagePools, Stages};
-use rill_text::Language;
+use rill_text::{Language, TextFrontEnd, TextVocabulary};
 
 use crate::args::{names_parser, StagesArg};
 use crate::output::{is_std_stream, WavOut};
@@ -28,11 +29,11 @@ use rill_nanocodec::{SAMPLES_PER_FRAME, SAMPLE_RATE};
 
 #[derive(Debug, Args)]
 pub struct TtsArgs {
-    /// The text to speak (English).
+    /// The text to speak (in --language).
     #[arg(
         long,
         conflicts_with = "text_file",
-        required_unless_present = "text_file"
+        required_unless_present_any = ["text_file", "list_languages", "list_voices"]
     )]
     pub text: Option<String>,
 
@@ -40,14 +41,27 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
-    /// Language of the text; only English ("en") is supported so far.
+    /// Language of the text: en, es, fr, it, vi or hi (de, zh, ja are listed but
+    /// refused for now; see --list-languages). Other languages than English need
+    /// v2602's full text table (the released checkpoint; --random-weights makes one).
     #[arg(long, default_value = "en")]
     pub language: String,
 
+    /// Print the language table (code, tokenizer, offset, size, whether rill has
+    /// its front end; with weights, which ones the checkpoint holds) and exit.
+    #[arg(long)]
+    pub list_languages: bool,
+
+    /// Load the weights, print the checkpoint's baked speakers (index and name
+    /// where the file names them) and exit.
+    #[arg(long)]
+    pub list_voices: bool,
+
     /// Output WAV (16-bit mono, 22.05 kHz; `-`: standard output, written when
     /// the speech ends).
-    #[arg(short = 'o', long, value_name = "PATH")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long, value_name = "PATH",
+          required_unless_present_any = ["list_languages", "list_voices"])]
+    pub output: Option<PathBuf>,
 
     /// Magpie weights: NVIDIA's `.nemo` archive, the NeMo-Speech.cpp GGUF
     /// (`magpie_tts_multilingual_357m.v2602.f16.gguf`), or a safetensors file in
@@ -156,25 +170,22 @@ fn weights_hint() -> &'static str {
 pub fn run(args: TtsArgs) -> Result<()> {
     // Every check that needs no weights comes first, so a mistake costs no load.
     let language: Language = args.language.parse().map_err(|e| usage(format!("{e}")))?;
-    if language != Language::English {
-        return Err(usage("only English is supported so far"));
+    if args.list_languages || args.list_voices {
+        return list(&args);
     }
-    let text = match (&args.text, &args.text_file) {
-        (Some(t), _) => t.clone(),
-        (None, Some(p)) if is_std_stream(p) => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("cannot read the text from standard input")?;
-            text
-        }
-        (None, Some(p)) => std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read the text file {}", p.display()))?,
-        (None, None) => return Err(usage("give --text or --text-file")),
-    };
+    language.check_built().map_err(|e| usage(e.to_string()))?;
+    let text = read_text(&args)?;
     if text.trim().is_empty() {
         return Err(usage("the text is empty: give some words to speak"));
     }
+    // Text that is too long or has nothing this language's front end can encode is
+    // refused before any weights load (v2602's table holds every language).
+    TextFrontEnd::new(TextVocabulary::v2602())
+        .encode_utterances(&text, language)
+        .map_err(|e| usage(e.to_string()))?;
+    let Some(output) = args.output.clone() else {
+        return Err(usage("give the output WAV with -o"));
+    };
     if args.random_weights.is_some() {
         // The random voice has the oracle's speakers (a checkpoint's own count is
         // checked once it is loaded).
@@ -195,10 +206,10 @@ pub fn run(args: TtsArgs) -> Result<()> {
             return Err(usage(format!("{flag} must be a finite number")));
         }
     }
-    if args.output.is_dir() {
+    if output.is_dir() {
         return Err(usage(format!(
             "{} is a directory; give a file name like speech.wav",
-            args.output.display()
+            output.display()
         )));
     }
     let threads = crate::args::thread_count(args.threads)?;
@@ -207,15 +218,17 @@ pub fn run(args: TtsArgs) -> Result<()> {
         None => None,
     };
     // Reserved now, so an output that cannot be written fails before the load.
-    let wav = WavOut::create_with(&args.output, 1, SAMPLE_RATE)?;
+    let wav = WavOut::create_with(&output, 1, SAMPLE_RATE)?;
     let t0 = Instant::now();
     let voice = load_voice(
         args.magpie.as_deref(),
         args.codec.as_deref(),
         args.random_weights,
         args.precision.format(),
+        language,
     )?;
     let options = SpeakOptions {
+        language,
         speaker: args.speaker,
         seed: args.seed,
         temperature: args.temperature,
@@ -234,6 +247,15 @@ pub fn run(args: TtsArgs) -> Result<()> {
         e @ TtsError::Model(rill_magpie::MagpieError::InvalidValue { .. }) => usage(e.to_string()),
         e => e.into(),
     })?;
+    if !plan.dropped.is_empty() {
+        eprintln!(
+            "warning: the {} front end cannot encode {} character(s) of the text; they are \
+             left out: {}",
+            language.name(),
+            plan.dropped.len(),
+            rill_text::describe_dropped(&plan.dropped)
+        );
+    }
     if plan.utterances.len() > 1 && args.dump.is_some() {
         return Err(usage(format!(
             "--dump records one sentence; the text splits into {}",
@@ -249,8 +271,10 @@ pub fn run(args: TtsArgs) -> Result<()> {
     // The text encoder and the prefill (many rows at once) use every thread.
     let setup_pool = rill_kernels::Pool::new(threads);
     eprintln!(
-        "loaded in {:.1} s; {} utterance(s), {} text tokens; {} weights, {}, {} tier",
+        "loaded in {:.1} s; {} ({}): {} utterance(s), {} text tokens; {} weights, {}, {} tier",
         t0.elapsed().as_secs_f64(),
+        language.name(),
+        language.code(),
         plan.utterances.len(),
         plan.utterances.iter().map(Vec::len).sum::<usize>(),
         args.precision.format().name(),
@@ -284,7 +308,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: first audio after \
          {:.2} s (text encoder, prefill, first frame), {:.1} ms per frame (decoder + codec), \
          real-time factor {:.2}",
-        args.output.display(),
+        output.display(),
         stats.first_audio.unwrap_or(wall),
         1e3 * stats.step_seconds / frames.max(1) as f64,
         wall / seconds.max(1e-9)
@@ -292,16 +316,104 @@ pub fn run(args: TtsArgs) -> Result<()> {
     Ok(())
 }
 
+/// The text of `--text`, `--text-file` or standard input; a file that is not UTF-8
+/// is refused with where the first bad byte is.
+fn read_text(args: &TtsArgs) -> Result<String> {
+    let (bytes, what) = match (&args.text, &args.text_file) {
+        (Some(t), _) => return Ok(t.clone()),
+        (None, Some(p)) if is_std_stream(p) => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .context("cannot read the text from standard input")?;
+            (bytes, "standard input".to_string())
+        }
+        (None, Some(p)) => (
+            std::fs::read(p)
+                .with_context(|| format!("cannot read the text file {}", p.display()))?,
+            p.display().to_string(),
+        ),
+        (None, None) => return Err(usage("give --text or --text-file")),
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        usage(format!(
+            "{what} is not UTF-8 text (invalid bytes at offset {}): save it as UTF-8",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// `--list-languages` / `--list-voices`.
+fn list(args: &TtsArgs) -> Result<()> {
+    let have_weights = args.random_weights.is_some() || args.magpie.is_some();
+    let language: Language = args.language.parse().map_err(|e| usage(format!("{e}")))?;
+    let voice = if args.list_voices || have_weights {
+        Some(load_voice(
+            args.magpie.as_deref(),
+            args.codec.as_deref(),
+            args.random_weights,
+            args.precision.format(),
+            language,
+        )?)
+    } else {
+        None
+    };
+    if args.list_languages {
+        let held = voice.as_ref().map(|v| v.front.vocabulary().languages());
+        println!("code  language    tokenizer              offset  size  status");
+        for l in rill_text::LANGUAGES {
+            let status = match (l.front_end.missing(), &held) {
+                (Some(why), _) => format!("not yet: {why}"),
+                (None, Some(h)) if !h.contains(&l.language) => "not in this checkpoint".into(),
+                (None, _) => "ready".into(),
+            };
+            println!(
+                "{:<5} {:<11} {:<22} {:>6} {:>5}  {status}",
+                l.code, l.name, l.tokenizer, l.offset, l.size
+            );
+        }
+        let t = rill_text::TEXT_CE;
+        println!(
+            "{:<5} {:<11} {:<22} {:>6} {:>5}  context text only",
+            "-", "-", t.name, t.offset, t.size
+        );
+        println!(
+            "BOS {}, EOS {} (v2602: 2362 text rows)",
+            rill_text::V2602_BOS,
+            rill_text::V2602_EOS
+        );
+    }
+    if let (true, Some(v)) = (args.list_voices, &voice) {
+        for i in 0..v.model.config.speakers {
+            match v.speaker_names.get(i) {
+                Some(name) => println!("{i}  {name}"),
+                None => println!("{i}  (unnamed: this file has no speaker names)"),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Loads a voice ([`Voice::load`]) from the weight files or, with
-/// `random_weights`, synthesised, saying so; a missing file's error ends with
-/// the command to run. Shared by `rill speak` and `rill serve --tts-…`.
+/// `random_weights`, synthesised, saying so (with v2602's full text table for a
+/// language other than English); a missing file's error ends with the command to
+/// run. Shared by `rill speak` and `rill serve --tts-…`.
 pub fn load_voice(
     magpie: Option<&Path>,
     codec: Option<&Path>,
     random_weights: Option<u64>,
     format: WeightFormat,
+    language: Language,
 ) -> Result<Voice> {
     let source = match random_weights {
+        Some(seed) if language != Language::English => {
+            eprintln!(
+                "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed \
+                 {seed}) with v2602's full text table (2362 rows) for {}",
+                language.name()
+            );
+            VoiceSource::RandomAllLanguages(seed)
+        }
         Some(seed) => {
             eprintln!(
                 "synthesising random Magpie and NanoCodec weights (the oracle's recipe, seed {seed})"

@@ -150,6 +150,8 @@ fn gguf_loads_exact_tensors_config_and_the_configs_own_parameters() {
             .collect::<Vec<_>>()
     );
     assert_eq!(m.model_config["model_type"], "decoder_ce");
+    // The config's tokenizer list in its order (it sets every language's offset).
+    assert_eq!(m.text_tokenizers, ["english_phoneme"]);
     run(m, "f16");
 }
 
@@ -170,6 +172,7 @@ fn without_config_json_the_typed_gguf_keys_are_used() {
     };
     assert_eq!(m.params, want);
     assert!(m.model_config.is_null());
+    assert!(m.text_tokenizers.is_empty());
 }
 
 #[test]
@@ -184,6 +187,7 @@ fn nemo_loads_exact_tensors_config_parameters_and_lexicon() {
     check_tensors(&m, &e["nemo_state_dict"]);
     assert_eq!(m.params, expected_params(&e));
     assert!(m.speaker_names.is_empty());
+    assert_eq!(m.text_tokenizers, ["english_phoneme"]);
     run(m, "f32");
 }
 

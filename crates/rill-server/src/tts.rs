@@ -4,10 +4,12 @@
 //! after the first frame (`curl -d '{"text":"Hello."}' URL/api/tts > hello.wav`).
 //!
 //! The request is a JSON object of at most [`MAX_TTS_BODY_BYTES`]:
-//! `{"text": "…", "speaker": 0, "seed": 0, "temperature": 0.6, "top_k": 80,
-//! "cfg_scale": 2.5, "no_cfg": false, "no_prior": false, "max_frames": 500}`; only
-//! `text` is required, unknown fields and out-of-range values are refused with
-//! HTTP 400 and the reason, pages from foreign origins with 403 (the same rule
+//! `{"text": "…", "language": "en", "speaker": 0, "seed": 0, "temperature": 0.6,
+//! "top_k": 80, "cfg_scale": 2.5, "no_cfg": false, "no_prior": false, "max_frames":
+//! 500}`; only `text` is required, unknown fields, languages the voice cannot speak
+//! (`/api/info` lists them) and out-of-range values are refused with HTTP 400 and the
+//! reason. Characters the language's front end cannot encode are named in the
+//! response header [`DROPPED_HEADER`] (`U+2014 U+1F600`); pages pages from foreign origins with 403 (the same rule
 //! as `/ws`). One synthesis runs at a time (a second gets 503 and `Retry-After`);
 //! it runs on its own thread, never on the async runtime, and stops when the
 //! client goes away.
@@ -30,6 +32,11 @@ use crate::AppState;
 pub const MAX_TTS_BODY_BYTES: usize = 16 * 1024;
 /// Longest accepted text, in characters (≈ 3 minutes of speech).
 pub const MAX_TTS_TEXT_CHARS: usize = 4000;
+/// Response header listing the characters left out of the speech, as `U+XXXX`
+/// separated by spaces (absent when nothing was dropped).
+pub const DROPPED_HEADER: &str = "x-rill-dropped-characters";
+/// Response header naming the language spoken.
+pub const LANGUAGE_HEADER: &str = "x-rill-language";
 /// Frames of PCM buffered between the generator and a slow client.
 const CHANNEL_FRAMES: usize = 64;
 
@@ -60,10 +67,20 @@ impl TtsService {
     /// Facts for `/api/info`.
     pub fn info(&self) -> serde_json::Value {
         let c = &self.voice.model.config;
+        let languages: Vec<&str> = self
+            .voice
+            .front
+            .languages()
+            .iter()
+            .map(|l| l.code())
+            .collect();
         serde_json::json!({
             "endpoint": "/api/tts",
             "sample_rate": rill_nanocodec::SAMPLE_RATE,
             "speakers": c.speakers,
+            "speaker_names": self.voice.speaker_names,
+            "languages": languages,
+            "default_language": rill_text::Language::English.code(),
             "busy": self.busy.load(Ordering::Relaxed),
             "max_text_chars": MAX_TTS_TEXT_CHARS,
         })
@@ -75,6 +92,8 @@ impl TtsService {
 #[serde(deny_unknown_fields)]
 struct TtsRequest {
     text: String,
+    /// A language code or name (`rill_text::Language`); English when absent.
+    language: Option<String>,
     #[serde(default)]
     speaker: usize,
     #[serde(default)]
@@ -111,7 +130,14 @@ impl TtsRequest {
         if self.top_k == Some(0) {
             return Err("top_k must be at least 1".into());
         }
+        let language = match &self.language {
+            Some(l) => l
+                .parse::<rill_text::Language>()
+                .map_err(|e| e.to_string())?,
+            None => rill_text::Language::English,
+        };
         let options = SpeakOptions {
+            language,
             speaker: self.speaker,
             seed: self.seed,
             temperature: self.temperature,
@@ -219,6 +245,7 @@ pub(crate) async fn speak(
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };
+    let (language, dropped) = (plan.language, plan.dropped.clone());
     if service
         .busy
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -266,7 +293,7 @@ pub(crate) async fn speak(
             |mut rx| async move { rx.recv().await.map(|b| (Ok(b), rx)) },
         );
     let body = Body::from_stream(futures_util::StreamExt::chain(head, frames));
-    (
+    let mut response = (
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, "audio/wav"),
@@ -274,5 +301,20 @@ pub(crate) async fn speak(
         ],
         body,
     )
-        .into_response()
+        .into_response();
+    let h = response.headers_mut();
+    h.insert(
+        LANGUAGE_HEADER,
+        header::HeaderValue::from_static(language.code()),
+    );
+    if !dropped.is_empty() {
+        let list: Vec<String> = dropped
+            .iter()
+            .map(|&c| format!("U+{:04X}", c as u32))
+            .collect();
+        if let Ok(v) = header::HeaderValue::from_str(&list.join(" ")) {
+            h.insert(DROPPED_HEADER, v);
+        }
+    }
+    response
 }

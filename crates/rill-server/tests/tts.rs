@@ -17,10 +17,15 @@ fn voice() -> Voice {
 
 /// A server with (or without) the voice; its address.
 async fn tts_server(with_voice: bool) -> String {
+    tts_server_with(with_voice.then(voice)).await
+}
+
+/// A server with this voice (or none); its address.
+async fn tts_server_with(voice: Option<Voice>) -> String {
     let engine = engine(1, rill_stream::Stages::Sequential, 1);
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
-    if with_voice {
-        state = state.with_tts(TtsService::new(voice(), 2));
+    if let Some(v) = voice {
+        state = state.with_tts(TtsService::new(v, 2));
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -148,4 +153,70 @@ async fn tts_refuses_bad_requests_with_the_reason() {
     let (got, _, text) = post(&bare, r#"{"text": "Hi."}"#, "").await;
     assert_eq!(got, 404);
     assert!(String::from_utf8_lossy(&text).contains("--tts-checkpoint"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
+    let all = Voice::load(
+        VoiceSource::RandomAllLanguages(0),
+        rill_kernels::WeightFormat::F32,
+    )
+    .unwrap();
+    let info = TtsService::new(all, 2).info();
+    assert_eq!(
+        info["languages"],
+        serde_json::json!(["en", "es", "fr", "hi", "it", "vi"])
+    );
+    assert_eq!(info["default_language"], "en");
+    let all = Voice::load(
+        VoiceSource::RandomAllLanguages(0),
+        rill_kernels::WeightFormat::F32,
+    )
+    .unwrap();
+    let addr = tts_server_with(Some(all)).await;
+    let body = r#"{"text": "नमस्ते Thank 4", "language": "hi", "max_frames": 2, "no_cfg": true}"#;
+    let (status, head, wav) = post(&addr, body, "").await;
+    assert_eq!(status, 200, "{head}");
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("x-rill-language: hi"), "{head}");
+    assert!(
+        head.contains("x-rill-dropped-characters: u+0034 u+0054"),
+        "{head}"
+    );
+    assert_eq!(wav.len(), 44 + 2 * 1024 * 2);
+    let (status, head, _) = post(
+        &addr,
+        r#"{"text": "Bonjour", "language": "fr", "max_frames": 1}"#,
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        !head.to_ascii_lowercase().contains("x-rill-dropped"),
+        "{head}"
+    );
+    for (body, reason) in [
+        (
+            r#"{"text": "x", "language": "xx"}"#,
+            "valid codes are en, es",
+        ),
+        (
+            r#"{"text": "hallo", "language": "de"}"#,
+            "not supported yet",
+        ),
+        (
+            r#"{"text": "你好", "language": "hi"}"#,
+            "nothing the Hindi tokenizer",
+        ),
+    ] {
+        let (status, _, text) = post(&addr, body, "").await;
+        let text = String::from_utf8_lossy(&text);
+        assert_eq!(status, 400, "{body}: {text}");
+        assert!(text.contains(reason), "{body}: {text}");
+    }
+    // The oracle's English-only voice has no French table.
+    let english = tts_server(true).await;
+    let (status, _, text) = post(&english, r#"{"text": "Bonjour", "language": "fr"}"#, "").await;
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&text).contains("no French (fr) text table"));
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rill_kernels::Pool;
 use rill_magpie::{InferenceParams, MagpieError, Model, Session, StepTrace, CODEBOOKS};
 use rill_nanocodec::{CodecError, CodecState, NanoCodec, SAMPLES_PER_FRAME};
-use rill_text::{EnglishFrontEnd, TextError};
+use rill_text::{Language, TextError, TextFrontEnd};
 
 use crate::pipeline::{StagePools, Stages};
 
@@ -30,13 +30,18 @@ pub use load::{download_instructions, VoiceSource};
 pub struct Voice {
     pub model: Arc<Model>,
     pub codec: Arc<NanoCodec>,
-    pub front: EnglishFrontEnd,
+    /// Text of every language the checkpoint's text table holds and rill has built.
+    pub front: TextFrontEnd,
     pub params: InferenceParams,
+    /// Baked speaker names by index, where the file names them (NVIDIA's GGUF).
+    pub speaker_names: Vec<String>,
 }
 
 /// What a request may change; `None` keeps the checkpoint's value.
 #[derive(Debug, Clone, Default)]
 pub struct SpeakOptions {
+    /// Language of the text (default English).
+    pub language: Language,
     /// Baked speaker index (v2602: 0 John, 1 Sofia, 2 Aria, 3 Jason, 4 Leo).
     pub speaker: usize,
     /// Sampler seed (`torch.manual_seed`).
@@ -73,6 +78,10 @@ pub const SINGLE_FRAMES: usize = 4;
 pub struct SpeakPlan {
     /// Token ids per sentence, EOS last (as the front end gives them).
     pub utterances: Vec<Vec<u32>>,
+    pub language: Language,
+    /// Characters of the text the front end could not encode, each once: the
+    /// host reports them (nothing is dropped silently).
+    pub dropped: Vec<char>,
     pub params: InferenceParams,
     pub speaker: usize,
     pub seed: u64,
@@ -208,7 +217,8 @@ impl Voice {
                     .map_err(|e| TtsError::Invalid(format!("forced frame {i}: {e}")))?;
             }
         }
-        let utterances = self.front.encode_utterances(text)?;
+        let encoded = self.front.encode_utterances(text, o.language)?;
+        let (utterances, dropped) = (encoded.utterances, encoded.dropped);
         if utterances.is_empty() {
             return Err(TtsError::Invalid("the text has nothing to speak".into()));
         }
@@ -220,6 +230,8 @@ impl Voice {
         }
         Ok(SpeakPlan {
             utterances,
+            language: o.language,
+            dropped,
             params,
             speaker: o.speaker,
             seed: o.seed,

@@ -30,12 +30,13 @@ fn the_speech_frame_loop_does_not_allocate() {
     let voice = Voice {
         model,
         codec: Arc::new(codec),
-        front: rill_text::EnglishFrontEnd::new(vocab),
+        front: rill_text::TextFrontEnd::new(vocab),
         params: rill_magpie::InferenceParams {
             max_decoder_steps: 12,
             min_generated_frames: 12,
             ..rill_magpie::InferenceParams::default()
         },
+        speaker_names: Vec::new(),
     };
     let setup = rill_kernels::Pool::new(2);
     for stages in [Stages::Sequential, Stages::TwoStage] {

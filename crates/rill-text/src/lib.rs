@@ -1,5 +1,13 @@
 //! The text front end of Magpie TTS: text → token ids for the text encoder.
 //!
+//! [`LANGUAGES`] is the one table of Magpie's languages (v2602 tokenizer names,
+//! offsets, sizes, front ends, sentence-split thresholds); [`TextVocabulary`] says
+//! which of them a checkpoint has; [`TextFrontEnd`] encodes any built one and reports
+//! the characters it had to drop. Built: English, Spanish ([`IpaFrontEnd`]), French,
+//! Italian, Vietnamese (ByT5, [`byt5`]) and Hindi ([`hindi`]); German (its dictionary
+//! is not wired from the checkpoint yet), Mandarin and Japanese are refused with
+//! [`TextError::LanguageNotBuilt`].
+//!
 //! English reproduces NeMo's `english_phoneme` tokenizer of the released
 //! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
 //! dictionary and heteronym list, deterministic (`phoneme_probability = 1.0`, spec trap
@@ -38,10 +46,14 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod byt5;
+mod front_end;
 mod g2p;
+pub mod hindi;
 mod ipa;
 mod ipa_lexicon;
 mod ipa_locales;
+mod languages;
 mod lexicon;
 mod sentences;
 mod tokenizer;
@@ -51,8 +63,13 @@ mod word_table;
 mod unicode_tables;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
+
+pub use front_end::{describe_dropped, TextFrontEnd, Utterances};
+pub use languages::{
+    v2602_tokenizer_names, v2602_tokenizers, valid_codes, FrontEnd, Language, LanguageInfo,
+    SplitUnit, Tokenizer, LANGUAGES, TEXT_CE, V2602_BOS, V2602_EOS,
+};
 
 pub use ipa::{any_locale_text_preprocessing, Encoded, IpaFrontEnd, SymbolTable};
 pub use ipa_lexicon::{GraphemeCase, IpaLexicon};
@@ -61,8 +78,14 @@ pub use lexicon::{
     Lexicon, EMBEDDED_HETERONYMS, EMBEDDED_IPA_DICT, HETERONYMS_FILE, HETERONYMS_SHA256,
     IPA_DICT_FILE, IPA_DICT_SHA256, MAX_DICT_BYTES,
 };
-pub use sentences::{needs_splitting, split_sentences, word_count, SPLIT_THRESHOLD_WORDS};
-pub use tokenizer::{encode_from_g2p, token_id, TextVocabulary, ENGLISH_TOKENS, PAD_ID, SPACE_ID};
+pub use sentences::{
+    count_for_split, needs_splitting, needs_splitting_in, split_sentences, split_sentences_in,
+    word_count, SPLIT_THRESHOLD_WORDS,
+};
+pub use tokenizer::{
+    encode_from_g2p, encode_from_g2p_reporting, token_id, TextLayout, TextVocabulary,
+    ENGLISH_TOKENS, PAD_ID, SPACE_ID,
+};
 pub use unicode::english_text_preprocessing;
 /// Unicode version of the tables (that of the Python 3.11 which ran the oracle).
 pub use unicode_tables::UNICODE_VERSION;
@@ -78,8 +101,30 @@ pub const MAX_UTTERANCE_TOKENS: usize = 2048;
 /// Errors of the text front end; each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum TextError {
-    #[error("language {0:?} is not supported yet (English only): pass \"en\"")]
-    UnsupportedLanguage(String),
+    #[error("unknown language {given:?}: valid codes are {valid}")]
+    UnknownLanguage { given: String, valid: String },
+    #[error("{language} ({code}) is not supported yet: {why}")]
+    LanguageNotBuilt {
+        language: &'static str,
+        code: &'static str,
+        why: &'static str,
+    },
+    #[error(
+        "this checkpoint has no {language} ({code}) text table: only v2602's (2362 text \
+         rows) has every language; this one speaks English only"
+    )]
+    LanguageNotInCheckpoint {
+        language: &'static str,
+        code: &'static str,
+    },
+    #[error(
+        "the text has nothing the {language} tokenizer can encode (is it in another \
+         script?): {excerpt:?}"
+    )]
+    NothingEncodable {
+        language: &'static str,
+        excerpt: String,
+    },
     #[error("the text is empty: give at least one word to speak")]
     Empty,
     #[error(
@@ -128,35 +173,6 @@ pub enum TextError {
 
 pub type Result<T> = std::result::Result<T, TextError>;
 
-/// Languages of the text front end. Only English exists so far; parsing any other
-/// name fails with [`TextError::UnsupportedLanguage`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Language {
-    #[default]
-    English,
-}
-
-impl FromStr for Language {
-    type Err = TextError;
-
-    /// Accepts `en`, `en-US`, `en_US`, `english` (any case).
-    fn from_str(name: &str) -> Result<Self> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "en" | "en-us" | "en_us" | "english" => Ok(Language::English),
-            _ => Err(TextError::UnsupportedLanguage(name.to_string())),
-        }
-    }
-}
-
-impl Language {
-    /// The code NeMo's `do_tts` takes (`"en"`).
-    pub fn code(self) -> &'static str {
-        match self {
-            Language::English => "en",
-        }
-    }
-}
-
 /// English text → Magpie token ids.
 #[derive(Debug, Clone)]
 pub struct EnglishFrontEnd {
@@ -202,8 +218,14 @@ impl EnglishFrontEnd {
     /// The English token ids of `text` without EOS (NeMo's `tokenizer.encode`), with
     /// the vocabulary's English offset applied. May be empty.
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
+        self.token_ids_reporting(text, &mut Vec::new())
+    }
+
+    /// [`token_ids`](Self::token_ids) that also collects the characters of the G2P
+    /// symbols the tokenizer drops (`—`, `$`, emoji, other scripts, …).
+    pub fn token_ids_reporting(&self, text: &str, dropped: &mut Vec<char>) -> Result<Vec<u32>> {
         let offset = self.vocabulary.english_offset();
-        let ids = encode_from_g2p(&self.phonemes(text)?);
+        let ids = encode_from_g2p_reporting(&self.phonemes(text)?, dropped);
         Ok(ids.into_iter().map(|id| id + offset).collect())
     }
 

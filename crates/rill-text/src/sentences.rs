@@ -2,7 +2,11 @@
 //! for English (`nemo/collections/tts/parts/utils/tts_dataset_utils.py`,
 //! `split_by_sentence`, `LanguageThresholds`; spec §3.3). NeMo runs the sentences of a
 //! long text through its long-form path; rill synthesises each as its own utterance.
+//! Other languages use their row of the language table ([`crate::LANGUAGES`]):
+//! threshold, unit, and the native endings (hi `। ॥`, zh/ja `。？！…`) that split
+//! without a following space.
 
+use crate::languages::{Language, SplitUnit};
 use crate::unicode::{is_py_space, py_isupper, py_lower, py_strip, py_upper};
 
 /// English texts of at least this many words (Python `len(text.split())`) are split
@@ -20,9 +24,23 @@ pub fn word_count(text: &str) -> usize {
     text.split(is_py_space).filter(|w| !w.is_empty()).count()
 }
 
-/// True if NeMo would split `text` into sentences before synthesis.
+/// True if NeMo would split English `text` into sentences before synthesis.
 pub fn needs_splitting(text: &str) -> bool {
     word_count(text) >= SPLIT_THRESHOLD_WORDS
+}
+
+/// NeMo's `LanguageThresholds.get_word_count`: words (Python `split()`) or, for zh
+/// (and ja, whose pyopenjtalk word count rill does not have), non-space characters.
+pub fn count_for_split(text: &str, language: Language) -> usize {
+    match language.info().split_unit {
+        SplitUnit::Words => word_count(text),
+        SplitUnit::Chars => text.chars().filter(|&c| !is_py_space(c)).count(),
+    }
+}
+
+/// True if NeMo would split `text` in `language` into sentences before synthesis.
+pub fn needs_splitting_in(text: &str, language: Language) -> bool {
+    count_for_split(text, language) >= language.info().split_threshold
 }
 
 /// Splits English text into sentences exactly as NeMo's `split_by_sentence`: hyphens
@@ -30,6 +48,12 @@ pub fn needs_splitting(text: &str) -> bool {
 /// by whitespace or the end of the text, except a `.` after a title (`Dr.`, `Mr.`, …);
 /// each sentence keeps its punctuation, is trimmed and gets an upper-case first letter.
 pub fn split_sentences(text: &str) -> Vec<String> {
+    split_sentences_in(text, Language::English)
+}
+
+/// [`split_sentences`] for `language`: its native endings split whatever follows them.
+pub fn split_sentences_in(text: &str, language: Language) -> Vec<String> {
+    let native = language.info().native_endings;
     if py_strip(text).is_empty() {
         return Vec::new();
     }
@@ -42,18 +66,23 @@ pub fn split_sentences(text: &str) -> Vec<String> {
     // Index of the first character of the current sentence.
     let mut start = 0usize;
     for i in 0..chars.len() {
-        if !matches!(chars[i], '.' | '?' | '!') {
+        let is_native = native.contains(&chars[i]);
+        if !is_native && !matches!(chars[i], '.' | '?' | '!') {
             continue;
         }
         let next = chars.get(i + 1).copied();
-        if next.is_some_and(|c| !is_py_space(c)) {
+        if !is_native && next.is_some_and(|c| !is_py_space(c)) {
             continue;
         }
         if chars[i] == '.' && is_title_before(&chars[start..i]) {
             continue;
         }
         push_sentence(&chars[start..=i], &mut sentences);
-        start = if next.is_some() { i + 2 } else { i + 1 };
+        start = if next.is_some_and(is_py_space) {
+            i + 2
+        } else {
+            i + 1
+        };
     }
     if start < chars.len() {
         push_sentence(&chars[start..], &mut sentences);
@@ -125,6 +154,22 @@ mod tests {
     fn long_runs_of_titles_stay_linear() {
         let text = "Dr. ".repeat(20_000);
         assert_eq!(split_sentences(&text).len(), 1);
+    }
+
+    #[test]
+    fn native_endings_split_without_a_space() {
+        assert_eq!(
+            split_sentences_in("नमस्ते।आप कैसे हैं? ठीक॥ हाँ", Language::Hindi),
+            ["नमस्ते।", "आप कैसे हैं?", "ठीक॥", "हाँ"]
+        );
+        assert_eq!(
+            split_sentences_in("你好。你好吗？好！a.b", Language::Mandarin),
+            ["你好。", "你好吗？", "好！", "A.b"]
+        );
+        assert_eq!(split_sentences_in("a।b", Language::French), ["A।b"]);
+        assert_eq!(count_for_split(" 你 好\n", Language::Mandarin), 2);
+        assert!(needs_splitting_in(&"w ".repeat(69), Language::French));
+        assert!(!needs_splitting_in(&"w ".repeat(68), Language::French));
     }
 
     #[test]

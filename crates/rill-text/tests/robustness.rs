@@ -183,16 +183,29 @@ fn empty_and_unencodable_input_are_clear_errors() {
 }
 
 #[test]
-fn only_english_is_supported() {
+fn language_names_parse_and_unknown_ones_list_the_valid_codes() {
     for name in ["en", "EN", "en-US", "en_us", "English"] {
         assert_eq!(name.parse::<Language>().unwrap(), Language::English);
     }
-    for name in ["de", "es", "zh", "fr-FR", ""] {
+    for (name, l) in [
+        ("de", Language::German),
+        ("fr-FR", Language::French),
+        ("hindi", Language::Hindi),
+    ] {
+        assert_eq!(name.parse::<Language>().unwrap(), l);
+    }
+    for name in ["xx", "pt", ""] {
         let err = name.parse::<Language>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("language {name:?} is not supported yet (English only): pass \"en\"")
+            format!(
+                "unknown language {name:?}: valid codes are en, es, de, zh, ja, fr, hi, it, vi"
+            )
         );
+    }
+    for name in ["de", "zh", "ja"] {
+        let err = name.parse::<Language>().unwrap().check_built().unwrap_err();
+        assert!(err.to_string().contains("not supported yet"), "{err}");
     }
     assert_eq!(Language::English.code(), "en");
 }

@@ -243,10 +243,14 @@ pub fn from_gguf(g: &Gguf) -> Result<LoadedModel> {
             tensors.insert(base.to_string(), t);
         }
     }
+    let mut text_tokenizers = Vec::new();
     let model_config = match g.get("magpietts.config_json") {
         None => Value::Null,
         Some(MetaValue::Str(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(v) if v.is_object() => v,
+            Ok(v) if v.is_object() => {
+                text_tokenizers = super::json_top_level_keys(s, "text_tokenizers");
+                v
+            }
             _ => {
                 p.push("metadata magpietts.config_json is not a JSON object");
                 Value::Null
@@ -283,5 +287,6 @@ pub fn from_gguf(g: &Gguf) -> Result<LoadedModel> {
         params,
         speaker_names: speakers,
         model_config,
+        text_tokenizers,
     })
 }

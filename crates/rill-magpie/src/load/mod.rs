@@ -33,6 +33,56 @@ pub struct LoadedModel {
     pub speaker_names: Vec<String>,
     /// The whole NeMo model config (`model_config.yaml` / `magpietts.config_json`).
     pub model_config: Value,
+    /// The config's `text_tokenizers` names in their order (which sets every
+    /// language's token offset; `model_config` has its keys sorted); empty when the
+    /// config has none.
+    pub text_tokenizers: Vec<String>,
+}
+
+/// The keys of the top-level JSON object `key` of `json` in document order
+/// (`serde_json::Value` sorts them); empty if missing or not an object.
+pub(crate) fn json_top_level_keys(json: &str, key: &str) -> Vec<String> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+    struct Keys<'k>(&'k str);
+    struct Inner;
+    impl<'de> Visitor<'de> for Inner {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((k, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    impl<'de> serde::de::DeserializeSeed<'de> for Inner {
+        type Value = Vec<String>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<String>, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Keys<'_> {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut found = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                if k == self.0 {
+                    found = map.next_value_seed(Inner)?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(json);
+    de.deserialize_map(Keys(key)).unwrap_or_default()
 }
 
 /// Collects problems; [`Problems::finish`] turns them into one error.
@@ -276,4 +326,21 @@ pub(crate) fn unreachable_load<T>(path: &std::path::Path) -> Result<T, MagpieErr
         path: path.to_path_buf(),
         problems: vec!["no weights were read".into()],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_keys_keep_document_order() {
+        let json = r#"{"b": 1, "text_tokenizers": {"zeta": {"a": [1]}, "alpha": 2, "mid": null}}"#;
+        assert_eq!(
+            super::json_top_level_keys(json, "text_tokenizers"),
+            ["zeta", "alpha", "mid"]
+        );
+        assert!(super::json_top_level_keys(json, "b").is_empty());
+        assert!(super::json_top_level_keys("[1]", "b").is_empty());
+        assert!(
+            super::json_top_level_keys("{\"text_tokenizers\": [1]}", "text_tokenizers").is_empty()
+        );
+    }
 }

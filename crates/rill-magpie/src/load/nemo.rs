@@ -115,7 +115,19 @@ impl MagpieNemo {
             params,
             speaker_names: Vec::new(),
             model_config: self.config.clone(),
+            text_tokenizers: self.text_tokenizers()?,
         })
+    }
+
+    /// The config's `text_tokenizers` names in document order (empty if none).
+    pub fn text_tokenizers(&self) -> Result<Vec<String>> {
+        let yaml = self.nemo.config_yaml()?;
+        rill_checkpoint::yaml::top_level_keys(yaml, "text_tokenizers")
+            .map(Option::unwrap_or_default)
+            .map_err(|reason| MagpieError::Load {
+                path: self.nemo.path().to_path_buf(),
+                problems: vec![format!("model_config.yaml: {reason}")],
+            })
     }
 
     /// The bytes of an artifact the config names at `config_path` (e.g.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rill_kernels::WeightFormat;
 use rill_magpie::{InferenceParams, Model};
 use rill_nanocodec::NanoCodec;
-use rill_text::{EnglishFrontEnd, TextVocabulary};
+use rill_text::{TextFrontEnd, TextVocabulary};
 
 use super::{TtsError, Voice};
 
@@ -33,8 +33,12 @@ pub enum VoiceSource<'a> {
         codec: Option<&'a Path>,
     },
     /// Both models synthesised in memory from this seed (the test oracle's
-    /// recipe): speech-shaped noise, not words.
+    /// recipe): speech-shaped noise, not words. The oracle's English-only text
+    /// table (98 rows), so English keeps its exact parity.
     Random(u64),
+    /// The same with v2602's full text table (2362 rows; its first 98 rows equal
+    /// [`VoiceSource::Random`]'s, the recipe is per element): every language runs.
+    RandomAllLanguages(u64),
 }
 
 impl Voice {
@@ -45,9 +49,15 @@ impl Voice {
     /// [`download_instructions`].
     pub fn load(source: VoiceSource<'_>, format: WeightFormat) -> Result<Voice, TtsError> {
         let mut lexicon = None;
+        let mut text_tokenizers = Vec::new();
+        let mut speaker_names = Vec::new();
         let (weights, params, codec) = match source {
-            VoiceSource::Random(seed) => {
-                let w = rill_magpie::synth::build(&rill_magpie::Config::oracle(), seed)?;
+            VoiceSource::Random(seed) | VoiceSource::RandomAllLanguages(seed) => {
+                let config = match source {
+                    VoiceSource::Random(_) => rill_magpie::Config::oracle(),
+                    _ => rill_magpie::Config::v2602(TextVocabulary::V2602_ROWS),
+                };
+                let w = rill_magpie::synth::build(&config, seed)?;
                 let codec = NanoCodec::new(&rill_nanocodec::Weights::synthetic(seed))?;
                 (w, InferenceParams::default(), codec)
             }
@@ -70,12 +80,16 @@ impl Voice {
                 let (w, params) = match extension(mp).as_str() {
                     "gguf" => {
                         let m = rill_magpie::load::gguf::load(mp)?;
+                        text_tokenizers = m.text_tokenizers;
+                        speaker_names = m.speaker_names;
                         (m.weights, m.params)
                     }
                     "nemo" => {
                         let nemo = rill_magpie::load::nemo::MagpieNemo::open(mp)?;
                         lexicon = Some(Arc::new(nemo.english_lexicon()?));
                         let m = nemo.load()?;
+                        text_tokenizers = m.text_tokenizers;
+                        speaker_names = m.speaker_names;
                         (m.weights, m.params)
                     }
                     _ => (
@@ -102,16 +116,20 @@ impl Voice {
             }
         };
         let model = Arc::new(Model::with_format(weights, format)?);
-        let vocab = TextVocabulary::from_embedding_rows(model.config.text_vocab, 0)?;
+        // The config's tokenizer list (in order) says which languages the text table
+        // holds; without one, the row count does.
+        let vocab =
+            TextVocabulary::from_tokenizer_names(&text_tokenizers, model.config.text_vocab)?;
         let front = match lexicon {
-            Some(l) => EnglishFrontEnd::with_lexicon(l, vocab),
-            None => EnglishFrontEnd::new(vocab),
+            Some(l) => TextFrontEnd::with_lexicon(l, vocab),
+            None => TextFrontEnd::new(vocab),
         };
         Ok(Voice {
             model,
             codec: Arc::new(codec),
             front,
             params,
+            speaker_names,
         })
     }
 }
