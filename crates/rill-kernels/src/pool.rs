@@ -405,6 +405,24 @@ mod stages;
 #[cfg(test)]
 mod tests;
 
+/// Puts the calling thread in Linux's idle scheduling class (`SCHED_IDLE`): it runs
+/// only on CPU time no other thread wants, so background work beside the audio
+/// (encoding a style prompt) cannot delay a frame even by the share a nice thread
+/// still gets. Falls back to [`lower_thread_priority`] if the class is refused, and
+/// to nothing elsewhere.
+pub fn idle_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 names
+        // the calling thread; lowering to SCHED_IDLE needs no privilege.
+        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        if r != 0 {
+            lower_thread_priority();
+        }
+    }
+}
+
 /// Lowers the calling thread's scheduling priority (nice +10) on Linux, so work
 /// beside the audio (a server's async runtime, encoding a style prompt) yields the
 /// CPU to the generation threads when both want it. Lowering needs no privilege;

@@ -93,7 +93,7 @@ impl StyleService {
             .name("rill-musiccoca".into())
             .spawn(move || {
                 // Below the engine: an encoding waits, the audio does not.
-                rill_kernels::pool::lower_thread_priority();
+                rill_kernels::pool::idle_thread_priority();
                 let pool = Pool::new(1);
                 while let Ok(job) = rx.recv() {
                     run(&model, mapper, &pool, job);

@@ -78,7 +78,7 @@ pub fn spawn(
         .name("rill-style".into())
         .spawn(move || {
             // Below the stream's threads: encoding waits, the audio does not.
-            rill_kernels::pool::lower_thread_priority();
+            rill_kernels::pool::idle_thread_priority();
             let pool = Pool::new(1);
             let mut loaded = loaded;
             for line in std::io::stdin().lock().lines() {
