@@ -148,6 +148,20 @@ pub enum OriginRefusal {
     Foreign(String),
 }
 
+/// [`check_origin`] for the HTTP API routes (`/api/tts`, `/api/clips`): the
+/// refusal as the body of an HTTP 403.
+pub fn check_api_origin(headers: &HeaderMap, allowed: &[Origin]) -> Result<(), String> {
+    check_origin(headers, allowed).map_err(|refusal| {
+        let why = match refusal {
+            OriginRefusal::Malformed => {
+                "the Origin header is not a single scheme://host[:port]".to_string()
+            }
+            OriginRefusal::Foreign(o) => format!("pages from {o} may not use this server"),
+        };
+        format!("forbidden: {why}\n")
+    })
+}
+
 /// Admits a request with no `Origin` (not a browser), with the server's own
 /// origin (the page it served), or with one of `allowed`.
 pub fn check_origin(headers: &HeaderMap, allowed: &[Origin]) -> Result<(), OriginRefusal> {

@@ -24,7 +24,7 @@ use rill_kernels::Pool;
 use rill_musiccoca::{Mapper, Prompt, StyleModel, LEVELS};
 use tokio::sync::oneshot;
 
-use crate::limits::{self, OriginRefusal};
+use crate::limits;
 use crate::protocol::{PromptSource, PromptSpec};
 use crate::AppState;
 
@@ -269,14 +269,8 @@ pub(crate) async fn upload(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refusal) = limits::check_origin(&headers, st.allowed_origins()) {
-        let why = match refusal {
-            OriginRefusal::Malformed => {
-                "the Origin header is not a single scheme://host[:port]".into()
-            }
-            OriginRefusal::Foreign(o) => format!("pages from {o} may not use this server"),
-        };
-        return plain(StatusCode::FORBIDDEN, format!("forbidden: {why}"));
+    if let Err(body) = limits::check_api_origin(&headers, st.allowed_origins()) {
+        return (StatusCode::FORBIDDEN, body).into_response();
     }
     let Some(service) = st.style.clone() else {
         return plain(

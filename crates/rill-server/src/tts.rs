@@ -25,7 +25,7 @@ use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice};
 use rill_stream::{StagePools, Stages};
 use serde::Deserialize;
 
-use crate::limits::{self, OriginRefusal};
+use crate::limits;
 use crate::AppState;
 
 /// Largest accepted request body.
@@ -207,14 +207,8 @@ pub(crate) async fn speak(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refusal) = limits::check_origin(&headers, st.allowed_origins()) {
-        let why = match refusal {
-            OriginRefusal::Malformed => {
-                "the Origin header is not a single scheme://host[:port]".into()
-            }
-            OriginRefusal::Foreign(o) => format!("pages from {o} may not use this server"),
-        };
-        return (StatusCode::FORBIDDEN, format!("forbidden: {why}\n")).into_response();
+    if let Err(body) = limits::check_api_origin(&headers, st.allowed_origins()) {
+        return (StatusCode::FORBIDDEN, body).into_response();
     }
     let Some(service) = st.tts.clone() else {
         return (

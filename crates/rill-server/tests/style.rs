@@ -75,6 +75,17 @@ fn wav(samples: &[f32]) -> Vec<u8> {
     out.into_inner()
 }
 
+/// The next `style` reply, skipping frames and status reports; an error fails.
+async fn next_style(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        match next(ws, 60).await {
+            Err(j) if j["type"] == "style" => return j,
+            Err(j) if j["type"] == "error" => panic!("{j}"),
+            _ => continue,
+        }
+    }
+}
+
 fn codes(v: &serde_json::Value) -> Vec<i64> {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"))
 }
@@ -83,7 +94,8 @@ fn codes(v: &serde_json::Value) -> Vec<i64> {
 async fn clips_and_blends_give_the_recorded_tokens() {
     let (z, g) = gate();
     let addr = style_server(None).await;
-    let info: serde_json::Value = serde_json::from_str(&get(&addr, "/api/info").await).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&http_get(&addr, "/api/info").await).unwrap();
     assert_eq!(info["protocol"], 2);
     assert_eq!(info["style"]["max_prompts"], 6);
 
@@ -132,13 +144,7 @@ async fn clips_and_blends_give_the_recorded_tokens() {
         serde_json::json!({"type": "control", "prompts": [{"text": p}]}),
     )
     .await;
-    let style = loop {
-        match next(&mut ws, 60).await {
-            Err(j) if j["type"] == "style" => break j,
-            Err(j) if j["type"] == "error" => panic!("{j}"),
-            _ => continue,
-        }
-    };
+    let style = next_style(&mut ws).await;
     assert_eq!(codes(&style["codes"]), codes(&g["mapper_tokens_seed0"][p]));
     assert!(style.get("warning").is_none(), "{style}");
     clean_frame(&mut ws).await;
@@ -150,13 +156,7 @@ async fn clips_and_blends_give_the_recorded_tokens() {
         serde_json::json!({"type": "control", "prompts": [{"text": long}]}),
     )
     .await;
-    let style = loop {
-        match next(&mut ws, 60).await {
-            Err(j) if j["type"] == "style" => break j,
-            Err(j) if j["type"] == "error" => panic!("{j}"),
-            _ => continue,
-        }
-    };
+    let style = next_style(&mut ws).await;
     let w = style["warning"].as_str().unwrap_or_default();
     assert!(w.contains("reads the first 127"), "{style}");
 
@@ -189,7 +189,8 @@ async fn clips_and_blends_give_the_recorded_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_uploads_and_a_server_without_musiccoca() {
     let addr = style_server(Some([1; 12])).await;
-    let info: serde_json::Value = serde_json::from_str(&get(&addr, "/api/info").await).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&http_get(&addr, "/api/info").await).unwrap();
     assert_eq!(codes(&info["default_style_codes"]), vec![1; 12]);
     for (body, status, says) in [
         (&b""[..], 400, "no body"),
@@ -234,19 +235,4 @@ async fn bad_uploads_and_a_server_without_musiccoca() {
         e["message"].as_str().unwrap().contains("style_codes"),
         "{e}"
     );
-}
-
-async fn get(addr: &str, path: &str) -> String {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
 }

@@ -15,9 +15,9 @@ const STYLE: [u16; 12] = [660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401,
 async fn frames_status_controls_and_errors() {
     let addr = server(2).await;
     let info: serde_json::Value =
-        serde_json::from_str(&reqwest_lite(&addr, "/api/info").await).unwrap();
+        serde_json::from_str(&http_get(&addr, "/api/info").await).unwrap();
     assert_eq!(info["capacity"], 2);
-    let page = reqwest_lite(&addr, "/").await;
+    let page = http_get(&addr, "/").await;
     assert!(page.contains("<html"), "the instrument page is served at /");
     // …and each file it loads.
     for (path, needle) in [
@@ -28,7 +28,7 @@ async fn frames_status_controls_and_errors() {
         ("/app.js", "new WebSocket"),
     ] {
         assert!(page.contains(&path[1..]), "the page does not load {path}");
-        assert!(reqwest_lite(&addr, path).await.contains(needle), "{path}");
+        assert!(http_get(&addr, path).await.contains(needle), "{path}");
     }
 
     let mut ws = connect(&addr).await;
@@ -459,7 +459,7 @@ async fn connections_are_capped_and_released_on_close() {
         other => panic!("a third connection was not refused with 503: {other:?}"),
     }
     let info: serde_json::Value =
-        serde_json::from_str(&reqwest_lite(&addr, "/api/info").await).unwrap();
+        serde_json::from_str(&http_get(&addr, "/api/info").await).unwrap();
     assert_eq!(
         (
             info["connections"].as_u64(),
@@ -487,22 +487,6 @@ async fn connections_are_capped_and_released_on_close() {
 }
 
 /// Minimal HTTP GET (keeps the test free of an HTTP client dependency).
-async fn reqwest_lite(addr: &str, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_flood_gets_429_with_retry_after() {
     let options = ServerOptions {
