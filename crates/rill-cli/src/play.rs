@@ -75,15 +75,26 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
         Some(s) => Some(((s * 25.0).round() as u64).max(1)),
         None => None,
     };
-    let checkpoint = live::resolve_style(&mut args.live.music)?;
-    let initial = live::initial_controls(&args.live.music.controls)?;
+    // With --stdin MusicCoCa is loaded once, before the stream, for both --prompt and
+    // the live lines.
+    let music = &mut args.live.music;
+    music.controls.style.inputs()?; // usage errors before any load
+    let checkpoint = crate::model_source::resolve(&music.model)?;
     let style_model = args.stdin.then(|| {
         style_lines::preload(
-            &args.live.music.controls.style.model,
+            &music.controls.style.model,
             &checkpoint,
-            args.live.music.model.random_weights,
+            music.model.random_weights,
         )
     });
+    match style_model.as_ref().and_then(Option::as_ref) {
+        Some(m) if music.controls.style.any() => {
+            let pool = rill_kernels::Pool::new(crate::args::thread_count(music.model.threads)?);
+            music.controls.resolved_style = music.controls.style.resolve_with(m, &pool)?;
+        }
+        _ => music.controls.resolve_style(&music.model, &checkpoint)?,
+    }
+    let initial = live::initial_controls(&args.live.music.controls)?;
     let mut wav = args.record.as_deref().map(WavOut::create).transpose()?;
     let loaded = live::start_engine(
         &args.live.music.model,
