@@ -88,7 +88,8 @@ enum Command {
     Quantize(quantize::QuantizeArgs),
     /// Write a random-weight checkpoint in the real MRT2 layout (tests, smoke runs).
     SynthCheckpoint(synth::SynthArgs),
-    /// Speak English text with Magpie TTS and NanoCodec (22.05 kHz mono WAV).
+    /// Speak text with Magpie TTS and NanoCodec (22.05 kHz mono WAV); --language
+    /// picks one of the checkpoint's (--list-languages).
     #[command(visible_alias = "tts")]
     Speak(tts::TtsArgs),
 }
