@@ -6,19 +6,12 @@
 use std::path::Path;
 
 mod common;
-use common::{ckpt, rill, stderr, tmp};
+use common::{rill, stderr, tmp};
 
-/// A home whose random-weight cache already holds the test cache's seed-0
-/// checkpoint (the same bytes `--random-weights 0` would synthesise).
+/// A scratch home (the random-weight cache is the tests' shared one, whose seed-0
+/// checkpoint is the test cache's).
 fn home(name: &str) -> std::path::PathBuf {
-    let d = tmp(name);
-    let cache = d.join("cache/rill");
-    std::fs::create_dir_all(&cache).unwrap();
-    let link = cache.join("mrt2_small_random_seed0.safetensors");
-    if !link.exists() {
-        std::os::unix::fs::symlink(ckpt(0), link).unwrap();
-    }
-    d
+    tmp(name)
 }
 
 /// A mono 44.1 kHz WAV of `seconds` of a chord (resampled and duplicated by rill).
@@ -67,8 +60,8 @@ fn continues_a_clip_with_random_weights() {
     let r = hound::WavReader::open(&out).unwrap();
     assert_eq!((r.spec().sample_rate, r.spec().channels), (48_000, 2));
     assert_eq!(r.duration(), 48_000, "one second of new audio");
-    assert!(d
-        .join("cache/rill/spectrostream_encoder_random_seed0.safetensors")
+    assert!(rill_testkit::rill_cache()
+        .join("spectrostream_encoder_random_seed0.safetensors")
         .is_file());
 }
 

@@ -75,7 +75,7 @@ fn start_server() -> SocketAddr {
     let engine = common::engine(2, rill_stream::Stages::TwoStage, 2);
     // Default limits: the page must pass the same-origin check as served.
     // Random-weight MusicCoCa with the oracle's tiny tokenizer: the prompt box works.
-    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::cache_dir(), 1)
+    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::rill_cache(), 1)
         .expect("random-weight MusicCoCa");
     let model = rill_musiccoca::StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
     let style = rill_server::style::StyleService::start(model, rill_musiccoca::Mapper::Seed(0))

@@ -22,7 +22,7 @@ fn gate() -> (Npz, serde_json::Value) {
 
 /// A server whose MusicCoCa is the gate recording's (mapper seed 0).
 async fn style_server(default: Option<[u16; 12]>) -> String {
-    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::cache_dir(), 1).unwrap();
+    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::rill_cache(), 1).unwrap();
     let model = StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
     let service = StyleService::start(model, Mapper::Seed(0)).unwrap();
     let engine = engine(2, rill_stream::Stages::TwoStage, 1);

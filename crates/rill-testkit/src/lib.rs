@@ -86,6 +86,26 @@ pub fn cache_dir() -> PathBuf {
     dir
 }
 
+/// The `XDG_CACHE_HOME` of the `rill` processes the tests start (`xdg-cache/` in
+/// [`cache_dir`]), one for every test: the random-weight assets `rill` makes on first
+/// use (an mrt2_small checkpoint, MusicCoCa folders of about 0.9 GB a seed) are
+/// written once per test run, not once per test home. rill writes them atomically,
+/// so tests that ask at once never read a half-written file.
+pub fn user_cache_home() -> PathBuf {
+    let dir = cache_dir().join("xdg-cache");
+    std::fs::create_dir_all(&dir).expect("creating the tests' user cache directory");
+    dir
+}
+
+/// rill's own cache inside [`user_cache_home`] (`xdg-cache/rill/`, what
+/// `rill_stream::source::cache_dir` names for those processes), for in-process
+/// tests that want the same random-weight assets.
+pub fn rill_cache() -> PathBuf {
+    let dir = user_cache_home().join("rill");
+    std::fs::create_dir_all(&dir).expect("creating the tests' rill cache directory");
+    dir
+}
+
 static SYNTH_LOCK: Mutex<()> = Mutex::new(());
 
 /// The tensors of the oracle's checkpoint of the model named `model`, from its

@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use rill_mrt2::ModelKind;
 
-/// Runs `rill args` with `home` as `HOME` and nothing inherited that picks a
-/// checkpoint, an ISA or a thread count.
+/// Runs `rill args` with `home` as `HOME`, the tests' shared user cache
+/// ([`rill_testkit::user_cache_home`]) as `XDG_CACHE_HOME`, and nothing inherited
+/// that picks a checkpoint, an ISA or a thread count.
 pub fn rill(args: &[&str], home: &Path) -> Output {
     rill_env(args, home, &[])
 }
@@ -22,10 +24,26 @@ pub fn rill_env(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Output {
         .env_remove("MAGENTA_HOME")
         .env_remove("RILL_ISA")
         .env_remove("RILL_THREADS")
-        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_CACHE_HOME", user_cache_home())
         .envs(env.iter().copied())
         .output()
         .expect("running rill")
+}
+
+/// The tests' shared user cache, its random-weight seed-0 checkpoint (what
+/// `--random-weights` would synthesise) linked to the test cache's copy of the same
+/// bytes, so the 1.1 GB file is on disk once.
+fn user_cache_home() -> PathBuf {
+    static HOME: OnceLock<PathBuf> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let link = rill_testkit::rill_cache().join("mrt2_small_random_seed0.safetensors");
+        if std::fs::symlink_metadata(&link).is_err() {
+            // Another test process may link it first: either link is the same.
+            let _ = std::os::unix::fs::symlink(ckpt(0), &link);
+        }
+        rill_testkit::user_cache_home()
+    })
+    .clone()
 }
 
 /// A fresh scratch directory for the test `name` (in the test cache).
