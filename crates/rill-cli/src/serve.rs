@@ -102,6 +102,12 @@ pub struct ServeArgs {
           conflicts_with_all = ["tts_checkpoint", "tts_codec"])]
     pub tts_random_weights: Option<u64>,
 
+    /// German pronunciation dictionary for /api/tts (the checkpoint's
+    /// de_nv230119.dict; as `rill speak --lexicon`): a .nemo brings its own, a GGUF
+    /// does not.
+    #[arg(long, value_name = "FILE")]
+    pub tts_lexicon: Option<PathBuf>,
+
     /// Weight format of the voice's linear layers (as `rill speak --precision`).
     #[arg(long, default_value = "f32",
           value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
@@ -166,7 +172,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let mut tts_line = String::new();
     if args.tts_checkpoint.is_some() || args.tts_random_weights.is_some() {
-        let voice = crate::tts::load_voice(
+        // Read first: a bad dictionary costs no load.
+        let german = match &args.tts_lexicon {
+            Some(p) => Some(
+                rill_text::IpaFrontEnd::german_from_files(Some(p), None)
+                    .map_err(|e| crate::usage::usage(format!("--tts-lexicon: {e}")))?,
+            ),
+            None => None,
+        };
+        let mut voice = crate::tts::load_voice(
             args.tts_checkpoint.as_deref(),
             args.tts_codec.as_deref(),
             args.tts_random_weights,
@@ -175,6 +189,12 @@ pub fn run(args: ServeArgs) -> Result<()> {
             // v2602 checkpoint serves every built language.
             rill_text::Language::English,
         )?;
+        if let Some(front) = german {
+            voice.front = voice.front.with_ipa(
+                rill_text::Language::German,
+                Ok::<_, rill_text::TextError>(front),
+            );
+        }
         let threads = crate::args::thread_count(args.model.threads)?;
         state = state.with_tts(rill_server::tts::TtsService::new(voice, threads));
         tts_line = format!("; text-to-speech at POST http://{addr}/api/tts");

@@ -41,11 +41,21 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
-    /// Language of the text: en, es, fr, it, vi or hi (de, zh, ja are listed but
+    /// Language of the text: en, es, de, fr, it, vi or hi (zh, ja are listed but
     /// refused for now; see --list-languages). Other languages than English need
-    /// v2602's full text table (the released checkpoint; --random-weights makes one).
+    /// v2602's full text table (the released checkpoint; --random-weights makes one);
+    /// German needs the checkpoint's dictionary (a .nemo, or --lexicon).
     #[arg(long, default_value = "en")]
     pub language: String,
+
+    /// Pronunciation dictionary of --language es or de, as NeMo's IpaG2p reads it:
+    /// German needs the checkpoint's de_nv230119.dict, which rill reads from a .nemo
+    /// archive but cannot ship (with a GGUF or random weights, unpack it from the
+    /// .nemo: `tar -xf magpie_tts_multilingual_357m.nemo --wildcards
+    /// '*de_nv230119.dict'`); Spanish's is built in. The file must give the
+    /// checkpoint's phoneme table. Replaces the checkpoint's own.
+    #[arg(long, value_name = "FILE")]
+    pub lexicon: Option<PathBuf>,
 
     /// Print the language table (code, tokenizer, offset, size, whether rill has
     /// its front end; with weights, which ones the checkpoint holds) and exit.
@@ -180,9 +190,23 @@ pub fn run(args: TtsArgs) -> Result<()> {
     }
     // Text that is too long or has nothing this language's front end can encode is
     // refused before any weights load (v2602's table holds every language).
-    TextFrontEnd::new(TextVocabulary::v2602())
-        .encode_utterances(&text, language)
-        .map_err(|e| usage(e.to_string()))?;
+    let lexicon = read_lexicon(args.lexicon.as_deref(), language)?;
+    let mut front = TextFrontEnd::new(TextVocabulary::v2602());
+    if let Some(ipa) = &lexicon {
+        front = front.with_ipa(language, Ok::<_, rill_text::TextError>(ipa.clone()));
+    }
+    // A dictionary the .nemo brings is only known once it is read.
+    let from_nemo = lexicon.is_none()
+        && language.info().front_end.dictionary().is_some()
+        && args.magpie.as_deref().is_some_and(|p| {
+            p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("nemo"))
+        });
+    if !from_nemo {
+        front
+            .encode_utterances(&text, language)
+            .map_err(|e| usage(e.to_string()))?;
+    }
     let Some(output) = args.output.clone() else {
         return Err(usage("give the output WAV with -o"));
     };
@@ -220,13 +244,19 @@ pub fn run(args: TtsArgs) -> Result<()> {
     // Reserved now, so an output that cannot be written fails before the load.
     let wav = WavOut::create_with(&output, 1, SAMPLE_RATE)?;
     let t0 = Instant::now();
-    let voice = load_voice(
+    let mut voice = load_voice(
         args.magpie.as_deref(),
         args.codec.as_deref(),
         args.random_weights,
         args.precision.format(),
         language,
     )?;
+    if let Some(ipa) = lexicon {
+        voice.front = voice
+            .front
+            .clone()
+            .with_ipa(language, Ok::<_, rill_text::TextError>(ipa));
+    }
     let options = SpeakOptions {
         language,
         speaker: args.speaker,
@@ -343,18 +373,46 @@ fn read_text(args: &TtsArgs) -> Result<String> {
     })
 }
 
+/// `--lexicon FILE`: the Spanish or German front end with that dictionary (German
+/// with the embedded heteronym list); refused for a language that reads none.
+fn read_lexicon(path: Option<&Path>, language: Language) -> Result<Option<rill_text::IpaFrontEnd>> {
+    use rill_text::{FrontEnd, IpaFrontEnd};
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let front = match language.info().front_end {
+        FrontEnd::GermanIpa => IpaFrontEnd::german_from_files(Some(path), None),
+        FrontEnd::SpanishIpa => IpaFrontEnd::spanish_from_file(path),
+        _ => {
+            return Err(usage(format!(
+                "--lexicon gives the Spanish or German pronunciation dictionary; {} reads \
+                 none (drop --lexicon, or pass --language es or de)",
+                language.name()
+            )))
+        }
+    };
+    front.map(Some).map_err(|e| usage(e.to_string()))
+}
+
 /// `--list-languages` / `--list-voices`.
 fn list(args: &TtsArgs) -> Result<()> {
     let have_weights = args.random_weights.is_some() || args.magpie.is_some();
     let language: Language = args.language.parse().map_err(|e| usage(format!("{e}")))?;
+    let lexicon = read_lexicon(args.lexicon.as_deref(), language)?;
     let voice = if args.list_voices || have_weights {
-        Some(load_voice(
+        let mut v = load_voice(
             args.magpie.as_deref(),
             args.codec.as_deref(),
             args.random_weights,
             args.precision.format(),
             language,
-        )?)
+        )?;
+        if let Some(ipa) = lexicon {
+            v.front = v
+                .front
+                .with_ipa(language, Ok::<_, rill_text::TextError>(ipa));
+        }
+        Some(v)
     } else {
         None
     };
@@ -362,10 +420,24 @@ fn list(args: &TtsArgs) -> Result<()> {
         let held = voice.as_ref().map(|v| v.front.vocabulary().languages());
         println!("code  language    tokenizer              offset  size  status");
         for l in rill_text::LANGUAGES {
-            let status = match (l.front_end.missing(), &held) {
+            let status = match (l.front_end.missing(), &voice) {
                 (Some(why), _) => format!("not yet: {why}"),
-                (None, Some(h)) if !h.contains(&l.language) => "not in this checkpoint".into(),
-                (None, _) => "ready".into(),
+                (None, Some(v)) if !held.as_ref().is_some_and(|h| h.contains(&l.language)) => {
+                    "not in this checkpoint".into()
+                }
+                (None, Some(v)) => match v.front.check(l.language) {
+                    Ok(_) => "ready".into(),
+                    Err(_) if l.front_end == rill_text::FrontEnd::GermanIpa => {
+                        "needs de_nv230119.dict: a .nemo checkpoint or --lexicon".into()
+                    }
+                    Err(e) => format!("unavailable: {e}"),
+                },
+                (None, None) => match l.front_end {
+                    rill_text::FrontEnd::GermanIpa => {
+                        "ready with a .nemo checkpoint or --lexicon de_nv230119.dict".into()
+                    }
+                    _ => "ready".into(),
+                },
             };
             println!(
                 "{:<5} {:<11} {:<22} {:>6} {:>5}  {status}",

@@ -1,6 +1,7 @@
 //! `rill speak --language`: every built language end to end on random weights (v2602's
 //! full text table), the token ids in `--dump` against NeMo's recorded ones
-//! (`testdata/magpie/tokenizer_{fr,hi}.json`, from upstream code), the dropped-character
+//! (`testdata/magpie/tokenizer_{fr,hi}.json`; German through `--lexicon` against
+//! `tokenizer_es_de.json`; all from upstream code), the dropped-character
 //! warning, the listings, and bad input refused before anything is written.
 
 use std::path::PathBuf;
@@ -69,6 +70,151 @@ fn french_and_hindi_speak_nemos_token_ids() {
         let z = rill_io::Npz::read(&dump).unwrap();
         let (_, tokens) = z.i64("text_tokens").unwrap();
         assert_eq!(tokens, nemo_ids(code, text), "{code}");
+    }
+}
+
+/// NeMo's previous German dictionary (the test stand-in for the checkpoint's, see
+/// `testdata/magpie/tokenizer_es_de.README.md`) edited to v2602's 150 symbols as
+/// rill-text's German test does: ʏ → ʊ, U+0329 gone, words with Å, å and a `1`.
+fn german_test_dictionary() -> PathBuf {
+    use std::io::Read;
+    let gz = std::fs::read(rill_testkit::repo_root().join("testdata/magpie/de_nv221025.dict.gz"))
+        .expect("testdata/magpie/de_nv221025.dict.gz (part of the repository)");
+    let mut dict = String::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_string(&mut dict)
+        .unwrap();
+    let edited = dict.replace('ʏ', "ʊ").replace('\u{329}', "") + "Åland  ˈoːland\nåsa  ˈoːza1\n";
+    let path = scratch("de_v2602_symbols.dict");
+    std::fs::write(&path, edited).unwrap();
+    path
+}
+
+#[test]
+fn german_speaks_nemos_token_ids_with_a_lexicon() {
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            rill_testkit::repo_root().join("testdata/magpie/tokenizer_es_de.json"),
+        )
+        .expect("testdata/magpie/tokenizer_es_de.json"),
+    )
+    .unwrap();
+    let de = &fixture["de"];
+    let recorded: Vec<&str> = de["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let v2602: Vec<&str> = de["v2602_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let dict = german_test_dictionary();
+    let mut cases = Vec::new();
+    for row in de["sentences"].as_array().unwrap() {
+        let (text, Some(ids)) = (row["text"].as_str().unwrap(), row["ids"].as_array()) else {
+            continue;
+        };
+        // NeMo's ids name symbols of its 149-symbol table; the checkpoint's table has
+        // the same symbols at other places: the same text reads the same symbols.
+        let symbols: Vec<&str> = ids
+            .iter()
+            .map(|i| recorded[i.as_u64().unwrap() as usize])
+            .collect();
+        let pre = row["preprocessed"].as_str().unwrap();
+        if text.trim().is_empty()
+            || text.split_whitespace().count() >= 50
+            || symbols.iter().any(|s| s.contains(['ʏ', '\u{329}']))
+            || pre.contains(['Å', 'å'])
+        {
+            continue;
+        }
+        let want: Vec<i64> = symbols
+            .iter()
+            .map(|s| 199 + v2602.iter().position(|t| t == s).unwrap() as i64)
+            .chain([2361])
+            .collect();
+        cases.push((text, want));
+    }
+    // Six of them, spread over the recording (edge cases first, everyday text later):
+    // each run loads random weights, so not all.
+    assert!(cases.len() > 60, "{}", cases.len());
+    for k in 0..6 {
+        let (text, want) = &cases[k * cases.len() / 6];
+        let (out, dump) = (scratch("de.wav"), scratch("de.npz"));
+        let o = speak(
+            &[
+                "--language",
+                "de",
+                "--random-weights",
+                "--lexicon",
+                dict.to_str().unwrap(),
+                "--text",
+                text,
+            ],
+            &out,
+            Some(&dump),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{text:?}: {err}");
+        let z = rill_io::Npz::read(&dump).unwrap();
+        let (_, tokens) = z.i64("text_tokens").unwrap();
+        assert_eq!(&tokens, want, "{text:?}");
+    }
+}
+
+#[test]
+fn german_without_its_dictionary_and_wrong_lexicons_are_refused() {
+    let old = scratch("de_nv221025.dict");
+    {
+        use std::io::Read;
+        let gz =
+            std::fs::read(rill_testkit::repo_root().join("testdata/magpie/de_nv221025.dict.gz"))
+                .unwrap();
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(gz.as_slice())
+            .read_to_end(&mut bytes)
+            .unwrap();
+        std::fs::write(&old, bytes).unwrap();
+    }
+    let old = old.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["--language", "de", "--text", "Guten Tag."],
+            "--lexicon FILE",
+        ),
+        (
+            vec!["--language", "de", "--lexicon", old, "--text", "Guten Tag."],
+            "not v2602's 150",
+        ),
+        (
+            vec!["--language", "fr", "--lexicon", old, "--text", "Bonjour."],
+            "French reads none",
+        ),
+        (
+            vec![
+                "--language",
+                "de",
+                "--lexicon",
+                "/nonexistent/de.dict",
+                "--text",
+                "Hallo.",
+            ],
+            "/nonexistent/de.dict",
+        ),
+    ] {
+        let out = scratch("de_bad.wav");
+        let mut all = vec!["--random-weights"];
+        all.extend(&args);
+        let o = speak(&all, &out, None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?}: wrote {}", out.display());
     }
 }
 

@@ -318,3 +318,114 @@ fn broken_nemo_archives_are_errors() {
         .to_string()
         .contains("model_weights.ckpt"));
 }
+
+fn gunzip_repo(rel: &str) -> Vec<u8> {
+    let gz = std::fs::read(rill_testkit::repo_root().join(rel))
+        .unwrap_or_else(|e| panic!("{rel} (part of the repository): {e}"));
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+/// The fixture archive with `yaml` as its config and `extra` members added, written
+/// to a scratch file (MagpieNemo reads a path).
+fn nemo_file_with(name: &str, yaml: &str, extra: &[(&str, &[u8])]) -> std::path::PathBuf {
+    let good = std::fs::read(common::require("loaders/tiny_magpie.nemo")).unwrap();
+    let mut archive = tar::Archive::new(good.as_slice());
+    let mut out = tar::Builder::new(Vec::new());
+    let mut append = |name: &str, data: &[u8]| {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        out.append_data(&mut h, name, data).unwrap();
+    };
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        if name == "./model_config.yaml" {
+            data = yaml.as_bytes().to_vec();
+        }
+        append(&name, &data);
+    }
+    for (name, data) in extra {
+        append(&format!("./{name}"), data);
+    }
+    let path = rill_testkit::scratch_dir("magpie-loaders").join(name);
+    std::fs::write(&path, out.into_inner().unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn nemo_brings_the_spanish_and_german_dictionaries_its_config_names() {
+    use rill_text::{IpaFrontEnd, Language};
+    let es = gunzip_repo("crates/rill-text/data/es_ES_nv230301.dict.gz");
+    let het = gunzip_repo("crates/rill-text/data/de_nv230119.heteronym.gz");
+    // NeMo's previous German dictionary, edited to v2602's symbols (as rill-text's
+    // German test does), stands in for the checkpoint's.
+    let old_de = gunzip_repo("testdata/magpie/de_nv221025.dict.gz");
+    let de = String::from_utf8(old_de.clone())
+        .unwrap()
+        .replace('ʏ', "ʊ")
+        .replace('\u{329}', "")
+        + "Åland  ˈoːland\nåsa  ˈoːza1\n";
+    let tokenizers = "text_tokenizers:\n\
+        \x20 spanish_phoneme:\n\
+        \x20   g2p:\n\
+        \x20     phoneme_dict: nemo:aa_es_ES_nv230301.dict\n\
+        \x20 german_phoneme:\n\
+        \x20   g2p:\n\
+        \x20     phoneme_dict: nemo:bb_de_nv230119.dict\n\
+        \x20     heteronyms: nemo:cc_de_nv230119.heteronym\n";
+    let yaml = config_text().replacen("text_tokenizers:\n", tokenizers, 1);
+    let path = nemo_file_with(
+        "es_de.nemo",
+        &yaml,
+        &[
+            ("aa_es_ES_nv230301.dict", &es),
+            ("bb_de_nv230119.dict", de.as_bytes()),
+            ("cc_de_nv230119.heteronym", &het),
+        ],
+    );
+    let n = MagpieNemo::open(&path).unwrap();
+    let text = "Guten Morgen, wie geht es Ihnen? Die Straße ist lang.";
+    let german = n.ipa_front_end(Language::German).unwrap().unwrap();
+    let want = IpaFrontEnd::german(de.as_bytes(), &het).unwrap();
+    assert_eq!(german.encode(text).unwrap(), want.encode(text).unwrap());
+    let spanish = n.ipa_front_end(Language::Spanish).unwrap().unwrap();
+    let text = "¿Dónde está la biblioteca?";
+    assert_eq!(
+        spanish.encode(text).unwrap(),
+        IpaFrontEnd::spanish_from_bytes(&es)
+            .unwrap()
+            .encode(text)
+            .unwrap()
+    );
+    // Languages that read no dictionary, and an archive without these tokenizers.
+    assert!(n.ipa_front_end(Language::English).is_none());
+    assert!(n.ipa_front_end(Language::French).is_none());
+    let plain = MagpieNemo::open(common::require("loaders/tiny_magpie.nemo")).unwrap();
+    assert!(plain.ipa_front_end(Language::German).is_none());
+
+    // A dictionary that is not the checkpoint's, or a member that is missing: an
+    // error for that language, naming the problem.
+    let path = nemo_file_with(
+        "old_de.nemo",
+        &yaml,
+        &[
+            ("aa_es_ES_nv230301.dict", &es),
+            ("bb_de_nv230119.dict", &old_de),
+            ("cc_de_nv230119.heteronym", &het),
+        ],
+    );
+    let n = MagpieNemo::open(&path).unwrap();
+    let err = n.ipa_front_end(Language::German).unwrap().unwrap_err();
+    assert!(err.to_string().contains("not v2602's 150"), "{err}");
+    let n = MagpieNemo::open(nemo_file_with("no_de.nemo", &yaml, &[])).unwrap();
+    let err = n.ipa_front_end(Language::German).unwrap().unwrap_err();
+    assert!(err.to_string().contains("no member for"), "{err}");
+}

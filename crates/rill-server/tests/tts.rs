@@ -200,10 +200,8 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
             r#"{"text": "x", "language": "xx"}"#,
             "valid codes are en, es",
         ),
-        (
-            r#"{"text": "hallo", "language": "de"}"#,
-            "not supported yet",
-        ),
+        (r#"{"text": "hallo", "language": "de"}"#, "de_nv230119.dict"),
+        (r#"{"text": "你好", "language": "zh"}"#, "not supported yet"),
         (
             r#"{"text": "你好", "language": "hi"}"#,
             "nothing the Hindi tokenizer",

@@ -1,9 +1,12 @@
 //! Text of any built language → Magpie token ids, with one report of what could not
 //! be encoded. [`TextFrontEnd`] dispatches on the language table's [`FrontEnd`]:
-//! English through [`EnglishFrontEnd`], Spanish through [`IpaFrontEnd`], fr/it/vi
-//! through [`crate::byt5`], Hindi through [`crate::hindi`]; languages whose front end is not built yet are refused
-//! with [`TextError::LanguageNotBuilt`], languages the checkpoint has no table for
-//! with [`TextError::LanguageNotInCheckpoint`].
+//! English through [`EnglishFrontEnd`], Spanish and German through [`IpaFrontEnd`]
+//! (their dictionaries from the checkpoint, `--lexicon`, or for Spanish the embedded
+//! copy), fr/it/vi through [`crate::byt5`], Hindi through [`crate::hindi`]; languages
+//! whose front end is not built yet are refused with [`TextError::LanguageNotBuilt`],
+//! languages the checkpoint has no table for with
+//! [`TextError::LanguageNotInCheckpoint`], a missing dictionary with
+//! [`TextError::MissingLexicon`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -43,6 +46,11 @@ pub fn describe_dropped(dropped: &[char]) -> String {
 #[derive(Debug, Clone)]
 pub struct TextFrontEnd {
     english: EnglishFrontEnd,
+    /// Spanish's front end when its dictionary came from the checkpoint or a file
+    /// (else the embedded one), or why that dictionary cannot be used.
+    spanish: Option<std::result::Result<IpaFrontEnd, String>>,
+    /// German's, likewise (German has no embedded dictionary).
+    german: Option<std::result::Result<IpaFrontEnd, String>>,
     vocabulary: TextVocabulary,
     max_utterance_tokens: usize,
 }
@@ -57,6 +65,8 @@ impl TextFrontEnd {
     pub fn with_lexicon(lexicon: Arc<Lexicon>, vocabulary: TextVocabulary) -> Self {
         TextFrontEnd {
             english: EnglishFrontEnd::with_lexicon(lexicon, vocabulary),
+            spanish: None,
+            german: None,
             vocabulary,
             max_utterance_tokens: MAX_UTTERANCE_TOKENS,
         }
@@ -69,6 +79,66 @@ impl TextFrontEnd {
         self
     }
 
+    /// Sets `language`'s IPA front end (Spanish or German: its dictionary from the
+    /// checkpoint's `.nemo` or `--lexicon`), replacing any set before. An error (a
+    /// dictionary that cannot be used) is kept and reported when that language is
+    /// asked for; the other languages still work.
+    pub fn with_ipa<E: std::fmt::Display>(
+        mut self,
+        language: Language,
+        front: std::result::Result<IpaFrontEnd, E>,
+    ) -> Self {
+        let front = front.map_err(|e| e.to_string());
+        match language.info().front_end {
+            FrontEnd::SpanishIpa => self.spanish = Some(front),
+            FrontEnd::GermanIpa => self.german = Some(front),
+            // Only the IPA locales read a dictionary; nothing to set for the others.
+            _ => {}
+        }
+        self
+    }
+
+    /// The IPA front end of Spanish or German.
+    fn ipa(&self, language: Language) -> Result<IpaFrontEnd> {
+        let (set, missing) = match language.info().front_end {
+            FrontEnd::SpanishIpa => (&self.spanish, None),
+            FrontEnd::GermanIpa => (&self.german, Some(crate::GERMAN.dict_file)),
+            _ => {
+                return Err(TextError::LanguageNotBuilt {
+                    language: language.name(),
+                    code: language.code(),
+                    why: "it has no IPA front end",
+                })
+            }
+        };
+        match set {
+            Some(Ok(front)) => Ok(front.clone()),
+            Some(Err(reason)) => Err(TextError::LanguageUnavailable {
+                language: language.name(),
+                reason: reason.clone(),
+            }),
+            None => match missing {
+                Some(file) => Err(TextError::MissingLexicon {
+                    language: language.name(),
+                    file,
+                }),
+                None => IpaFrontEnd::spanish(),
+            },
+        }
+    }
+
+    /// Whether `language`'s dictionary is at hand (always, for languages without one).
+    fn has_dictionary(&self, language: Language) -> bool {
+        match language.info().front_end {
+            FrontEnd::SpanishIpa => match &self.spanish {
+                Some(set) => set.is_ok(),
+                None => cfg!(feature = "embedded-lexicons"),
+            },
+            FrontEnd::GermanIpa => matches!(self.german, Some(Ok(_))),
+            _ => true,
+        }
+    }
+
     pub fn vocabulary(&self) -> TextVocabulary {
         self.vocabulary
     }
@@ -78,12 +148,13 @@ impl TextFrontEnd {
         &self.english
     }
 
-    /// Languages this checkpoint has a table for and rill can encode, in table order.
+    /// Languages this checkpoint has a table for and rill can encode (their
+    /// dictionaries at hand), in table order.
     pub fn languages(&self) -> Vec<Language> {
         self.vocabulary
             .languages()
             .into_iter()
-            .filter(|l| l.check_built().is_ok())
+            .filter(|&l| l.check_built().is_ok() && self.has_dictionary(l))
             .collect()
     }
 
@@ -91,6 +162,9 @@ impl TextFrontEnd {
     pub fn check(&self, language: Language) -> Result<u32> {
         let offset = self.vocabulary.offset(language)?;
         language.check_built()?;
+        if !self.has_dictionary(language) {
+            self.ipa(language)?;
+        }
         Ok(offset)
     }
 
@@ -108,8 +182,8 @@ impl TextFrontEnd {
             FrontEnd::EnglishIpa => {
                 return self.english.token_ids_reporting(text, dropped);
             }
-            FrontEnd::SpanishIpa => {
-                let e = IpaFrontEnd::spanish()?.encode(text)?;
+            FrontEnd::SpanishIpa | FrontEnd::GermanIpa => {
+                let e = self.ipa(language)?.encode(text)?;
                 // The grapheme prefix is already removed; spaces are never reported.
                 dropped.extend(
                     e.dropped
@@ -144,7 +218,7 @@ impl TextFrontEnd {
             return Err(TextError::Empty);
         }
         let mut ids = self.token_ids(text, language, dropped)?;
-        if !speaks_something(&ids, language, self.vocabulary) {
+        if !self.speaks_something(&ids, language) {
             return Err(nothing_encodable(text, language));
         }
         ids.push(self.vocabulary.eos_id());
@@ -207,6 +281,29 @@ impl TextFrontEnd {
             dropped: unique(dropped),
         })
     }
+
+    /// Whether `ids` (offset applied, no EOS) hold anything but spaces and ByT5's
+    /// `</s>`.
+    fn speaks_something(&self, ids: &[u32], language: Language) -> bool {
+        let Ok(offset) = self.vocabulary.offset(language) else {
+            return false;
+        };
+        let space = match language.info().front_end {
+            FrontEnd::SpanishIpa | FrontEnd::GermanIpa => {
+                self.ipa(language).ok().map(|f| f.table().space_id())
+            }
+            _ => None,
+        };
+        ids.iter().any(|&id| {
+            let local = id - offset;
+            match language.info().front_end {
+                FrontEnd::HindiChars => local != 0,
+                FrontEnd::SpanishIpa | FrontEnd::GermanIpa => Some(local) != space,
+                FrontEnd::ByT5 => local != byt5::EOS,
+                _ => true,
+            }
+        })
+    }
 }
 
 /// The error for a text with nothing to speak (English keeps its own message).
@@ -218,24 +315,6 @@ fn nothing_encodable(text: &str, language: Language) -> TextError {
             excerpt: excerpt(text),
         },
     }
-}
-
-/// Whether `ids` (offset applied, no EOS) hold anything but spaces and ByT5's `</s>`.
-fn speaks_something(ids: &[u32], language: Language, vocabulary: TextVocabulary) -> bool {
-    let Ok(offset) = vocabulary.offset(language) else {
-        return false;
-    };
-    ids.iter().any(|&id| {
-        let local = id - offset;
-        match language.info().front_end {
-            FrontEnd::HindiChars => local != 0,
-            FrontEnd::SpanishIpa => {
-                IpaFrontEnd::spanish().is_ok_and(|f| local != f.table().space_id())
-            }
-            FrontEnd::ByT5 => local != byt5::EOS,
-            _ => true,
-        }
-    })
 }
 
 fn unique(chars: Vec<char>) -> Vec<char> {

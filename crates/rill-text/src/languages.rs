@@ -35,8 +35,9 @@ pub enum FrontEnd {
     EnglishIpa,
     /// `IpaG2p` es-ES + `IPATokenizer` (`pad_with_space`): built ([`crate::IpaFrontEnd`]).
     SpanishIpa,
-    /// `IpaG2p` de-DE (mixed case, `#` graphemes, heteronyms): built as
-    /// [`crate::IpaFrontEnd::german`], but its dictionary is not wired to a voice yet.
+    /// `IpaG2p` de-DE (mixed case, `#` graphemes, heteronyms): built
+    /// ([`crate::IpaFrontEnd::german`]); its dictionary comes from the checkpoint's
+    /// `.nemo` or `--lexicon` (rill cannot ship it).
     GermanIpa,
     /// jieba + pypinyin → `ChinesePhonemesTokenizer`: not built yet.
     MandarinPinyin,
@@ -51,23 +52,23 @@ pub enum FrontEnd {
 impl FrontEnd {
     /// Whether rill has this front end yet.
     pub fn is_built(self) -> bool {
-        matches!(
-            self,
-            FrontEnd::EnglishIpa | FrontEnd::ByT5 | FrontEnd::HindiChars
-        )
+        self.missing().is_none()
+    }
+
+    /// The pronunciation dictionary this front end reads that may have to come from
+    /// the checkpoint or `--lexicon` (Spanish's is embedded unless the feature
+    /// `embedded-lexicons` is off; German's is never embedded).
+    pub fn dictionary(self) -> Option<&'static str> {
+        match self {
+            FrontEnd::SpanishIpa => Some(crate::SPANISH.dict_file),
+            FrontEnd::GermanIpa => Some(crate::GERMAN.dict_file),
+            _ => None,
+        }
     }
 
     /// What is missing, for a front end that is not built.
     pub fn missing(self) -> Option<&'static str> {
         match self {
-            // Without the embedded dictionary, Spanish would need the checkpoint's.
-            FrontEnd::SpanishIpa if cfg!(not(feature = "embedded-lexicons")) => {
-                Some("this build has no Spanish dictionary (feature embedded-lexicons is off)")
-            }
-            FrontEnd::GermanIpa => Some(
-                "German needs NeMo's dictionary (de_nv230119.dict) from the checkpoint, which \
-                 rill speak and the server do not pass to the front end yet",
-            ),
             FrontEnd::MandarinPinyin => {
                 Some("Mandarin needs exact ports of jieba and pypinyin with their dictionaries")
             }

@@ -160,12 +160,21 @@ pub enum TextError {
     /// shipped; Spanish's is embedded unless the `embedded-lexicons` feature is off).
     #[error(
         "{language} needs NeMo's pronunciation dictionary {file}, which this build of rill \
-         does not contain: pass it with --lexicon FILE (it is a member of the Magpie \
-         checkpoint's .nemo archive)"
+         does not contain: rill reads it from the Magpie checkpoint's .nemo archive (give \
+         --checkpoint magpie_tts_multilingual_357m.nemo); with a GGUF or random weights, \
+         pass the file with --lexicon FILE (unpack it from the .nemo with \
+         `tar -xf magpie_tts_multilingual_357m.nemo --wildcards '*{file}'`)"
     )]
     MissingLexicon {
         language: &'static str,
         file: &'static str,
+    },
+    /// A language whose dictionary came with the checkpoint but cannot be used
+    /// (the other languages still work).
+    #[error("{language} cannot be spoken with this checkpoint: {reason}")]
+    LanguageUnavailable {
+        language: &'static str,
+        reason: String,
     },
     #[error("invalid text vocabulary: {0}")]
     InvalidVocabulary(String),

@@ -189,11 +189,39 @@ fn checkpoints_know_their_languages_and_refuse_the_rest() {
     assert_eq!(v.languages(), Language::ALL);
     let front = TextFrontEnd::new(v);
     let built: Vec<&str> = front.languages().iter().map(|l| l.code()).collect();
-    assert_eq!(built, ["en", "es", "fr", "hi", "it", "vi"]);
-    for code in ["de", "zh", "ja"] {
+    // Spanish's dictionary is embedded unless the feature is off.
+    let want: &[&str] = if cfg!(feature = "embedded-lexicons") {
+        &["en", "es", "fr", "hi", "it", "vi"]
+    } else {
+        &["en", "fr", "hi", "it", "vi"]
+    };
+    assert_eq!(built, want);
+    for code in ["zh", "ja"] {
         let err = front.encode("hola", code.parse().unwrap()).unwrap_err();
         assert!(matches!(err, TextError::LanguageNotBuilt { .. }), "{err}");
     }
+    // German is built but needs the checkpoint's dictionary, which rill cannot ship.
+    let err = front.encode("Hallo", Language::German).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TextError::MissingLexicon {
+                file: "de_nv230119.dict",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A dictionary that cannot be used is reported for German alone.
+    let broken = front
+        .clone()
+        .with_ipa(Language::German, rill_text::IpaFrontEnd::german(b"", b""));
+    let err = broken.encode("Hallo", Language::German).unwrap_err();
+    assert!(
+        matches!(err, TextError::LanguageUnavailable { .. }),
+        "{err}"
+    );
+    assert_eq!(broken.languages(), front.languages());
     // The oracle's English-only model: English exactly as before, nothing else.
     let oracle = TextVocabulary::from_tokenizer_names(&["english_phoneme"], 98).unwrap();
     assert_eq!(
@@ -247,6 +275,8 @@ fn dropped_characters_are_reported_once() {
     assert!(err.to_string().contains("Hindi"), "{err}");
 }
 
+/// With the embedded Spanish dictionary (the default build).
+#[cfg(feature = "embedded-lexicons")]
 #[test]
 fn spanish_goes_through_the_ipa_front_end_at_its_offset() {
     let front = TextFrontEnd::new(TextVocabulary::v2602());

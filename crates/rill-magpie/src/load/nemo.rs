@@ -150,6 +150,37 @@ impl MagpieNemo {
         }
     }
 
+    /// The Spanish or German front end from the archive's own dictionary (and, for
+    /// German, heteronym list), as the config's `spanish_phoneme` / `german_phoneme`
+    /// tokenizer names them; `None` when the config has no such tokenizer or the
+    /// language reads no dictionary. A dictionary that is missing or is not the
+    /// checkpoint's (its symbols do not give the checkpoint's table) is an error
+    /// for that language alone.
+    pub fn ipa_front_end(
+        &self,
+        language: rill_text::Language,
+    ) -> Option<Result<rill_text::IpaFrontEnd>> {
+        use rill_text::{FrontEnd, IpaFrontEnd, GERMAN, SPANISH};
+        let info = language.info();
+        if !matches!(info.front_end, FrontEnd::SpanishIpa | FrontEnd::GermanIpa) {
+            return None;
+        }
+        let g2p = format!("text_tokenizers.{}.g2p", info.tokenizer);
+        self.config
+            .pointer(&format!("/{}", g2p.replace('.', "/")))?;
+        let dict = |default| self.artifact(&format!("{g2p}.phoneme_dict"), default);
+        Some(match info.front_end {
+            FrontEnd::GermanIpa => dict(GERMAN.dict_file).and_then(|dict| {
+                let het = self.artifact(
+                    &format!("{g2p}.heteronyms"),
+                    GERMAN.heteronyms_file.unwrap_or_default(),
+                )?;
+                Ok(IpaFrontEnd::german(dict, het)?)
+            }),
+            _ => dict(SPANISH.dict_file).and_then(|d| Ok(IpaFrontEnd::spanish_from_bytes(d)?)),
+        })
+    }
+
     /// The English IPA dictionary and heteronym list of the archive, parsed for
     /// `rill_text` (the same files NeMo's `IpaG2p` reads).
     pub fn english_lexicon(&self) -> Result<rill_text::Lexicon> {
