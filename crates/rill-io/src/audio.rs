@@ -346,12 +346,28 @@ pub fn resample(
         )));
     }
     let err = |e: &dyn std::fmt::Display| ResampleError(e.to_string());
+    let mut r = fft_resampler(from_rate, to_rate, channels)?;
+    let input = InterleavedSlice::new(samples, channels, frames).map_err(|e| err(&e))?;
+    let out = r.process_all(&input, frames, None).map_err(|e| err(&e))?;
+    let mut data = out.take_data();
+    data.resize(out_frames * channels, 0.0);
+    Ok(data)
+}
+
+/// The FFT resampler [`resample`] and [`crate::StreamResampler`] use (rates and
+/// channels already checked positive, the ratio within [`MAX_RATE_BLOCK`]).
+pub(crate) fn fft_resampler(
+    from_rate: u32,
+    to_rate: u32,
+    channels: usize,
+) -> std::result::Result<Fft<f32>, ResampleError> {
+    let g = gcd(from_rate, to_rate);
     // An even block: rubato centres its filter on sample `floor(n / 2)` of an
     // n-sample block but removes a delay of `n_out / 2` output frames, so an odd
     // block shifts the output by half an input sample (measured at 44.1 kHz).
     let in_block = 2 * (from_rate / g) as usize;
     let chunk = FFT_CHUNK.div_ceil(in_block) * in_block;
-    let mut r = Fft::<f32>::new_custom(
+    Fft::<f32>::new_custom(
         from_rate as usize,
         to_rate as usize,
         chunk,
@@ -360,15 +376,10 @@ pub fn resample(
         WindowFunction::BlackmanHarris2,
         FixedSync::Input,
     )
-    .map_err(|e| err(&e))?;
-    let input = InterleavedSlice::new(samples, channels, frames).map_err(|e| err(&e))?;
-    let out = r.process_all(&input, frames, None).map_err(|e| err(&e))?;
-    let mut data = out.take_data();
-    data.resize(out_frames * channels, 0.0);
-    Ok(data)
+    .map_err(|e| ResampleError(e.to_string()))
 }
 
-fn gcd(mut a: u32, mut b: u32) -> u32 {
+pub(crate) fn gcd(mut a: u32, mut b: u32) -> u32 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -376,7 +387,7 @@ fn gcd(mut a: u32, mut b: u32) -> u32 {
 }
 
 /// `round(frames · to / from)`, halves up, in exact integer arithmetic.
-fn out_len(frames: usize, from: u32, to: u32) -> usize {
+pub(crate) fn out_len(frames: usize, from: u32, to: u32) -> usize {
     let (n, f, t) = (frames as u128, u128::from(from), u128::from(to));
     ((2 * n * t + f) / (2 * f)) as usize
 }

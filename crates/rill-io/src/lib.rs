@@ -11,6 +11,7 @@
 mod atomic;
 pub mod audio;
 mod npy;
+mod resample_stream;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -25,6 +26,7 @@ pub use audio::{
     ResampleError, FFT_CHUNK, MAX_DECODED_SAMPLES, MAX_RATE_BLOCK,
 };
 pub use npy::MAX_HEADER_LEN;
+pub use resample_stream::StreamResampler;
 
 /// Largest expansion of deflate (RFC 1951): at most 1032 output bytes per input
 /// byte, so a member's declared size beyond that is a lie.

@@ -1,6 +1,7 @@
 //! `rill serve`: the browser instrument at `/`, one WebSocket audio stream per
 //! listener at `/ws` (protocol in [`protocol`]), `/api/info`, and with a voice
-//! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]); with MusicCoCa,
+//! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]) and OpenAI's
+//! `POST /v1/audio/speech` ([`openai`]); with MusicCoCa,
 //! style prompts in the protocol and audio clips at `POST /api/clips` ([`style`]).
 //!
 //! Generation runs on the [`Engine`]'s scheduler thread, never on the async
@@ -20,6 +21,7 @@
 
 mod conn;
 pub mod limits;
+pub mod openai;
 pub mod protocol;
 pub mod rate;
 pub mod style;
@@ -179,6 +181,12 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/tts",
             post(tts::speak).layer(DefaultBodyLimit::max(tts::MAX_TTS_BODY_BYTES)),
         )
+        .route(
+            "/v1/audio/speech",
+            // Above the handler's own limit, so that a large body gets its JSON error.
+            post(openai::speech).layer(DefaultBodyLimit::max(4 * tts::MAX_TTS_BODY_BYTES)),
+        )
+        .route("/v1/models", get(openai::models))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             host_guard,

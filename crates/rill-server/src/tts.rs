@@ -166,9 +166,8 @@ impl Drop for BusyGuard {
     }
 }
 
-/// The WAV header of a stream of unknown length.
-fn wav_header() -> Vec<u8> {
-    let rate = rill_nanocodec::SAMPLE_RATE;
+/// The WAV header (16-bit mono at `rate` Hz) of a stream of unknown length.
+pub(crate) fn wav_header(rate: u32) -> Vec<u8> {
     let mut h = Vec::with_capacity(44);
     h.extend_from_slice(b"RIFF");
     h.extend_from_slice(&u32::MAX.to_le_bytes());
@@ -185,8 +184,44 @@ fn wav_header() -> Vec<u8> {
     h
 }
 
-/// Sends each frame's PCM to the response body.
-struct ChannelSink(tokio::sync::mpsc::Sender<Bytes>);
+/// Sends each frame's PCM to the response body: as the voice made it (22.05 kHz),
+/// or resampled on the way (OpenAI's `pcm` is 24 kHz).
+struct ChannelSink {
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    resampler: Option<rill_io::StreamResampler>,
+    /// One frame's 16-bit PCM as floats (what the resampler reads: the audio as
+    /// the WAV stream has it, clipped to 16 bits).
+    frame: Vec<f32>,
+    resampled: Vec<f32>,
+}
+
+impl ChannelSink {
+    fn send_pcm(&self, pcm: impl Iterator<Item = i16>) -> Result<(), TtsError> {
+        let bytes: Vec<u8> = pcm.flat_map(|s| s.to_le_bytes()).collect();
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.tx
+            .blocking_send(Bytes::from(bytes))
+            .map_err(|_| TtsError::Stopped("the client went away".into()))
+    }
+
+    /// The resampler's tail, once the speech is complete.
+    fn finish(&mut self) -> Result<(), TtsError> {
+        let Some(r) = self.resampler.as_mut() else {
+            return Ok(());
+        };
+        self.resampled.clear();
+        r.finish(&mut self.resampled)
+            .map_err(|e| TtsError::Invalid(e.to_string()))?;
+        let pcm: Vec<i16> = self
+            .resampled
+            .iter()
+            .map(|&x| rill_nanocodec::float_to_int16(x))
+            .collect();
+        self.send_pcm(pcm.into_iter())
+    }
+}
 
 impl SpeakSink for ChannelSink {
     fn frame(
@@ -195,10 +230,117 @@ impl SpeakSink for ChannelSink {
         _audio: &[f32; rill_nanocodec::SAMPLES_PER_FRAME],
         pcm: &[i16; rill_nanocodec::SAMPLES_PER_FRAME],
     ) -> Result<(), TtsError> {
-        let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_le_bytes()).collect();
-        self.0
-            .blocking_send(Bytes::from(bytes))
-            .map_err(|_| TtsError::Stopped("the client went away".into()))
+        match self.resampler.as_mut() {
+            None => self.send_pcm(pcm.iter().copied()),
+            Some(r) => {
+                self.frame.clear();
+                self.frame
+                    .extend(pcm.iter().map(|&s| f32::from(s) / 32767.0));
+                self.resampled.clear();
+                r.push(&self.frame, &mut self.resampled)
+                    .map_err(|e| TtsError::Invalid(e.to_string()))?;
+                let out: Vec<i16> = self
+                    .resampled
+                    .iter()
+                    .map(|&x| rill_nanocodec::float_to_int16(x))
+                    .collect();
+                self.send_pcm(out.into_iter())
+            }
+        }
+    }
+}
+
+/// Why a synthesis did not start.
+pub(crate) enum StartError {
+    /// Another synthesis is running.
+    Busy,
+    /// The thread could not be made.
+    Thread(std::io::Error),
+    /// The output rate cannot be made.
+    Rate(String),
+}
+
+/// Starts `plan` on its own thread (one at a time per voice); its PCM (16-bit
+/// little-endian mono at `rate` Hz: the voice's 22.05 kHz or resampled) arrives on
+/// the returned channel frame by frame, and ends with the speech. Dropping the
+/// receiver stops the synthesis at its next frame.
+pub(crate) fn start_synthesis(
+    service: Arc<TtsService>,
+    plan: rill_stream::tts::SpeakPlan,
+    rate: u32,
+) -> Result<tokio::sync::mpsc::Receiver<Bytes>, StartError> {
+    let resampler = if rate == rill_nanocodec::SAMPLE_RATE {
+        None
+    } else {
+        Some(
+            rill_io::StreamResampler::new(rill_nanocodec::SAMPLE_RATE, rate)
+                .map_err(|e| StartError::Rate(e.to_string()))?,
+        )
+    };
+    if service
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Err(StartError::Busy);
+    }
+    let guard = BusyGuard(service);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_FRAMES);
+    std::thread::Builder::new()
+        .name("rill-tts".into())
+        .spawn(move || {
+            let s = guard.0.clone();
+            let pools = StagePools::new(Stages::auto(s.threads), s.threads, None);
+            let setup = rill_kernels::Pool::new(s.threads);
+            let mut sink = ChannelSink {
+                tx,
+                resampler,
+                frame: Vec::with_capacity(rill_nanocodec::SAMPLES_PER_FRAME),
+                resampled: Vec::new(),
+            };
+            // A panic ends this response (cut short), not the server.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                s.voice
+                    .speak(&plan, &pools, &setup, &mut sink)
+                    .and_then(|_| sink.finish())
+            }));
+            match r {
+                Ok(Ok(())) | Ok(Err(TtsError::Stopped(_))) => {}
+                Ok(Err(e)) => eprintln!("tts: {e}; the response was cut short"),
+                Err(_) => eprintln!("tts: internal error (panic); the response was cut short"),
+            }
+            drop(guard);
+        })
+        .map_err(StartError::Thread)?;
+    Ok(rx)
+}
+
+/// The response body: `head` (e.g. a WAV header), then each frame as it comes.
+pub(crate) fn streamed_body(head: Vec<u8>, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    let head =
+        futures_util::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(head)) });
+    let frames =
+        futures_util::stream::unfold(
+            rx,
+            |mut rx| async move { rx.recv().await.map(|b| (Ok(b), rx)) },
+        );
+    Body::from_stream(futures_util::StreamExt::chain(head, frames))
+}
+
+/// The `x-rill-language` / `x-rill-dropped-characters` headers of a response.
+pub(crate) fn speech_headers(h: &mut HeaderMap, language: rill_text::Language, dropped: &[char]) {
+    h.insert(
+        LANGUAGE_HEADER,
+        header::HeaderValue::from_static(language.code()),
+    );
+    if !dropped.is_empty() {
+        let list: Vec<String> = dropped
+            .iter()
+            .map(|&c| format!("U+{:04X}", c as u32))
+            .collect();
+        if let Ok(v) = header::HeaderValue::from_str(&list.join(" ")) {
+            h.insert(DROPPED_HEADER, v);
+        }
     }
 }
 
@@ -240,75 +382,36 @@ pub(crate) async fn speak(
         Err(e) => return bad_request(e),
     };
     let (language, dropped) = (plan.language, plan.dropped.clone());
-    if service
-        .busy
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "1")],
-            "busy: one synthesis runs at a time; retry when it ends\n",
-        )
-            .into_response();
-    }
-    let guard = BusyGuard(service.clone());
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_FRAMES);
-    let spawned = std::thread::Builder::new()
-        .name("rill-tts".into())
-        .spawn(move || {
-            let s = guard.0.clone();
-            let pools = StagePools::new(Stages::auto(s.threads), s.threads, None);
-            let setup = rill_kernels::Pool::new(s.threads);
-            let mut sink = ChannelSink(tx);
-            // A panic ends this response (cut short), not the server.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                s.voice.speak(&plan, &pools, &setup, &mut sink)
-            }));
-            match r {
-                Ok(Ok(_)) | Ok(Err(TtsError::Stopped(_))) => {}
-                Ok(Err(e)) => eprintln!("tts: {e}; the response was cut short"),
-                Err(_) => eprintln!("tts: internal error (panic); the response was cut short"),
-            }
-            drop(guard);
-        });
-    if let Err(e) = spawned {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot start the synthesis thread: {e}\n"),
-        )
-            .into_response();
-    }
-    let head =
-        futures_util::stream::once(async { Ok::<_, std::io::Error>(Bytes::from(wav_header())) });
-    let frames =
-        futures_util::stream::unfold(
-            rx,
-            |mut rx| async move { rx.recv().await.map(|b| (Ok(b), rx)) },
-        );
-    let body = Body::from_stream(futures_util::StreamExt::chain(head, frames));
+    let rx = match start_synthesis(service, plan, rill_nanocodec::SAMPLE_RATE) {
+        Ok(rx) => rx,
+        Err(StartError::Busy) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                "busy: one synthesis runs at a time; retry when it ends\n",
+            )
+                .into_response()
+        }
+        Err(StartError::Thread(e)) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot start the synthesis thread: {e}\n"),
+            )
+                .into_response()
+        }
+        Err(StartError::Rate(e)) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response()
+        }
+    };
     let mut response = (
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, "audio/wav"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        body,
+        streamed_body(wav_header(rill_nanocodec::SAMPLE_RATE), rx),
     )
         .into_response();
-    let h = response.headers_mut();
-    h.insert(
-        LANGUAGE_HEADER,
-        header::HeaderValue::from_static(language.code()),
-    );
-    if !dropped.is_empty() {
-        let list: Vec<String> = dropped
-            .iter()
-            .map(|&c| format!("U+{:04X}", c as u32))
-            .collect();
-        if let Ok(v) = header::HeaderValue::from_str(&list.join(" ")) {
-            h.insert(DROPPED_HEADER, v);
-        }
-    }
+    speech_headers(response.headers_mut(), language, &dropped);
     response
 }

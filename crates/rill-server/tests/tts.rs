@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use rill_server::tts::TtsService;
 use rill_stream::tts::{Voice, VoiceSource};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The oracle's random-weight voice (seed 0, f32 linears), as `rill speak
 /// --random-weights` loads it.
@@ -35,42 +34,7 @@ async fn tts_server_with(voice: Option<Voice>) -> String {
 
 /// POSTs `body` to /api/tts; returns (status, headers, de-chunked body).
 async fn post(addr: &str, body: &str, extra_headers: &str) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "POST /api/tts HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(300), s.read_to_end(&mut raw))
-        .await
-        .expect("response within 300 s")
-        .unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut rest = &raw[split + 4..];
-    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        let mut out = Vec::new();
-        loop {
-            let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-            let n = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16)
-                .unwrap();
-            rest = &rest[eol + 2..];
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(&rest[..n]);
-            rest = &rest[n + 2..];
-        }
-        out
-    } else {
-        rest.to_vec()
-    };
-    (status, head, body)
+    http_post(addr, "/api/tts", body, extra_headers).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
