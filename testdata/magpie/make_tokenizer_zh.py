@@ -156,6 +156,39 @@ def random_texts(n, seed, words):
   return texts
 
 
+ODD = ['ß', 'ﬁ', 'ŉ', 'ǰ', 'ΐ', 'ａｂｃ', 'Ｘ', 'ı', 'İ', 'ǅ', 'µ', 'ÿ', '\x1c', '\x85', '\u2028', '\u200b',
+       '\ufeff', '\r', '\r\n', 'V1.2.3', '3.14%', 'ABC123.45%', 'a+b#c&d_e%f-g', '..', '%%', '-1', 'x.5', '2.x',
+       'ＡＩ', '１２３', '①', '²', '٣', '五', '〇〇', '\u9fd6', '\u9fff', '\u9fd5', '\u4e00']
+
+
+def random_texts2(n, seed, words, phrases):
+  """Runs that stress the segmenters: pypinyin phrases and their prefixes glued together,
+  rare characters (jieba's HMM), Latin/digit runs inside Han text, odd case mappings."""
+  rng = random.Random(seed)
+
+  def piece():
+    r = rng.random()
+    if r < 0.3:
+      p = rng.choice(phrases)
+      return p if rng.random() < 0.6 else p[:rng.randrange(1, len(p) + 1)]
+    if r < 0.45:
+      return rng.choice(words)
+    if r < 0.65:
+      return ''.join(chr(rng.randrange(0x4E00, 0x9FD6)) for _ in range(rng.randrange(1, 8)))
+    if r < 0.72:
+      return chr(rng.choice([rng.randrange(0x3400, 0x4DC0), rng.randrange(0x20000, 0x2A6E0),
+                             rng.randrange(0x9FD6, 0xA000), rng.randrange(0xF900, 0xFB00)]))
+    if r < 0.85:
+      return rng.choice(ODD + EXTRA)
+    return rng.choice(PUNCT)
+
+  texts = []
+  for k in range(n):
+    m = rng.randrange(1, 40) if k % 10 else rng.randrange(60, 200)
+    texts.append(''.join(piece() for _ in range(m)))
+  return texts
+
+
 def rows_per_line(obj):
   dump = lambda v: json.dumps(v, ensure_ascii=False, separators=(',', ':'))
   parts = []
@@ -227,12 +260,15 @@ def main():
     rng = random.Random(4242)
     dict_words = sorted(w for w, f in jieba.dt.FREQ.items() if f > 0)
     sample = [rng.choice(dict_words) for _ in range(3000)]
+    from pypinyin.constants import PHRASES_DICT
+    phrases = sorted(PHRASES_DICT)
     fixed = SENTENCES + LONG + [''.join(SENTENCES[:60]), ' '.join(SENTENCES[60:140])]
     out = dict(description=__doc__, offset=349, size=len(tok.tokens), tokens=list(tok.tokens),
                token2id=dict(tok._token2id), re_hans=re_hans_ranges(),
                versions=dict(jieba=jieba.__version__, pypinyin=pypinyin.__version__),
                sentences=[run(t) for t in fixed],
-               random=[run(t) for t in random_texts(250, 8000, sample)])
+               random=[run(t) for t in random_texts(250, 8000, sample)]
+               + [run(t) for t in random_texts2(350, 8001, sample, phrases)])
     pathlib.Path(a.out).write_text(rows_per_line(out), encoding='utf-8')
     print('wrote', a.out, len(out['sentences']), 'fixed +', len(out['random']), 'random texts')
 
