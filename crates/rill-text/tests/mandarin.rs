@@ -42,7 +42,9 @@ fn rows(rec: &Value) -> Vec<&Value> {
 #[test]
 fn table_and_han_ranges_are_nemos() {
     let rec = recording();
+    let t = std::time::Instant::now();
     let front = MandarinFrontEnd::embedded();
+    eprintln!("tables ready in {:.2} s", t.elapsed().as_secs_f64());
     assert_eq!(front.tokens(), strings(&rec["tokens"]).as_slice());
     assert_eq!(front.tokens().len(), MANDARIN_TABLE_SIZE);
     assert_eq!(rec["offset"], 349);
@@ -151,4 +153,30 @@ fn text_front_end_speaks_mandarin_with_offset_and_report() {
     // Nothing speakable is an error, not an utterance of padding.
     assert!(front.encode("😀", Language::Mandarin).is_err());
     assert!(front.encode("12345", Language::Mandarin).is_err());
+}
+
+#[test]
+fn any_text_up_to_the_size_limit_encodes_without_panic() {
+    let front = MandarinFrontEnd::embedded();
+    // Every 97th code point (surrogates skipped), Han runs with and without dictionary
+    // words, then a long run only jieba's HMM can cut.
+    let mut text: String = (0..0x11_0000u32)
+        .step_by(97)
+        .filter_map(char::from_u32)
+        .collect();
+    text.push_str(&"中华人民共和国成立了行长重得AB12.5%\r\n".repeat(200));
+    text.extend((0..3000u32).filter_map(|i| char::from_u32(0x4E00 + (i * 7919) % 0x51D6)));
+    let t = std::time::Instant::now();
+    let mut dropped = Vec::new();
+    let ids = front.encode(&text, &mut dropped);
+    assert!(ids.len() > 1000 && ids.iter().all(|&id| (id as usize) < MANDARIN_TABLE_SIZE));
+    assert!(!dropped.is_empty());
+    eprintln!(
+        "{} chars in {:.2} s",
+        text.chars().count(),
+        t.elapsed().as_secs_f64()
+    );
+    for s in ["", " ", "\r\n", "5", "\u{e815}", "ß", "ǰ", "\u{9fff}"] {
+        front.encode(s, &mut dropped);
+    }
 }
