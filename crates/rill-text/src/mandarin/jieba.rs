@@ -8,7 +8,7 @@
 //! tables keep Python's shortest round-trip reprs), so every comparison comes out the
 //! same.
 
-use std::collections::HashMap;
+use super::FastMap;
 
 /// `finalseg.MIN_FLOAT`: the log-probability of anything the HMM tables lack.
 const MIN_FLOAT: f64 = -3.14e100;
@@ -29,13 +29,13 @@ const PREV: [[usize; 2]; 4] = [[E, S], [B, M], [M, B], [S, E]];
 pub struct Jieba {
     /// `Tokenizer.FREQ`: every dictionary word with its count, and every prefix of one
     /// with 0 (unless it is a word itself).
-    freq: HashMap<String, u64>,
+    freq: FastMap<String, u64>,
     /// `log(Tokenizer.total)`.
     log_total: f64,
     start: [f64; 4],
     /// `trans[from][to]`, `MIN_FLOAT` where jieba has no entry.
     trans: [[f64; 4]; 4],
-    emit: [HashMap<char, f64>; 4],
+    emit: [FastMap<char, f64>; 4],
 }
 
 /// Characters of `re_han_default`: `[\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]`.
@@ -74,7 +74,7 @@ impl Jieba {
             .and_then(|l| l.strip_prefix("total "))
             .and_then(|t| t.parse().ok())
             .ok_or("the jieba dictionary lacks its total")?;
-        let mut freq: HashMap<String, u64> = HashMap::with_capacity(600_000);
+        let mut freq = FastMap::with_capacity_and_hasher(600_000, Default::default());
         for line in lines {
             let (word, count) = line
                 .rsplit_once(' ')
@@ -82,17 +82,17 @@ impl Jieba {
             let count: u64 = count
                 .parse()
                 .map_err(|_| format!("bad jieba count {line:?}"))?;
+            // A word's count replaces the 0 of it as a prefix, in either order.
             freq.insert(word.to_string(), count);
-        }
-        let words: Vec<String> = freq.keys().cloned().collect();
-        for word in words {
             for (i, _) in word.char_indices().skip(1) {
-                freq.entry(word[..i].to_string()).or_insert(0);
+                if !freq.contains_key(&word[..i]) {
+                    freq.insert(word[..i].to_string(), 0);
+                }
             }
         }
         let mut start = [MIN_FLOAT; 4];
         let mut trans = [[MIN_FLOAT; 4]; 4];
-        let mut emit: [HashMap<char, f64>; 4] = Default::default();
+        let mut emit: [FastMap<char, f64>; 4] = Default::default();
         for line in hmm.lines() {
             let mut f = line.split(' ');
             match f.next() {

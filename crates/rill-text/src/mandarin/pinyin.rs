@@ -8,7 +8,7 @@
 //! (`make_mandarin_tables.py`); a Han character without a reading comes out as itself
 //! plus `5`, as pypinyin's neutral-tone rule makes it.
 
-use std::collections::{HashMap, HashSet};
+use super::FastMap;
 
 /// Code points `pypinyin.constants.RE_HANS` matches (UCS-4 build), as merged, sorted
 /// ranges (the recording checks them against a scan of all of Unicode).
@@ -58,17 +58,17 @@ pub struct Reading {
 #[derive(Debug)]
 pub struct Pinyin {
     /// `PINYIN_DICT` (first reading, TONE3) for the characters `RE_HANS` matches.
-    chars: HashMap<char, String>,
+    chars: FastMap<char, String>,
     /// `PHRASES_DICT`: `None` when the reading is the characters' own one by one.
-    phrases: HashMap<String, Option<Vec<String>>>,
+    phrases: FastMap<String, Option<Vec<String>>>,
     /// mmseg's `PrefixSet` of the phrases.
-    prefixes: HashSet<String>,
+    prefixes: FastMap<String, ()>,
 }
 
 impl Pinyin {
     /// From the generated tables (`c\tpinyin` lines; `phrase` or `phrase\tpy py…` lines).
     pub fn from_tables(chars: &str, phrases: &str) -> Result<Self, String> {
-        let mut map = HashMap::with_capacity(42_000);
+        let mut map = FastMap::with_capacity_and_hasher(42_000, Default::default());
         for line in chars.lines() {
             let (c, py) = line
                 .split_once('\t')
@@ -79,15 +79,15 @@ impl Pinyin {
             };
             map.insert(c, py.to_string());
         }
-        let mut ph = HashMap::with_capacity(48_000);
-        let mut prefixes = HashSet::with_capacity(100_000);
+        let mut ph = FastMap::with_capacity_and_hasher(48_000, Default::default());
+        let mut prefixes = FastMap::with_capacity_and_hasher(100_000, Default::default());
         for line in phrases.lines() {
             let (phrase, reading) = match line.split_once('\t') {
                 Some((p, r)) => (p, Some(r.split(' ').map(str::to_string).collect())),
                 None => (line, None),
             };
             for (i, c) in phrase.char_indices() {
-                prefixes.insert(phrase[..i + c.len_utf8()].to_string());
+                prefixes.insert(phrase[..i + c.len_utf8()].to_string(), ());
             }
             ph.insert(phrase.to_string(), reading);
         }
@@ -159,7 +159,7 @@ impl Pinyin {
             word.clear();
             for (index, &c) in remain.iter().enumerate() {
                 word.push(c);
-                if self.prefixes.contains(&word) {
+                if self.prefixes.contains_key(&word) {
                     if self.phrases.contains_key(&word) {
                         last_valid = index + 1;
                     }
