@@ -180,3 +180,18 @@ fn any_text_up_to_the_size_limit_encodes_without_panic() {
         front.encode(s, &mut dropped);
     }
 }
+
+#[test]
+fn pinyin_dictionary_is_the_checkpoints() {
+    use sha2::{Digest, Sha256};
+    let hex: String = Sha256::digest(rill_text::mandarin::IPA_DICT_ZH.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    // The v2602 `.nemo` member's sha256 (testdata README, spec magpie_languages.md "zh").
+    assert_eq!(
+        hex,
+        "252e8eaf60dfd891520759913dc8534393eebfa8d57192365f76f9229f294e9e"
+    );
+    assert_eq!(rill_text::mandarin::IPA_DICT_ZH.len(), 5419);
+}
