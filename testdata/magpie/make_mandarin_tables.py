@@ -10,10 +10,10 @@
 
 (`--wheels DIR` prints the sha256 of the files in DIR to compare.)
 
-    python3 -m venv /tmp/zhv && /tmp/zhv/bin/pip download --no-deps -d /tmp/zhw \
+    python3 -m venv venv && venv/bin/pip download --no-deps -d wheels \
         jieba==0.42.1 pypinyin==0.55.0 pypinyin-dict==0.9.0
-    /tmp/zhv/bin/pip install /tmp/zhw/*
-    /tmp/zhv/bin/python testdata/magpie/make_mandarin_tables.py --wheels /tmp/zhw
+    venv/bin/pip install wheels/*
+    venv/bin/python testdata/magpie/make_mandarin_tables.py --wheels wheels
 
 What is written is the packages' state as NeMo uses it, after loading, so nothing of their
 loaders has to be reproduced:
