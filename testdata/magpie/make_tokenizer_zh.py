@@ -21,7 +21,9 @@ tone_prefix "#", ascii_letter_prefix "", ascii_letter_case upper.
 Per text: `words` = `jieba.lcut(text.upper())` (what ChineseG2p segments), `pinyin` = the
 `lazy_pinyin` output of each word, `g2p` = ChineseG2p's output, `ids` = the tokenizer's `encode`,
 **relative to the zh table** (add 349, the offset of `mandarin_phoneme` in v2602's aggregate,
-for model input). `tokens` is the 109-symbol table, `token2id` its dict, `re_hans` the code point
+and EOS 2361 for model input); `split` = `LanguageThresholds().exceeds_threshold(text, "zh")`
+and, when true, `sentences` = `split_by_sentence(text, language="zh")` with each one's ids
+(tts_dataset_utils.py's functions, taken out by make_tokenizer_langs.py's `build_tree`). `tokens` is the 109-symbol table, `token2id` its dict, `re_hans` the code point
 ranges pypinyin's RE_HANS matches (scanned over all of Unicode).
 """
 import argparse
@@ -249,12 +251,24 @@ def main():
     tok = ChinesePhonemesTokenizer(g2p, punct=True, apostrophe=True, pad_with_space=True)
     assert len(tok.tokens) == 109, len(tok.tokens)
 
+    # NeMo's sentence splitting and thresholds, taken out of tts_dataset_utils.py as
+    # make_tokenizer_langs.py does.
+    sys.path.insert(0, str(HERE))
+    import make_tokenizer_langs
+    split_scope = make_tokenizer_langs.build_tree(a.wheel, pathlib.Path(tmp) / 'split')
+    split = split_scope['split_by_sentence']
+    thresholds = split_scope['LanguageThresholds']()
+
     def run(text):
       up = text.upper()
       words = jieba.lcut(up)
       pinyin = [lazy_pinyin(w, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: list(s))
                 for w in words]
-      return dict(text=text, words=words, pinyin=pinyin, g2p=g2p(text), ids=tok.encode(text))
+      row = dict(text=text, words=words, pinyin=pinyin, g2p=g2p(text), ids=tok.encode(text))
+      row['split'] = thresholds.exceeds_threshold(text, 'zh')
+      if row['split']:
+        row['sentences'] = [dict(text=s, ids=tok.encode(s)) for s in split(text, language='zh')]
+      return row
 
     jieba.initialize()
     rng = random.Random(4242)

@@ -195,3 +195,51 @@ fn pinyin_dictionary_is_the_checkpoints() {
     );
     assert_eq!(rill_text::mandarin::IPA_DICT_ZH.len(), 5419);
 }
+
+#[test]
+fn long_texts_split_into_nemos_sentences() {
+    let rec = recording();
+    let front = MandarinFrontEnd::embedded();
+    let text_front = TextFrontEnd::new(TextVocabulary::v2602());
+    let ids = |v: &Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let mut split = 0;
+    for row in rows(&rec) {
+        let text = row["text"].as_str().unwrap();
+        let splits = row["split"].as_bool().expect("recorded");
+        assert_eq!(
+            rill_text::needs_splitting_in(text, Language::Mandarin),
+            splits,
+            "{text:?}"
+        );
+        if !splits {
+            continue;
+        }
+        split += 1;
+        let sentences = row["sentences"].as_array().unwrap();
+        let ours = rill_text::split_sentences_in(text, Language::Mandarin);
+        assert_eq!(ours.len(), sentences.len(), "{text:?}");
+        for (s, r) in ours.iter().zip(sentences) {
+            assert_eq!(s, r["text"].as_str().unwrap());
+            assert_eq!(front.encode(s, &mut Vec::new()), ids(&r["ids"]), "{s:?}");
+        }
+        // The checked path gives those sentences' ids (+ offset, EOS), leaving out the
+        // ones with nothing to speak.
+        let want: Vec<Vec<u32>> = sentences
+            .iter()
+            .map(|r| ids(&r["ids"]))
+            .filter(|v| v.iter().any(|&id| id != 0))
+            .map(|v| v.iter().map(|id| id + 349).chain([2361]).collect())
+            .collect();
+        let got = text_front
+            .encode_utterances(text, Language::Mandarin)
+            .unwrap();
+        assert_eq!(got.utterances, want, "{text:?}");
+    }
+    assert!(split >= 10, "only {split} long texts");
+}
