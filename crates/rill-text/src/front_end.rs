@@ -2,7 +2,8 @@
 //! be encoded. [`TextFrontEnd`] dispatches on the language table's [`FrontEnd`]:
 //! English through [`EnglishFrontEnd`], Spanish and German through [`IpaFrontEnd`]
 //! (their dictionaries from the checkpoint, `--lexicon`, or for Spanish the embedded
-//! copy), fr/it/vi through [`crate::byt5`], Hindi through [`crate::hindi`]; languages
+//! copy), fr/it/vi through [`crate::byt5`], Hindi through [`crate::hindi`], Mandarin
+//! through [`crate::mandarin`] (feature `mandarin`); languages
 //! whose front end is not built yet are refused with [`TextError::LanguageNotBuilt`],
 //! languages the checkpoint has no table for with
 //! [`TextError::LanguageNotInCheckpoint`], a missing dictionary with
@@ -195,6 +196,10 @@ impl TextFrontEnd {
             }
             FrontEnd::ByT5 => byt5::encode(text),
             FrontEnd::HindiChars => hindi::encode(text, dropped),
+            #[cfg(feature = "mandarin")]
+            FrontEnd::MandarinPinyin => {
+                crate::mandarin::MandarinFrontEnd::embedded().encode(text, dropped)
+            }
             other => {
                 // `check` refused these already.
                 return Err(TextError::LanguageNotBuilt {
@@ -297,7 +302,8 @@ impl TextFrontEnd {
         ids.iter().any(|&id| {
             let local = id - offset;
             match language.info().front_end {
-                FrontEnd::HindiChars => local != 0,
+                // The space (0) pads every Mandarin and Hindi text.
+                FrontEnd::HindiChars | FrontEnd::MandarinPinyin => local != 0,
                 FrontEnd::SpanishIpa | FrontEnd::GermanIpa => Some(local) != space,
                 FrontEnd::ByT5 => local != byt5::EOS,
                 _ => true,

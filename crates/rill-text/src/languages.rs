@@ -39,7 +39,8 @@ pub enum FrontEnd {
     /// ([`crate::IpaFrontEnd::german`]); its dictionary comes from the checkpoint's
     /// `.nemo` or `--lexicon` (rill cannot ship it).
     GermanIpa,
-    /// jieba + pypinyin → `ChinesePhonemesTokenizer`: not built yet.
+    /// jieba + pypinyin → `ChinesePhonemesTokenizer`: built ([`crate::mandarin`], feature
+    /// `mandarin`).
     MandarinPinyin,
     /// OpenJTalk → `JapanesePhonemeTokenizer`: not built yet.
     JapaneseKatakana,
@@ -69,9 +70,9 @@ impl FrontEnd {
     /// What is missing, for a front end that is not built.
     pub fn missing(self) -> Option<&'static str> {
         match self {
-            FrontEnd::MandarinPinyin => {
-                Some("Mandarin needs exact ports of jieba and pypinyin with their dictionaries")
-            }
+            FrontEnd::MandarinPinyin if !cfg!(feature = "mandarin") => Some(
+                "rill was built without the feature `mandarin` (the jieba and pypinyin tables)",
+            ),
             FrontEnd::JapaneseKatakana => {
                 Some("Japanese needs an exact port of the OpenJTalk front end and its dictionary")
             }

@@ -3,9 +3,9 @@
 //! [`LANGUAGES`] is the one table of Magpie's languages (v2602 tokenizer names,
 //! offsets, sizes, front ends, sentence-split thresholds); [`TextVocabulary`] says
 //! which of them a checkpoint has; [`TextFrontEnd`] encodes any built one and reports
-//! the characters it had to drop. Built: English, Spanish ([`IpaFrontEnd`]), French,
-//! Italian, Vietnamese (ByT5, [`byt5`]) and Hindi ([`hindi`]); German (its dictionary
-//! is not wired from the checkpoint yet), Mandarin and Japanese are refused with
+//! the characters it had to drop. Built: English, Spanish and German ([`IpaFrontEnd`]),
+//! French, Italian, Vietnamese (ByT5, [`byt5`]), Hindi ([`hindi`]) and Mandarin
+//! ([`mandarin`], feature `mandarin`); Japanese is refused with
 //! [`TextError::LanguageNotBuilt`].
 //!
 //! English reproduces NeMo's `english_phoneme` tokenizer of the released
@@ -55,6 +55,7 @@ mod ipa_lexicon;
 mod ipa_locales;
 mod languages;
 mod lexicon;
+pub mod mandarin;
 mod sentences;
 mod tokenizer;
 mod unicode;

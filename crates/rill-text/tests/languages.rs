@@ -189,14 +189,23 @@ fn checkpoints_know_their_languages_and_refuse_the_rest() {
     assert_eq!(v.languages(), Language::ALL);
     let front = TextFrontEnd::new(v);
     let built: Vec<&str> = front.languages().iter().map(|l| l.code()).collect();
-    // Spanish's dictionary is embedded unless the feature is off.
-    let want: &[&str] = if cfg!(feature = "embedded-lexicons") {
-        &["en", "es", "fr", "hi", "it", "vi"]
-    } else {
-        &["en", "fr", "hi", "it", "vi"]
-    };
+    // Spanish's dictionary is embedded unless the feature is off; Mandarin's tables
+    // likewise (feature `mandarin`).
+    let mut want = vec!["en"];
+    if cfg!(feature = "embedded-lexicons") {
+        want.push("es");
+    }
+    if cfg!(feature = "mandarin") {
+        want.push("zh");
+    }
+    want.extend(["fr", "hi", "it", "vi"]);
     assert_eq!(built, want);
-    for code in ["zh", "ja"] {
+    let refused: &[&str] = if cfg!(feature = "mandarin") {
+        &["ja"]
+    } else {
+        &["zh", "ja"]
+    };
+    for code in refused {
         let err = front.encode("hola", code.parse().unwrap()).unwrap_err();
         assert!(matches!(err, TextError::LanguageNotBuilt { .. }), "{err}");
     }
