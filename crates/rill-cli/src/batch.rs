@@ -176,10 +176,11 @@ pub fn run(args: BatchArgs) -> Result<()> {
         String::new()
     };
     eprintln!(
-        "{name}: {total} rows; {} for this run{shard_note}, {} skipped (already in {})",
+        "{name}: {total} rows, {} in this run{shard_note}: {} already in {} (skipped), {} to generate",
         todo.len() + done.len(),
         done.len(),
-        args.out.display()
+        args.out.display(),
+        todo.len()
     );
     if todo.is_empty() {
         eprintln!("nothing to do: every row of this run has its WAV");
