@@ -167,3 +167,47 @@ fn bad_csvs_and_flags_are_usage_errors() {
     assert!(stderr(&o).contains("cannot read the prompts CSV"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A text prompt row is the clip `rill generate --prompt` makes with the same
+/// settings (random-weight MusicCoCa, 0.9 GB in the shared cache once).
+#[test]
+fn a_prompt_row_is_rill_generate_with_that_prompt() {
+    let d = tmp("batch-prompt");
+    let csv = d.join("prompts.csv");
+    std::fs::write(&csv, "prompt\n\"jazz, smooth\"\n").unwrap();
+    let out = d.join("out");
+    let e = ok(&rill(
+        &[
+            "batch",
+            csv.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--random-weights",
+            "--seconds",
+            "0.4",
+        ],
+        &d,
+    ));
+    assert!(e.contains("1 generated"), "{e}");
+    let single = d.join("single.wav");
+    let o = rill(
+        &[
+            "generate",
+            "--random-weights",
+            "--prompt",
+            "jazz, smooth",
+            "--temperature",
+            "1.1",
+            "--top-k",
+            "128",
+            "--seconds",
+            "0.4",
+            "-o",
+            single.to_str().unwrap(),
+        ],
+        &d,
+    );
+    ok(&o);
+    assert_eq!(read(&out.join("0.wav")), read(&single));
+    let _ = std::fs::remove_dir_all(&d);
+}
