@@ -42,15 +42,16 @@ pub struct BatchArgs {
     pub seconds: f64,
 
     /// Generate only this machine's share of the rows: I/N takes the rows whose index
-    /// % N == I (0-based I). `auto` reads I (and N) from a Slurm array
+    /// % N == I (0-based I). `auto` reads I (and N) from a Slurm array --array=0-(N-1)
     /// ($SLURM_ARRAY_TASK_ID, $SLURM_ARRAY_TASK_COUNT) or a Kubernetes indexed Job
     /// ($JOB_COMPLETION_INDEX, with --shards N). Every row's audio is the same
     /// whichever machine makes it.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
 
-    /// The number of shards for --shard auto (a Kubernetes Job's `completions`;
-    /// a Slurm array's size is read from $SLURM_ARRAY_TASK_COUNT).
+    /// The number of shards for --shard auto: a Kubernetes Job's `completions`;
+    /// in a Slurm array, the task id is then the shard index whatever the array's
+    /// range (without it, the array's size from $SLURM_ARRAY_TASK_COUNT).
     #[arg(long, value_name = "N")]
     pub shards: Option<u64>,
 

@@ -243,20 +243,28 @@ fn auto(shards: Option<u64>, env: &impl Fn(&str) -> Option<String>) -> Result<(u
         }
     };
     if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
-        let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-        let count = match (shards, num("SLURM_ARRAY_TASK_COUNT")?) {
-            (Some(n), _) | (None, Some(n)) => n,
-            (None, None) => usage_bail!(
-                "--shard auto: $SLURM_ARRAY_TASK_ID is set but $SLURM_ARRAY_TASK_COUNT is not; \
-                 add --shards N (the array's size)"
-            ),
-        };
-        let Some(index) = id.checked_sub(min) else {
+        // The task id is the shard index. With --shards N any ids do (a single task
+        // resubmitted as --array=3 is shard 3/N); without, the array must be 0..N-1.
+        if let Some(n) = shards {
+            return Ok((id, n));
+        }
+        let Some(count) = num("SLURM_ARRAY_TASK_COUNT")? else {
             usage_bail!(
-                "--shard auto: $SLURM_ARRAY_TASK_ID {id} is below $SLURM_ARRAY_TASK_MIN {min}"
+                "--shard auto: $SLURM_ARRAY_TASK_ID is set but $SLURM_ARRAY_TASK_COUNT is not; \
+                 add --shards N (the number of shards)"
             );
         };
-        return Ok((index, count));
+        let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        let max = num("SLURM_ARRAY_TASK_MAX")?.unwrap_or(count.saturating_sub(1));
+        if min != 0 || max.checked_add(1) != Some(count) {
+            usage_bail!(
+                "--shard auto reads the shard from a Slurm array numbered 0..N-1, but this \
+                 array is {min}-{max} ({count} tasks): submit it with --array=0-{}, or add \
+                 --shards N to take the task id as the shard index of N",
+                count.saturating_sub(1)
+            );
+        }
+        return Ok((id, count));
     }
     if let Some(index) = num("JOB_COMPLETION_INDEX")? {
         let Some(count) = shards else {

@@ -58,7 +58,7 @@ fn shards_equal_one_run_and_a_rerun_resumes() {
         t.elapsed().as_secs_f64()
     );
 
-    // Shard 0/2 as a Kubernetes indexed Job, 1/2 as a Slurm array task (ids 1..2).
+    // Shard 0/2 as a Kubernetes indexed Job, 1/2 as a Slurm array task (--array=0-1).
     let e = ok(&batch(
         &csv,
         &split,
@@ -68,8 +68,9 @@ fn shards_equal_one_run_and_a_rerun_resumes() {
     ));
     assert!(e.contains("shard 0/2") && e.contains("3 generated"), "{e}");
     let slurm = [
-        ("SLURM_ARRAY_TASK_ID", "2"),
-        ("SLURM_ARRAY_TASK_MIN", "1"),
+        ("SLURM_ARRAY_TASK_ID", "1"),
+        ("SLURM_ARRAY_TASK_MIN", "0"),
+        ("SLURM_ARRAY_TASK_MAX", "1"),
         ("SLURM_ARRAY_TASK_COUNT", "2"),
     ];
     let e = ok(&batch(&csv, &split, &["--shard", "auto"], &slurm, &d));
