@@ -340,8 +340,9 @@ mod tests {
         assert!(shard(Some("auto"), None, none).is_err());
         assert!(shard(None, Some(2), none).is_err());
         let slurm = |v: &str| match v {
-            "SLURM_ARRAY_TASK_ID" => Some("5".into()),
-            "SLURM_ARRAY_TASK_MIN" => Some("4".into()),
+            "SLURM_ARRAY_TASK_ID" => Some("1".into()),
+            "SLURM_ARRAY_TASK_MIN" => Some("0".into()),
+            "SLURM_ARRAY_TASK_MAX" => Some("2".into()),
             "SLURM_ARRAY_TASK_COUNT" => Some("3".into()),
             _ => None,
         };
@@ -349,6 +350,22 @@ mod tests {
             shard(Some("auto"), None, slurm).unwrap(),
             Shard { index: 1, count: 3 }
         );
+        // A one-task array resubmitted for shard 3: right with --shards, refused without.
+        let one = |v: &str| match v {
+            "SLURM_ARRAY_TASK_ID" | "SLURM_ARRAY_TASK_MIN" | "SLURM_ARRAY_TASK_MAX" => {
+                Some("3".into())
+            }
+            "SLURM_ARRAY_TASK_COUNT" => Some("1".into()),
+            _ => None,
+        };
+        let e = format!("{:#}", shard(Some("auto"), None, one).unwrap_err());
+        assert!(e.contains("--array=0-0"), "{e}");
+        assert_eq!(
+            shard(Some("auto"), Some(8), one).unwrap(),
+            Shard { index: 3, count: 8 }
+        );
+        let bad = |v: &str| (v == "SLURM_ARRAY_TASK_ID").then(|| "x".to_string());
+        assert!(shard(Some("auto"), Some(2), bad).is_err());
         let k8s = |v: &str| (v == "JOB_COMPLETION_INDEX").then(|| "2".to_string());
         assert!(shard(Some("auto"), None, k8s).is_err());
         assert_eq!(
