@@ -23,9 +23,16 @@ use crate::style::{self, Input, StyleModelArgs};
 use crate::usage::usage_bail;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a CSV with a header line `prompt`, then one prompt per line):\n    \
+rill batch prompts.csv --out clips --seconds 30\n\
+On 4 machines sharing `clips`: --shard 0/4 … --shard 3/4 (or --shard auto in a Slurm array \
+or a Kubernetes indexed Job; docs/batch.md). Rerun the same command to finish an \
+interrupted batch."
+)]
 pub struct BatchArgs {
-    /// The prompts CSV: a header line with a `prompt` column (text, needs MusicCoCa)
-    /// and optional `seed` (the row's sampler seed) and `style_codes` (12 codes
+    /// The prompts CSV: a header line with a `prompt` column (text, needs MusicCoCa;
+    /// may be left out when every row has style codes) and optional `seed` (the row's sampler seed) and `style_codes` (12 codes
     /// 0..1023, comma- or space-separated, as `rill style` prints them; used instead
     /// of the prompt, which then only labels the row) columns; other columns are
     /// ignored. Row i (0-based, the header not counted) becomes OUT/i.wav.
