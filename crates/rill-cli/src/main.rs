@@ -11,6 +11,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod args;
+mod batch;
+mod batch_csv;
 mod bench;
 mod bench_magpie;
 mod bench_style;
@@ -66,6 +68,9 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// Generate music (tokens and 48 kHz stereo audio) from style, note and drum controls.
     Generate(generate::GenerateArgs),
+    /// Generate one WAV per row of a prompts CSV (OUT/{row}.wav), as upstream's
+    /// bulk_generate.py: resumable, --shard I/N to split it across machines.
+    Batch(batch::BatchArgs),
     /// Decode a [N,12] token file into a WAV file with the SpectroStream decoder.
     Decode(decode::DecodeArgs),
     /// Time every stage per frame (median, p90, p99, max), real-time factor and peak
@@ -103,6 +108,7 @@ fn main() {
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Batch(a) => batch::run(a),
         Command::Decode(a) => decode::run(a),
         Command::SynthCheckpoint(a) => synth::run(a),
         Command::Bench(a) => bench::run(a),

@@ -25,3 +25,13 @@ pub fn bytes_bar(what: &str) -> ProgressBar {
     );
     bar
 }
+
+/// A bar counting the rows of `rill batch`, the current row in its message.
+pub fn rows_bar(rows: u64) -> ProgressBar {
+    let bar = ProgressBar::new(rows);
+    bar.set_style(
+        ProgressStyle::with_template("batch {bar:40} {pos}/{len} rows  {msg}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
