@@ -41,7 +41,7 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
-    /// Language of the text: en, es, de, fr, it, vi or hi (zh, ja are listed but
+    /// Language of the text: en, es, de, zh, fr, it, vi or hi (ja is listed but
     /// refused for now; see --list-languages). Other languages than English need
     /// v2602's full text table (the released checkpoint; --random-weights makes one);
     /// German needs the checkpoint's dictionary (a .nemo, or --lexicon).

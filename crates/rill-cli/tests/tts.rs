@@ -76,7 +76,7 @@ fn tts_without_weights_says_how_to_get_them() {
 #[test]
 fn tts_rejects_other_languages_and_bad_speakers() {
     for (args, want) in [
-        (vec!["--language", "zh"], "not supported yet"),
+        (vec!["--language", "ja"], "not supported yet"),
         (vec!["--language", "de"], "--lexicon FILE"),
         (vec!["--speaker", "9"], "out of range"),
         (vec!["--temperature", "nan"], "temperature"),

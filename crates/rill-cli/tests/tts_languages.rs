@@ -73,6 +73,47 @@ fn french_and_hindi_speak_nemos_token_ids() {
     }
 }
 
+#[test]
+fn mandarin_speaks_nemos_token_ids() {
+    // tokenizer_zh.json records ids relative to the zh table (offset 349), no EOS.
+    let path = rill_testkit::repo_root().join("testdata/magpie/tokenizer_zh.json");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let offset = rec["offset"].as_i64().unwrap();
+    assert_eq!(offset, 349);
+    for text in [
+        "你吃饭了吗？",
+        "北京时间昨晚，中国队以三比一战胜对手，晋级决赛。",
+    ] {
+        let Some(row) = rec["sentences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["text"] == text)
+        else {
+            panic!("{text:?} is not in {}", path.display());
+        };
+        let want: Vec<i64> = row["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() + offset)
+            .chain([2361])
+            .collect();
+        let (out, dump) = (scratch("zh.wav"), scratch("zh.npz"));
+        let o = speak(
+            &["--language", "zh", "--random-weights", "--text", text],
+            &out,
+            Some(&dump),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{text}: {err}");
+        let z = rill_io::Npz::read(&dump).unwrap();
+        let (_, tokens) = z.i64("text_tokens").unwrap();
+        assert_eq!(tokens, want, "{text}");
+    }
+}
+
 /// NeMo's previous German dictionary (the test stand-in for the checkpoint's, see
 /// `testdata/magpie/tokenizer_es_de.README.md`) edited to v2602's 150 symbols as
 /// rill-text's German test does: ʏ → ʊ, U+0329 gone, words with Å, å and a `1`.
@@ -288,10 +329,6 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         (
             vec!["--language", "en", "--text", "你好，世界。"],
             "nothing the English tokenizer",
-        ),
-        (
-            vec!["--language", "zh", "--text", "你好"],
-            "not supported yet",
         ),
         (
             vec!["--language", "ja", "--text", "こんにちは"],

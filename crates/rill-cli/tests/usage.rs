@@ -71,7 +71,7 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
         a.extend_from_slice(extra);
         run(&a)
     };
-    let o = speak(&["--text", "你好。", "--language", "zh"]);
+    let o = speak(&["--text", "こんにちは。", "--language", "ja"]);
     assert_eq!(refused(&o, "not supported"), 2);
     let o = speak(&["--text", "Hallo.", "--language", "de"]);
     assert_eq!(refused(&o, "de_nv230119.dict"), 2);
