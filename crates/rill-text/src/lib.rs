@@ -55,6 +55,7 @@ mod ipa_lexicon;
 mod ipa_locales;
 mod languages;
 mod lexicon;
+pub mod normalize;
 mod sentences;
 mod tokenizer;
 mod unicode;
