@@ -313,6 +313,17 @@ fn multi(words: &[&str]) -> Option<(usize, String)> {
                 return Some((2, format!("{n} {} {}{}", w[1].core, names[1], w[1].trail)));
             }
         }
+        // "2-3 cm"
+        if let Some((a, b)) = w[0].core.split_once('-') {
+            if let (Some(x), Some(y)) = (parse_number(a), parse_number(b)) {
+                if !a.is_empty() && unit(w[1].core.split('/').next()?).is_some() {
+                    let (x, y) = (read_number(&x)?, read_number(&y)?);
+                    if let Some(u) = speak_unit(w[1].core, false) {
+                        return Some((2, format!("{x} to {y} {u}{}", w[1].trail)));
+                    }
+                }
+            }
+        }
         // "5 km", "3.2 kg", "120 km/h"
         if let (Some(n), Some(_)) = (parse_number(w[0].core), unit(w[1].core.split('/').next()?)) {
             let spoken = read_number(&n)?;
@@ -477,6 +488,15 @@ fn numeric_date(core: &str) -> Option<String> {
     Some(format!("{month} {} {}", day(d)?, year(y)?))
 }
 
+/// An area code: "800" → "eight hundred", others digit by digit.
+fn area_code(d: &str) -> Option<String> {
+    if d.ends_with("00") && !d.starts_with('0') {
+        cardinal(d)
+    } else {
+        digits(d)
+    }
+}
+
 /// "555-123-4567" → "five five five, one two three, four five six seven";
 /// "1-800-555-0100" → "one, eight hundred, five five five, zero one zero zero".
 fn phone(core: &str) -> Option<String> {
@@ -488,16 +508,12 @@ fn phone(core: &str) -> Option<String> {
     match lens.as_slice() {
         [3, 3, 4] => Some(format!(
             "{}, {}, {}",
-            digits(parts[0])?,
+            area_code(parts[0])?,
             digits(parts[1])?,
             digits(parts[2])?
         )),
         [1, 3, 3, 4] => {
-            let area = if parts[1].ends_with("00") {
-                cardinal(parts[1])?
-            } else {
-                digits(parts[1])?
-            };
+            let area = area_code(parts[1])?;
             Some(format!(
                 "{}, {area}, {}, {}",
                 digits(parts[0])?,

@@ -98,7 +98,10 @@ pub fn cardinal(digits: &str) -> Option<String> {
             .fold(0u32, |v, b| v * 10 + u32::from(b - b'0'));
         let scale = groups - 1 - g;
         if value > 0 {
-            let part = three_digit(value, scale == 0);
+            let mut part = three_digit(value, scale == 0);
+            if scale == 0 && value < 100 && groups > 1 {
+                part = format!("and {part}");
+            }
             if scale == 0 {
                 words.push(part);
             } else {
@@ -150,8 +153,15 @@ pub fn year(d: &str) -> Option<String> {
     }
     let n: u32 = d.parse().ok()?;
     let (hi, lo) = (n / 100, n % 100);
-    if n.is_multiple_of(1000) || (hi.is_multiple_of(10) && lo < 10) {
+    if n.is_multiple_of(1000) {
         return cardinal(d);
+    }
+    if hi.is_multiple_of(10) && lo < 10 {
+        let thousands = ONES[(hi / 10) as usize];
+        return Some(match lo {
+            0 => format!("{thousands} thousand"),
+            _ => format!("{thousands} thousand {}", ONES[lo as usize]),
+        });
     }
     let hi_words = two_digit(hi);
     Some(match lo {
@@ -224,6 +234,7 @@ mod tests {
         assert_eq!(cardinal("0").unwrap(), "zero");
         assert_eq!(cardinal("101").unwrap(), "one hundred and one");
         assert_eq!(cardinal("350000").unwrap(), "three hundred fifty thousand");
+        assert_eq!(cardinal("1024").unwrap(), "one thousand and twenty four");
         assert_eq!(
             cardinal("2345678").unwrap(),
             "two million three hundred forty five thousand six hundred and seventy eight"
