@@ -293,16 +293,7 @@ fn multi(words: &[&str]) -> Option<(usize, String)> {
     if w.len() >= 2 && bare(0) && w[1].lead.is_empty() {
         // "3:30 pm", "7 a.m."
         if let Some((spoken, trail)) = meridiem(words[1]) {
-            let time = match clock(w[0].core, 12) {
-                Some((h, Some(m))) => Some(format!("{h} {m}")),
-                Some((h, None)) => Some(h),
-                None if is_digits(w[0].core) && w[0].core.len() <= 2 => {
-                    let h: u32 = w[0].core.parse().ok()?;
-                    (1..=12).contains(&h).then(|| two_digit(h))
-                }
-                None => None,
-            };
-            if let Some(t) = time {
+            if let Some(t) = twelve_hour(w[0].core) {
                 return Some((2, format!("{t} {spoken}{trail}")));
             }
         }
@@ -334,6 +325,19 @@ fn multi(words: &[&str]) -> Option<(usize, String)> {
         }
     }
     None
+}
+
+/// A time before "am" or "pm": "3:30" → "three thirty", "7" → "seven".
+fn twelve_hour(core: &str) -> Option<String> {
+    match clock(core, 12) {
+        Some((h, Some(m))) => Some(format!("{h} {m}")),
+        Some((h, None)) => Some(h),
+        None if is_digits(core) && core.len() <= 2 => {
+            let h: u32 = core.parse().ok()?;
+            (1..=12).contains(&h).then(|| two_digit(h))
+        }
+        None => None,
+    }
 }
 
 /// A house number: "123" → "one twenty three", four digits as a year.
@@ -418,6 +422,22 @@ fn single_core(core: &str) -> Option<String> {
     if let Some(p) = core.strip_suffix('%') {
         return Some(format!("{} percent", read(p)?));
     }
+    // "10am", "8:30pm"
+    if core.len() > 2 && core.is_char_boundary(core.len() - 2) {
+        let (time, m) = core.split_at(core.len() - 2);
+        let spoken = match m.to_ascii_lowercase().as_str() {
+            "am" => Some("AM"),
+            "pm" => Some("PM"),
+            _ => None,
+        };
+        if let (Some(spoken), Some(t)) = (spoken, twelve_hour(time)) {
+            return Some(format!("{t} {spoken}"));
+        }
+    }
+    // "#1"
+    if let Some(n) = core.strip_prefix('#').and_then(read) {
+        return Some(format!("hash {n}"));
+    }
     if let Some((h, m)) = clock(core, 23) {
         return Some(match m {
             Some(m) => format!("{h} {m}"),
@@ -436,6 +456,10 @@ fn single_core(core: &str) -> Option<String> {
         match suffix.to_ascii_lowercase().as_str() {
             "st" | "nd" | "rd" | "th" => return ordinal(head),
             "s" if is_year(head) => return Some(plural_last(&year(head)?)),
+            // "the 90s"
+            "s" if head.len() == 2 && head.ends_with('0') && !head.starts_with('0') => {
+                return Some(plural_last(&cardinal(head)?))
+            }
             _ => {}
         }
     }
@@ -464,8 +488,11 @@ fn single_core(core: &str) -> Option<String> {
         .unwrap_or(core.len());
     let (n, u) = core.split_at(split_at);
     let spoken = read(n)?;
-    let u = speak_unit(u, spoken == "one")?;
-    Some(format!("{spoken} {u}"))
+    if let Some(u) = speak_unit(u, spoken == "one") {
+        return Some(format!("{spoken} {u}"));
+    }
+    // "4B" (a flat, a seat)
+    (u.len() == 1 && u.bytes().all(|b| b.is_ascii_uppercase())).then(|| format!("{spoken} {u}"))
 }
 
 /// "2024-01-05" and "01/05/2024" (month first) → "january fifth twenty twenty four".
