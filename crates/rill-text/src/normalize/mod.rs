@@ -28,6 +28,7 @@
 //! ```
 
 mod en;
+mod en_forms;
 mod en_tables;
 mod numbers;
 
