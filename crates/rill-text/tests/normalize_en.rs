@@ -120,6 +120,41 @@ fn robust_on_odd_input() {
     ));
 }
 
+/// Pseudo-random text over digits, signs, units and multi-byte characters: never a panic,
+/// spans in order, inside the input, on character boundaries, no stray spaces.
+#[test]
+fn random_text_keeps_the_invariants() {
+    let alphabet: Vec<char> =
+        "0123456789$£€¢,.-/:%#()\"' aApPmMkKgsStTnNdDrRhHJanMyWI°F\u{301}é😀٣\t\n"
+            .chars()
+            .collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) as usize
+    };
+    for _ in 0..20_000 {
+        let len = next() % 48;
+        let text: String = (0..len)
+            .map(|_| alphabet[next() % alphabet.len()])
+            .collect();
+        let n = normalize(&text, Language::English).unwrap();
+        assert_eq!(n.text.trim(), n.text, "{text:?}");
+        assert!(!n.text.contains("  "), "{text:?}");
+        let mut end = 0;
+        for s in &n.spans {
+            assert!(
+                end <= s.written.start && s.written.start < s.written.end,
+                "{text:?}"
+            );
+            assert!(text.get(s.written.clone()).is_some(), "{text:?}");
+            end = s.written.end;
+        }
+    }
+}
+
 #[test]
 fn other_languages_say_so() {
     assert!(has_normalizer(Language::English));

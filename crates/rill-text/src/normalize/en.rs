@@ -13,8 +13,22 @@ use super::en_forms::{
 use super::en_tables::{ABBREVIATIONS, SCALE_WORDS, STREET_WORDS};
 use super::numbers::{cardinal, digits, fraction, ordinal, plain_integer, plural_last, year};
 
-/// Multi-word rules at the start of `words`: (words used, spoken form).
+/// Multi-word rules at the start of `words`: (words used, spoken form). An opening
+/// bracket or quote before the first word stays in front ("(5 km)").
 fn multi(words: &[&str]) -> Option<(usize, String)> {
+    if let Some(found) = multi_bare(words) {
+        return Some(found);
+    }
+    let lead = split(words.first()?).lead;
+    if lead.is_empty() {
+        return None;
+    }
+    let mut rest: Vec<&str> = words.iter().take(4).copied().collect();
+    rest[0] = &rest[0][lead.len()..];
+    multi_bare(&rest).map(|(used, spoken)| (used, format!("{lead}{spoken}")))
+}
+
+fn multi_bare(words: &[&str]) -> Option<(usize, String)> {
     let w: Vec<Word> = words.iter().take(4).map(|w| split(w)).collect();
     let bare = |i: usize| {
         w.get(i)
