@@ -10,7 +10,7 @@ versions. This is the call NeMo 3.0.0's MagpieTTSModel.do_tts(apply_TN=True) mak
 
 Run from the repository root, in a virtual environment with the reference:
 
-    python3.11 -m venv tn-venv && tn-venv/bin/pip install nemo_text_processing==1.2.0 pynini
+    python3.11 -m venv tn-venv && tn-venv/bin/pip install nemo_text_processing==1.2.0 pynini==2.1.6.post1
     tn-venv/bin/python testdata/magpie/make_normalize.py
 
 Recorded with Python 3.11, nemo_text_processing 1.2.0, pynini 2.1.6.post1 (building the
