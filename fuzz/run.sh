@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(npy npz checkpoint session_file codec_state protocol gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text)
+all=(npy npz checkpoint session_file codec_state protocol gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text normalize)
 targets=("${@:-${all[@]}}")
 san=${RILL_FUZZ_SANITIZER:-address}
 export RUSTC_BOOTSTRAP=1
@@ -37,6 +37,7 @@ max_len() {
     audio_decode) echo 8192 ;;
     ipa_lexicon) echo 4096 ;;
     text) echo 4096 ;;
+    normalize) echo 4096 ;;
     *) echo "unknown fuzz target $1 (targets: ${all[*]})" >&2; exit 2 ;;
   esac
 }

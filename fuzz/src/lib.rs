@@ -387,6 +387,34 @@ pub fn text(data: &[u8]) {
     let _ = rill_text::any_locale_text_preprocessing(&text);
 }
 
+/// The text normaliser on any text (first byte picks the language): English always
+/// succeeds on text within `MAX_TEXT_BYTES`, its output has no leading, trailing or
+/// doubled spaces, and its spans are in order, inside the input and on character
+/// boundaries; other languages refuse.
+pub fn normalize(data: &[u8]) {
+    use rill_text::normalize::{has_normalizer, normalize};
+    use rill_text::Language;
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let language = Language::ALL[usize::from(pick) % Language::ALL.len()];
+    let text = String::from_utf8_lossy(rest);
+    match normalize(&text, language) {
+        Ok(n) => {
+            assert!(has_normalizer(language));
+            assert_eq!(n.text.trim(), n.text);
+            assert!(!n.text.contains("  "));
+            let mut end = 0;
+            for s in &n.spans {
+                assert!(end <= s.written.start && s.written.start < s.written.end);
+                assert!(text.get(s.written.clone()).is_some());
+                end = s.written.end;
+            }
+        }
+        Err(_) => assert!(!has_normalizer(language) || text.len() > rill_text::MAX_TEXT_BYTES),
+    }
+}
+
 /// Reads every tensor of a parsed foreign checkpoint (the view checks must make
 /// each read safe) and returns how many elements came out.
 fn read_all<'a>(tensors: impl Iterator<Item = rill_checkpoint::raw::RawTensor<'a>>) -> usize {

@@ -485,6 +485,31 @@ fn text_seeds() -> Vec<Seed> {
         .collect()
 }
 
+fn normalize_seeds() -> Vec<Seed> {
+    let texts: [(&str, u8, &str); 3] = [
+        (
+            "en_money_dates",
+            0,
+            "The coffee costs $3.50 on January 5, 2024 at 3:30 pm; about 1,200 people, 15%.",
+        ),
+        (
+            "en_mixed",
+            0,
+            "Dr. Smith lives at 123 Main St. Call 555-123-4567. It was 72°F, 5 km, 2-3 cm, \
+             the 1990s, 1/2 cup, World War II, 14:05, 2024-01-05, 01/05/2024, -5, 21st.",
+        ),
+        ("de", 2, "Es kostet 3,50 €."),
+    ];
+    texts
+        .iter()
+        .map(|(n, pick, t)| {
+            let mut b = vec![*pick];
+            b.extend_from_slice(t.as_bytes());
+            ("normalize", format!("{n}.txt"), b)
+        })
+        .collect()
+}
+
 /// Every seed of every target.
 pub fn all() -> Vec<Seed> {
     let mut v = npy_seeds();
@@ -501,6 +526,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(audio_seeds());
     v.extend(ipa_lexicon_seeds());
     v.extend(text_seeds());
+    v.extend(normalize_seeds());
     v
 }
 

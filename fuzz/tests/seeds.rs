@@ -34,6 +34,7 @@ fn committed_seeds_are_current_and_run() {
             "audio_decode" => rill_fuzz::audio_decode,
             "ipa_lexicon" => rill_fuzz::ipa_lexicon,
             "text" => rill_fuzz::text,
+            "normalize" => rill_fuzz::normalize,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);

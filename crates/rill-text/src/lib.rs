@@ -56,6 +56,7 @@ mod ipa_locales;
 mod languages;
 mod lexicon;
 pub mod mandarin;
+pub mod normalize;
 mod sentences;
 mod tokenizer;
 mod unicode;

@@ -1,0 +1,104 @@
+//! Numbers read aloud: text normalisation (written → spoken form) before the tokenizer,
+//! as NeMo's `MagpieTTSModel.do_tts(apply_TN=True)` does with `nemo_text_processing`'s
+//! `Normalizer(input_case='cased', lang=L).normalize(text, verbose=False)`.
+//!
+//! NeMo's normaliser is a set of weighted finite-state grammars (Pynini/OpenFst); no Rust
+//! crate reproduces them, so each language here is hand-written rules written against
+//! recordings of NeMo's own output (`testdata/magpie/normalize_*.json`, made by
+//! `make_normalize.py`). They cover everyday text: cardinals, ordinals, decimals,
+//! fractions, percentages, money, dates, years, times, measures, phone numbers,
+//! addresses and common abbreviations. They are not NeMo's grammars: unusual input may be
+//! read differently (the measured agreement and every difference are listed in
+//! `docs/languages.md`).
+//!
+//! Built: English ([`Language::English`]). Other languages return
+//! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
+//! `apply_TN=False` path, which `--no-normalize` selects).
+//!
+//! No panics on any input: words are processed one by one without recursion, digit
+//! strings too long for a cardinal are read digit by digit, and input is bounded by
+//! [`crate::MAX_TEXT_BYTES`].
+//!
+//! ```
+//! use rill_text::normalize::normalize;
+//! use rill_text::Language;
+//! let n = normalize("It costs $3.50.", Language::English).unwrap();
+//! assert_eq!(n.text, "It costs three dollars fifty cents.");
+//! assert_eq!(n.spans[0].written, 9..15);
+//! ```
+
+mod en;
+mod en_forms;
+mod en_tables;
+mod numbers;
+
+use std::ops::Range;
+
+use crate::Language;
+
+/// The spoken form of a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Normalized {
+    /// The text with every written form replaced by its spoken form; words are separated
+    /// by single spaces, leading and trailing whitespace removed (as NeMo's output).
+    pub text: String,
+    /// What was replaced, in order.
+    pub spans: Vec<Span>,
+}
+
+/// One replacement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// Byte range of the written form in the input text.
+    pub written: Range<usize>,
+    /// Its spoken form as it appears in [`Normalized::text`].
+    pub spoken: String,
+}
+
+/// Why a text was not normalised.
+#[derive(Debug, thiserror::Error)]
+pub enum NormalizeError {
+    #[error(
+        "numbers are not read aloud in {language} ({code}) yet: write them out as words, or \
+         turn normalisation off to speak the text as written"
+    )]
+    NotAvailable {
+        language: &'static str,
+        code: &'static str,
+    },
+    #[error("the text is {bytes} bytes, more than the {max} one call accepts: send it in parts")]
+    TooLong { bytes: usize, max: usize },
+}
+
+/// Whether [`normalize`] has rules for `language`.
+pub fn has_normalizer(language: Language) -> bool {
+    matches!(language, Language::English)
+}
+
+/// Rewrites `text` in spoken form for `language` ("$3.50" → "three dollars fifty
+/// cents"). Errors: the language has no normaliser, or the text is longer than
+/// [`crate::MAX_TEXT_BYTES`].
+pub fn normalize(text: &str, language: Language) -> Result<Normalized, NormalizeError> {
+    if text.len() > crate::MAX_TEXT_BYTES {
+        return Err(NormalizeError::TooLong {
+            bytes: text.len(),
+            max: crate::MAX_TEXT_BYTES,
+        });
+    }
+    let mut changes = Vec::new();
+    let text = match language {
+        Language::English => en::normalize(text, &mut changes),
+        other => {
+            let info = other.info();
+            return Err(NormalizeError::NotAvailable {
+                language: info.name,
+                code: info.code,
+            });
+        }
+    };
+    let spans = changes
+        .into_iter()
+        .map(|(written, spoken)| Span { written, spoken })
+        .collect();
+    Ok(Normalized { text, spans })
+}

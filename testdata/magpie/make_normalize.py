@@ -1,0 +1,53 @@
+"""Records NeMo's English text normaliser on the corpus normalize_en.txt.
+
+Writes normalize_en.json: every corpus sentence with NeMo's output, plus the package
+versions. This is the call NeMo 3.0.0's MagpieTTSModel.do_tts(apply_TN=True) makes
+(nemo/collections/tts/models/magpietts.py, _get_normalized_text):
+
+    Normalizer(input_case='cased', lang=language).normalize(transcript, verbose=False)
+
+(punct_pre_process and punct_post_process keep their defaults, False.)
+
+Run from the repository root, in a virtual environment with the reference:
+
+    python3.11 -m venv tn-venv && tn-venv/bin/pip install nemo_text_processing==1.2.0 pynini==2.1.6.post1
+    tn-venv/bin/python testdata/magpie/make_normalize.py
+
+Recorded with Python 3.11, nemo_text_processing 1.2.0, pynini 2.1.6.post1 (building the
+English grammars takes a few minutes on first use).
+"""
+
+import json
+import os
+import sys
+from importlib.metadata import version
+
+from nemo_text_processing.text_normalization.normalize import Normalizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    with open(os.path.join(HERE, "normalize_en.txt"), encoding="utf-8") as f:
+        sentences = [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
+    normalizer = Normalizer(input_case="cased", lang="en")
+    cases = []
+    for text in sentences:
+        cases.append({"input": text, "expected": normalizer.normalize(text, verbose=False)})
+    out = {
+        "about": "NeMo's English text normaliser (Normalizer(input_case='cased', lang='en')"
+        ".normalize(text, verbose=False), as MagpieTTSModel.do_tts(apply_TN=True) calls it) "
+        "on normalize_en.txt; written by make_normalize.py",
+        "python": sys.version.split()[0],
+        "nemo_text_processing": version("nemo_text_processing"),
+        "pynini": version("pynini"),
+        "cases": cases,
+    }
+    with open(os.path.join(HERE, "normalize_en.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"{len(cases)} sentences recorded")
+
+
+if __name__ == "__main__":
+    main()
