@@ -82,6 +82,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         TEXT,
         &SpeakOptions {
             codec_frames: args.codec_frames,
+            normalize: false,
             ..SpeakOptions::default()
         },
     )?;

@@ -57,6 +57,13 @@ pub struct TtsArgs {
     #[arg(long, value_name = "FILE")]
     pub lexicon: Option<PathBuf>,
 
+    /// Tokenise the text as written (NeMo's default, apply_TN=False) instead of
+    /// reading numbers, money, dates, times and measures aloud first ("$3.50" →
+    /// "three dollars fifty cents", as NeMo's apply_TN=True). English has a
+    /// normaliser; other languages are read as written for now.
+    #[arg(long)]
+    pub no_normalize: bool,
+
     /// Print the language table (code, tokenizer, offset, size, whether rill has
     /// its front end; with weights, which ones the checkpoint holds) and exit.
     #[arg(long)]
@@ -269,6 +276,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         max_frames: args.max_frames,
         forced,
         codec_frames: Some(args.codec_frames),
+        normalize: !args.no_normalize,
     };
     // Options the voice refuses (an out-of-range speaker or sampler value) are
     // usage errors too.
@@ -277,6 +285,13 @@ pub fn run(args: TtsArgs) -> Result<()> {
         e @ TtsError::Model(rill_magpie::MagpieError::InvalidValue { .. }) => usage(e.to_string()),
         e => e.into(),
     })?;
+    if plan.not_normalized {
+        eprintln!(
+            "note: rill has no text normaliser for {} yet: numbers and symbols are read as \
+             written (as --no-normalize)",
+            language.name()
+        );
+    }
     if !plan.dropped.is_empty() {
         eprintln!(
             "warning: the {} front end cannot encode {} character(s) of the text; they are \

@@ -114,6 +114,46 @@ fn mandarin_speaks_nemos_token_ids() {
     }
 }
 
+/// `--dump`'s text tokens for `args` (three frames on random weights).
+fn dumped_tokens(name: &str, args: &[&str]) -> Vec<i64> {
+    let (out, dump) = (
+        scratch(&format!("{name}.wav")),
+        scratch(&format!("{name}.npz")),
+    );
+    let mut all = vec!["--random-weights"];
+    all.extend_from_slice(args);
+    let o = speak(&all, &out, Some(&dump));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let z = rill_io::Npz::read(&dump).unwrap();
+    z.i64("text_tokens").unwrap().1
+}
+
+#[test]
+fn english_reads_numbers_aloud_unless_no_normalize() {
+    // NeMo's normaliser's output for a corpus sentence (normalize_en.json, recorded
+    // with nemo_text_processing): speaking the written text must give the tokens of
+    // speaking NeMo's spoken form as written.
+    let path = rill_testkit::repo_root().join("testdata/magpie/normalize_en.json");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let case = rec["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"].as_str().unwrap().contains('$'))
+        .expect("a money sentence in the recording");
+    let (written, spoken) = (
+        case["input"].as_str().unwrap(),
+        case["expected"].as_str().unwrap(),
+    );
+    assert_ne!(written, spoken);
+    let normalized = dumped_tokens("tn", &["--text", written]);
+    let nemo = dumped_tokens("tn_nemo", &["--no-normalize", "--text", spoken]);
+    assert_eq!(normalized, nemo, "{written:?} → {spoken:?}");
+    let raw = dumped_tokens("tn_raw", &["--no-normalize", "--text", written]);
+    assert_ne!(raw, nemo, "--no-normalize reads the text as written");
+}
+
 /// NeMo's previous German dictionary (the test stand-in for the checkpoint's, see
 /// `testdata/magpie/tokenizer_es_de.README.md`) edited to v2602's 150 symbols as
 /// rill-text's German test does: ʏ → ʊ, U+0329 gone, words with Å, å and a `1`.

@@ -69,6 +69,8 @@ struct SpeechRequest {
     language: Option<String>,
     /// OpenAI's streaming format: only `audio` (the body itself) is served.
     stream_format: Option<String>,
+    /// rill's extra field: read numbers aloud first (default true).
+    normalize: Option<bool>,
 }
 
 /// The audio a request asked for.
@@ -187,6 +189,7 @@ impl SpeechRequest {
             max_frames: None,
             forced: None,
             codec_frames: None,
+            normalize: self.normalize.unwrap_or(true),
         };
         Ok((self.input, options, format))
     }

@@ -106,6 +106,9 @@ struct TtsRequest {
     #[serde(default)]
     no_prior: bool,
     max_frames: Option<usize>,
+    /// Read numbers, money, dates, … aloud first (default true; false is NeMo's
+    /// raw path).
+    normalize: Option<bool>,
 }
 
 impl TtsRequest {
@@ -148,6 +151,7 @@ impl TtsRequest {
             max_frames: self.max_frames,
             forced: None,
             codec_frames: None,
+            normalize: self.normalize.unwrap_or(true),
         };
         Ok((self.text, options))
     }

@@ -59,6 +59,10 @@ pub struct SpeakOptions {
     /// Frames per NanoCodec call after the first, 1..=[`MAX_CODEC_FRAMES`]
     /// (default [`DEFAULT_CODEC_FRAMES`]); see [`Voice::speak`].
     pub codec_frames: Option<usize>,
+    /// Read numbers, money, dates, … aloud first ([`rill_text::normalize`], NeMo's
+    /// `apply_TN=True`) where the language has a normaliser; `false` (the default
+    /// here) tokenises the text as written, NeMo's default.
+    pub normalize: bool,
 }
 
 /// Frames per NanoCodec call by default: 2 makes the codec ≈ 10 % cheaper per
@@ -82,6 +86,9 @@ pub struct SpeakPlan {
     /// Characters of the text the front end could not encode, each once: the
     /// host reports them (nothing is dropped silently).
     pub dropped: Vec<char>,
+    /// Normalising was asked for but the language has no normaliser yet: the
+    /// text was read as written (the host says so).
+    pub not_normalized: bool,
     pub params: InferenceParams,
     pub speaker: usize,
     pub seed: u64,
@@ -217,6 +224,15 @@ impl Voice {
                     .map_err(|e| TtsError::Invalid(format!("forced frame {i}: {e}")))?;
             }
         }
+        let normalizer = rill_text::normalize::has_normalizer(o.language);
+        let spoken;
+        let text = if o.normalize && normalizer {
+            spoken = rill_text::normalize::normalize(text, o.language)
+                .map_err(|e| TtsError::Invalid(e.to_string()))?;
+            spoken.text.as_str()
+        } else {
+            text
+        };
         let encoded = self.front.encode_utterances(text, o.language)?;
         let (utterances, dropped) = (encoded.utterances, encoded.dropped);
         if utterances.is_empty() {
@@ -231,6 +247,7 @@ impl Voice {
         Ok(SpeakPlan {
             utterances,
             language: o.language,
+            not_normalized: o.normalize && !normalizer,
             dropped,
             params,
             speaker: o.speaker,

@@ -76,6 +76,7 @@ fn every_arrangement_speaks_the_same_frames() {
         let options = SpeakOptions {
             max_frames: Some(5),
             codec_frames: Some(codec_frames),
+            normalize: false,
             ..SpeakOptions::default()
         };
         let plan = voice.plan(TWO_SENTENCES, &options).unwrap();
@@ -136,6 +137,7 @@ fn a_bad_codec_group_is_refused() {
     for k in [0, rill_stream::tts::MAX_CODEC_FRAMES + 1] {
         let options = SpeakOptions {
             codec_frames: Some(k),
+            normalize: false,
             ..SpeakOptions::default()
         };
         let e = voice.plan("Hello.", &options).unwrap_err();
