@@ -9,8 +9,9 @@
 //!   the default here, where OpenAI's is mp3, which rill does not encode) or `pcm`
 //!   (OpenAI's definition: raw 24 kHz 16-bit little-endian mono, resampled as it
 //!   streams); `speed` must be 1 (Magpie has no rate control and rill does not
-//!   time-stretch speech); `language` is rill's extra field (OpenAI clients send it
-//!   through their extra-body option), English when absent. The audio streams as
+//!   time-stretch speech); rill's extra fields (OpenAI clients send them through
+//!   their extra-body option) are `language` (English when absent), `normalize`
+//!   (numbers read aloud, default true), `seed` and `max_frames`. The audio streams as
 //!   it is made, as `/api/tts` does, with the same one-at-a-time rule.
 //! * `GET /v1/models`: the one model.
 //!
@@ -71,6 +72,11 @@ struct SpeechRequest {
     stream_format: Option<String>,
     /// rill's extra field: read numbers aloud first (default true).
     normalize: Option<bool>,
+    /// rill's extra field: the sampler seed (default 0).
+    seed: Option<u64>,
+    /// rill's extra field: frame cap per sentence (46.4 ms each; default the
+    /// checkpoint's).
+    max_frames: Option<usize>,
 }
 
 /// The audio a request asked for.
@@ -180,13 +186,13 @@ impl SpeechRequest {
         let options = rill_stream::tts::SpeakOptions {
             language,
             speaker,
-            seed: 0,
+            seed: self.seed.unwrap_or(0),
             temperature: None,
             top_k: None,
             cfg_scale: None,
             no_cfg: false,
             no_prior: false,
-            max_frames: None,
+            max_frames: self.max_frames,
             forced: None,
             codec_frames: None,
             normalize: self.normalize.unwrap_or(true),
