@@ -354,6 +354,20 @@ pub fn protocol(data: &[u8]) {
     }
 }
 
+/// An OpenAI speech request body (`POST /v1/audio/speech`) against v2602's five
+/// voices: accepted requests name one of them, a served format, speed 1 and an input
+/// within OpenAI's limit.
+pub fn openai_speech(data: &[u8]) {
+    let voices: Vec<String> = ["John", "Sofia", "Aria", "Jason", "Leo"]
+        .map(String::from)
+        .to_vec();
+    if let Ok(s) = rill_server::openai::parse_request(data, &voices) {
+        assert!(s.options.speaker < voices.len());
+        assert!(!s.text.trim().is_empty());
+        assert!(s.text.chars().count() <= rill_server::openai::MAX_INPUT_CHARS);
+    }
+}
+
 /// The Magpie text front ends on any text in any language (first byte picks it): what
 /// is accepted is ids inside v2602's table ending with EOS, each built language's ids
 /// inside its own table, the dropped characters sorted and unique; sentence splitting

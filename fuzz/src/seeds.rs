@@ -315,6 +315,31 @@ fn codec_state_seeds() -> Vec<Seed> {
         .collect()
 }
 
+fn openai_speech_seeds() -> Vec<Seed> {
+    let bodies = [
+        (
+            "wav",
+            r#"{"model":"magpie-tts-multilingual","input":"Hello there.","voice":"Sofia","response_format":"wav"}"#,
+        ),
+        (
+            "pcm_extra",
+            r#"{"model":"tts-1","input":"Hola.","voice":2,"response_format":"pcm","speed":1.0,"language":"es","normalize":false,"seed":3,"max_frames":40}"#,
+        ),
+        (
+            "bad_voice",
+            r#"{"model":"tts-1","input":"Hi.","voice":"alloy"}"#,
+        ),
+        (
+            "bad_fields",
+            r#"{"model":"tts-1","input":"Hi.","voice":"0","speed":1e308,"instructions":"x"}"#,
+        ),
+    ];
+    bodies
+        .iter()
+        .map(|(n, b)| ("openai_speech", format!("{n}.json"), b.as_bytes().to_vec()))
+        .collect()
+}
+
 fn protocol_seeds() -> Vec<Seed> {
     let msgs = [
         (
@@ -518,6 +543,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(session_seeds());
     v.extend(codec_state_seeds());
     v.extend(protocol_seeds());
+    v.extend(openai_speech_seeds());
     v.extend(gguf_seeds());
     v.extend(torch_seeds());
     v.extend(nemo_seeds());

@@ -26,6 +26,7 @@ fn committed_seeds_are_current_and_run() {
             "session_file" => rill_fuzz::session_file,
             "codec_state" => rill_fuzz::codec_state,
             "protocol" => rill_fuzz::protocol,
+            "openai_speech" => rill_fuzz::openai_speech,
             "gguf" => rill_fuzz::gguf,
             "torch" => rill_fuzz::torch,
             "nemo" => rill_fuzz::nemo,

@@ -81,7 +81,7 @@ struct SpeechRequest {
 
 /// The audio a request asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub enum Format {
     Wav,
     Pcm,
 }
@@ -98,9 +98,8 @@ pub fn voices(service: &TtsService) -> Vec<String> {
 }
 
 /// The speaker index of `voice` (a name in any case, or an index as a number or a
-/// string).
-fn speaker(service: &TtsService, voice: &serde_json::Value) -> Result<usize, String> {
-    let names = voices(service);
+/// string) among `names`.
+fn speaker(names: &[String], voice: &serde_json::Value) -> Result<usize, String> {
     let index = match voice {
         serde_json::Value::Number(n) => n.as_u64().map(|i| i as usize),
         serde_json::Value::String(s) => names
@@ -121,10 +120,7 @@ fn speaker(service: &TtsService, voice: &serde_json::Value) -> Result<usize, Str
 impl SpeechRequest {
     /// Checks everything but the text's encoding; the text, options and format, or
     /// what is wrong and the parameter at fault.
-    fn options(
-        self,
-        service: &TtsService,
-    ) -> Result<(String, rill_stream::tts::SpeakOptions, Format), (String, &'static str)> {
+    fn options(self, voices: &[String]) -> Result<Speech, (String, &'static str)> {
         if self.model != MODEL_ID && !OPENAI_MODEL_ALIASES.contains(&self.model.as_str()) {
             return Err((
                 format!(
@@ -182,7 +178,7 @@ impl SpeechRequest {
                 .map_err(|e| (e.to_string(), "language"))?,
             None => rill_text::Language::English,
         };
-        let speaker = speaker(service, &self.voice).map_err(|e| (e, "voice"))?;
+        let speaker = speaker(voices, &self.voice).map_err(|e| (e, "voice"))?;
         let options = rill_stream::tts::SpeakOptions {
             language,
             speaker,
@@ -197,8 +193,30 @@ impl SpeechRequest {
             codec_frames: None,
             normalize: self.normalize.unwrap_or(true),
         };
-        Ok((self.input, options, format))
+        Ok(Speech {
+            text: self.input,
+            options,
+            format,
+        })
     }
+}
+
+/// A checked speech request.
+#[derive(Debug, Clone)]
+pub struct Speech {
+    /// The text to speak.
+    pub text: String,
+    pub options: rill_stream::tts::SpeakOptions,
+    pub format: Format,
+}
+
+/// Parses and checks a `POST /v1/audio/speech` body against the voice names
+/// `voices` (everything but the text's encoding, which the voice checks); the
+/// error is the message and the parameter at fault (`body` for the JSON itself).
+pub fn parse_request(body: &[u8], voices: &[String]) -> Result<Speech, (String, &'static str)> {
+    let req: SpeechRequest = serde_json::from_slice(body)
+        .map_err(|e| (format!("the body is not a speech request: {e}"), "body"))?;
+    req.options(voices)
 }
 
 /// `POST /v1/audio/speech`.
@@ -228,11 +246,11 @@ pub(crate) async fn speech(
             None,
         );
     }
-    let req: SpeechRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return bad(format!("the body is not a speech request: {e}"), "body"),
-    };
-    let (text, options, format) = match req.options(&service) {
+    let Speech {
+        text,
+        options,
+        format,
+    } = match parse_request(&body, &voices(&service)) {
         Ok(v) => v,
         Err((message, param)) => return bad(message, param),
     };
