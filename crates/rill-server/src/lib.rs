@@ -1,7 +1,8 @@
 //! `rill serve`: the browser instrument at `/`, one WebSocket audio stream per
 //! listener at `/ws` (protocol in [`protocol`]), `/api/info`, and with a voice
 //! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]) and OpenAI's
-//! `POST /v1/audio/speech` ([`openai`]); with MusicCoCa,
+//! `POST /v1/audio/speech` ([`openai`]); `/health` and `/ready` for load balancers
+//! (`ops`); with MusicCoCa,
 //! style prompts in the protocol and audio clips at `POST /api/clips` ([`style`]).
 //!
 //! Generation runs on the [`Engine`]'s scheduler thread, never on the async
@@ -22,6 +23,7 @@
 mod conn;
 pub mod limits;
 pub mod openai;
+mod ops;
 pub mod protocol;
 pub mod rate;
 pub mod style;
@@ -173,6 +175,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/ws", get(ws))
         .route("/api/info", get(info))
+        .route("/health", get(ops::health))
+        .route("/ready", get(ops::ready))
         .route(
             "/api/clips",
             post(style::upload).layer(DefaultBodyLimit::max(style::MAX_CLIP_BYTES)),

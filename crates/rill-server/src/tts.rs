@@ -64,6 +64,11 @@ impl TtsService {
         }
     }
 
+    /// Whether a synthesis is running.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed)
+    }
+
     /// Facts for `/api/info`.
     pub fn info(&self) -> serde_json::Value {
         let c = &self.voice.model.config;
