@@ -26,6 +26,8 @@ struct Conn {
     playing: bool,
     seed: u64,
     sent: u64,
+    /// The stream's underruns already added to `/metrics`.
+    underruns_counted: u64,
     /// A blend being encoded.
     pending_style: Option<StyleReply>,
     /// A `start` waiting for its style: the seed and controls to open with.
@@ -43,6 +45,7 @@ pub(crate) async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: Conn
         playing: false,
         seed: rill_mrt2::DEFAULT_SEED,
         sent: 0,
+        underruns_counted: 0,
         pending_style: None,
         pending_start: None,
     };
@@ -113,6 +116,13 @@ pub(crate) async fn listener(socket: WebSocket, st: Arc<AppState>, _permit: Conn
                 vec![]
             },
             _ = status_tick.tick(), if c.stream.is_some() => {
+                if let Some(h) = c.stream.as_ref() {
+                    let now = h.stats.underruns.load(std::sync::atomic::Ordering::Relaxed);
+                    c.st.metrics
+                        .underruns
+                        .inc_by(now.saturating_sub(c.underruns_counted));
+                    c.underruns_counted = now;
+                }
                 c.stream.as_ref().map(|h| {
                     protocol::status(
                         h.stats.rtf(),
@@ -278,12 +288,15 @@ impl Conn {
             ..Default::default()
         }) {
             Ok(h) => {
+                self.st.metrics.request("stream");
                 self.stream = Some(h);
                 self.playing = false;
                 self.sent = 0;
+                self.underruns_counted = 0;
                 protocol::started(seed)
             }
             Err(e @ StreamError::Busy { capacity }) => {
+                self.st.metrics.refusal("stream", "full");
                 protocol::busy(&e.to_string(), self.st.engine.active(), capacity)
             }
             Err(e) => protocol::error("internal", &e.to_string()),

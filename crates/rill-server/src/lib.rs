@@ -2,7 +2,7 @@
 //! listener at `/ws` (protocol in [`protocol`]), `/api/info`, and with a voice
 //! loaded, streaming text-to-speech at `POST /api/tts` ([`tts`]) and OpenAI's
 //! `POST /v1/audio/speech` ([`openai`]); `/health` and `/ready` for load balancers
-//! (`ops`); with MusicCoCa,
+//! (`ops`), `/metrics` for Prometheus ([`metrics`]); with MusicCoCa,
 //! style prompts in the protocol and audio clips at `POST /api/clips` ([`style`]).
 //!
 //! Generation runs on the [`Engine`]'s scheduler thread, never on the async
@@ -22,6 +22,7 @@
 
 mod conn;
 pub mod limits;
+pub mod metrics;
 pub mod openai;
 mod ops;
 pub mod protocol;
@@ -112,6 +113,8 @@ pub struct AppState {
     /// Controls every stream starts with, before its client's (`rill serve
     /// --prompt`, `--style-codes`, `--style-levels`).
     initial: Vec<rill_stream::Control>,
+    /// Counters of `/metrics`.
+    pub metrics: metrics::Metrics,
 }
 
 impl AppState {
@@ -127,6 +130,7 @@ impl AppState {
             tts: None,
             style: None,
             initial: Vec::new(),
+            metrics: metrics::Metrics::default(),
         }
     }
 
@@ -177,6 +181,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/info", get(info))
         .route("/health", get(ops::health))
         .route("/ready", get(ops::ready))
+        .route("/metrics", get(metrics::metrics))
         .route(
             "/api/clips",
             post(style::upload).layer(DefaultBodyLimit::max(style::MAX_CLIP_BYTES)),
@@ -313,9 +318,11 @@ async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppSt
         let body = format!(
             "forbidden: {why}; open the instrument from this server, or start rill serve with --allow-origin ORIGIN\n"
         );
+        st.metrics.refusal("ws", "origin");
         return (StatusCode::FORBIDDEN, body).into_response();
     }
     if let Err(wait) = st.upgrades.try_admit() {
+        st.metrics.refusal("ws", "rate");
         let secs = wait.as_secs() + 1;
         let body = format!(
             "too many new connections: this server opens at most {} WebSockets per second (rill serve --max-upgrade-rate); retry in {secs} s\n",
@@ -329,6 +336,7 @@ async fn ws(ws: WebSocketUpgrade, headers: HeaderMap, State(st): State<Arc<AppSt
             .into_response();
     }
     let Some(permit) = st.connections.try_acquire() else {
+        st.metrics.refusal("ws", "connections");
         let body = format!(
             "too many connections: this server accepts {} WebSocket connections at once (rill serve --max-connections); try again when one closes\n",
             st.connections.max()

@@ -225,6 +225,12 @@ pub(crate) async fn speech(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let response = speech_counted(&st, headers, body);
+    crate::metrics::count(&st.metrics, "openai_speech", &response);
+    response
+}
+
+fn speech_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(body) = limits::check_api_origin(&headers, st.allowed_origins()) {
         return error(StatusCode::FORBIDDEN, body.trim().to_string(), None);
     }

@@ -353,11 +353,18 @@ pub(crate) fn speech_headers(h: &mut HeaderMap, language: rill_text::Language, d
     }
 }
 
+/// `POST /api/tts`, counted for `/metrics`.
 pub(crate) async fn speak(
     State(st): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let response = speak_counted(&st, headers, body);
+    crate::metrics::count(&st.metrics, "tts", &response);
+    response
+}
+
+fn speak_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(body) = limits::check_api_origin(&headers, st.allowed_origins()) {
         return (StatusCode::FORBIDDEN, body).into_response();
     }

@@ -31,7 +31,10 @@ use rill_spectrostream::Codec;
 use crate::generator::{Control, Generator, Snapshot};
 use crate::pipeline::{StagePools, Stages, FRAME_PCM};
 
+mod frame_times;
 mod scheduler;
+
+pub use frame_times::{FrameTimes, FRAME_SECONDS_BUCKETS};
 use scheduler::{measure_rtf, schedule};
 
 /// 40 ms, the duration of one frame.
@@ -173,6 +176,8 @@ struct Shared {
     active: AtomicUsize,
     capacity: usize,
     rtf: f32,
+    /// How long each served frame took.
+    frame_times: FrameTimes,
     /// Test hook: the next frame served, of any stream, panics inside a pool task.
     #[cfg(feature = "fault-injection")]
     panic_in_pool: AtomicBool,
@@ -221,6 +226,7 @@ impl Engine {
             active: AtomicUsize::new(0),
             capacity,
             rtf,
+            frame_times: FrameTimes::default(),
             #[cfg(feature = "fault-injection")]
             panic_in_pool: AtomicBool::new(false),
             #[cfg(feature = "fault-injection")]
@@ -244,6 +250,11 @@ impl Engine {
     /// Real-time factor of one stream measured at start-up (0 if not measured).
     pub fn measured_rtf(&self) -> f32 {
         self.shared.rtf
+    }
+
+    /// How long each frame served so far took (every stream).
+    pub fn frame_times(&self) -> &FrameTimes {
+        &self.shared.frame_times
     }
 
     /// Streams currently open.

@@ -94,7 +94,9 @@ pub(super) fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<S
             Some(true) => {
                 let s = &slots[i];
                 s.stats.frames.fetch_add(1, Ordering::Relaxed);
-                s.stats.record_gen(t.elapsed().as_secs_f32() * 1e3);
+                let took = t.elapsed();
+                s.stats.record_gen(took.as_secs_f32() * 1e3);
+                shared.frame_times.record(took.as_secs_f64());
                 last_frame = Instant::now();
             }
         }
