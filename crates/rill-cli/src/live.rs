@@ -41,11 +41,25 @@ pub struct Loaded {
 }
 
 /// Loads the model and codec and starts the engine (measuring real-time capacity).
+/// How many streams the engine admits.
+#[derive(Debug, Clone, Copy)]
+pub enum Admission {
+    /// As many as the calibration measures this CPU sustains, at most this many.
+    Measured(Option<usize>),
+    /// Exactly this many, without measuring (`rill serve --capacity`: operators
+    /// who know their hardware, and tests that need a fixed capacity).
+    Fixed(usize),
+}
+
 pub fn start_engine(
     model: &ModelArgs,
     precision: Option<Precision>,
-    max_sessions: Option<usize>,
+    admission: Admission,
 ) -> Result<Loaded> {
+    let (max_sessions, calibration_frames) = match admission {
+        Admission::Measured(max) => (max, 8),
+        Admission::Fixed(n) => (Some(n.max(1)), 0),
+    };
     let path = model_source::resolve(model)?;
     let (ckpt, kind) = model_source::open(&path)?;
     let precision = model_source::precision(precision, &ckpt)?;
@@ -56,12 +70,14 @@ pub fn start_engine(
     rill_kernels::huge_pages::collapse_resident();
     let weights_ready = Instant::now();
     let (stages, threads, lm_threads) = model.stage_plan()?;
-    eprintln!(
-        "measuring real-time capacity ({} threads, {}, {} kernels)…",
-        threads,
-        stages.name(),
-        rill_kernels::isa::active()
-    );
+    if calibration_frames > 0 {
+        eprintln!(
+            "measuring real-time capacity ({} threads, {}, {} kernels)…",
+            threads,
+            stages.name(),
+            rill_kernels::isa::active()
+        );
+    }
     let engine = Engine::start(
         lm,
         Arc::clone(&codec),
@@ -70,7 +86,7 @@ pub fn start_engine(
             stages,
             lm_threads,
             max_sessions,
-            calibration_frames: 8,
+            calibration_frames,
         },
     )
     .context("starting the streaming engine")?;
@@ -78,7 +94,12 @@ pub fn start_engine(
     // tens of MB of freed temporaries resident; hand them back before serving.
     rill_stream::process::release_free_memory();
     let rtf = engine.measured_rtf();
-    if rtf > 1.0 {
+    if calibration_frames == 0 {
+        eprintln!(
+            "admitting {} stream(s) at once (--capacity; not measured)",
+            engine.capacity()
+        );
+    } else if rtf > 1.0 {
         eprintln!(
             "warning: this machine generates one stream at {:.2}× real time (real-time factor {rtf:.2}); \
              playback will stutter. {}",

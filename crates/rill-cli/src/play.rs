@@ -99,7 +99,7 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
     let loaded = live::start_engine(
         &args.live.music.model,
         args.live.music.precision.precision,
-        Some(1),
+        live::Admission::Measured(Some(1)),
     )?;
     let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {

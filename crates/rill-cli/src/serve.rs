@@ -51,6 +51,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=u32::MAX as u64).map(|n| n as usize))]
     pub max_sessions: Option<usize>,
 
+    /// Admit exactly N simultaneous streams without measuring this CPU (for
+    /// operators who know their hardware, and tests that need a fixed capacity;
+    /// more than the CPU sustains will stutter).
+    #[arg(long, value_name = "N", conflicts_with = "max_sessions",
+          value_parser = clap::value_parser!(u64).range(1..=1024).map(|n| n as usize))]
+    pub capacity: Option<usize>,
+
     /// Most WebSocket connections open at once, playing or idle (1..=65536);
     /// one more gets HTTP 503. Streams are capped separately (--max-sessions).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
@@ -139,7 +146,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
     if let Some(l) = args.style_levels {
         initial.push(rill_stream::Control::StyleLevels(l));
     }
-    let loaded = live::start_engine(&args.model, args.precision.precision, args.max_sessions)?;
+    let admission = match args.capacity {
+        Some(n) => live::Admission::Fixed(n),
+        None => live::Admission::Measured(args.max_sessions),
+    };
+    let loaded = live::start_engine(&args.model, args.precision.precision, admission)?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
         allowed_origins: args.allow_origin,

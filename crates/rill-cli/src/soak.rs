@@ -113,7 +113,7 @@ pub fn run(mut args: SoakArgs) -> Result<()> {
     let loaded = live::start_engine(
         &args.live.music.model,
         args.live.music.precision.precision,
-        Some(args.streams),
+        live::Admission::Measured(Some(args.streams)),
     )?;
     if loaded.engine.capacity() < args.streams {
         bail!(

@@ -17,17 +17,23 @@ pub fn rill(args: &[&str], home: &Path) -> Output {
 
 /// As [`rill`] with the extra environment variables `env`.
 pub fn rill_env(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rill"))
-        .args(args)
+    rill_command(args, home, env)
+        .output()
+        .expect("running rill")
+}
+
+/// The [`rill_env`] command, not started (for a process the test drives).
+pub fn rill_command(args: &[&str], home: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rill"));
+    c.args(args)
         .env("HOME", home)
         .env_remove("RILL_CHECKPOINT")
         .env_remove("MAGENTA_HOME")
         .env_remove("RILL_ISA")
         .env_remove("RILL_THREADS")
         .env("XDG_CACHE_HOME", user_cache_home())
-        .envs(env.iter().copied())
-        .output()
-        .expect("running rill")
+        .envs(env.iter().copied());
+    c
 }
 
 /// The tests' shared user cache, its random-weight seed-0 checkpoint (what
