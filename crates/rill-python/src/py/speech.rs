@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTypeError};
@@ -176,14 +176,22 @@ impl SpeechModel {
         let mut stream = run_detached(py, || core.start(planned))?;
         let (mut samples, mut codes) = (Vec::new(), Vec::new());
         loop {
-            let done = run_detached(py, || loop {
-                match stream.poll(WAIT)? {
-                    Poll::Frame(f) => {
-                        samples.extend_from_slice(&f.samples);
-                        codes.extend(f.codes.iter().map(|&c| c as i32));
+            // Frames for up to WAIT at a time, then Python checks its signals.
+            let done = run_detached(py, || {
+                let until = Instant::now() + WAIT;
+                loop {
+                    let left = until.saturating_duration_since(Instant::now());
+                    match stream.poll(left)? {
+                        Poll::Frame(f) => {
+                            samples.extend_from_slice(&f.samples);
+                            codes.extend(f.codes.iter().map(|&c| c as i32));
+                            if left.is_zero() {
+                                return Ok(false);
+                            }
+                        }
+                        Poll::Pending => return Ok(false),
+                        Poll::End => return Ok(true),
                     }
-                    Poll::Pending => return Ok(false),
-                    Poll::End => return Ok(true),
                 }
             })?;
             if done {
