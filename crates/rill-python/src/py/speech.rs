@@ -24,6 +24,7 @@ use crate::speech::{
 /// How long a wait for a frame lasts before Python gets to check its signals.
 const WAIT: Duration = Duration::from_millis(100);
 
+/// A loaded Magpie TTS voice (wrapped by `rill_mrt.Speech`).
 #[pyclass(frozen, module = "rill_mrt._rill")]
 pub struct SpeechModel {
     core: Arc<Speech>,
