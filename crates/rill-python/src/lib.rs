@@ -7,7 +7,8 @@
 //!   [`rill_stream::FramePipeline`]), [`Stream`] (frame by frame), [`State`] (a resumable
 //!   snapshot, serialised to opaque bytes) and [`controls`] (upstream's raw
 //!   conditioning values → [`rill_mrt2::conditioning::Conditioning`]) and [`Style`]
-//!   (MusicCoCa: text or audio to style embeddings and codes);
+//!   (MusicCoCa: text or audio to style embeddings and codes), and [`Speech`] (Magpie
+//!   TTS: text to 22.05 kHz speech, whole or streamed from a thread);
 //! * the extension module `rill_mrt._rill` (feature `extension-module`, turned on
 //!   only by maturin, see `pyproject.toml`): thin PyO3 classes over the core that
 //!   release the GIL while generating, hand out numpy arrays without copies and turn
@@ -19,6 +20,7 @@ pub mod continuation;
 pub mod controls;
 pub mod error;
 pub mod model;
+pub mod speech;
 pub mod state;
 pub mod stream;
 pub mod style;
@@ -36,6 +38,7 @@ pub use continuation::Continuation;
 pub use controls::Controls;
 pub use error::Error;
 pub use model::{Generated, LoadOptions, Model, Request};
+pub use speech::{Speech, SpeechLoad, SpeechRequest, SpeechStream};
 pub use state::State;
 pub use stream::{Frame, Stream};
 pub use style::Style;

@@ -12,6 +12,13 @@ A text style works too (MusicCoCa, run by rill; its assets are upstream's downlo
 
     wav, state = mrt.generate({"mulan_tokens_25hz": "disco funk"})
     emb = mrt.embed_style("disco funk"); codes = mrt.tokenize_style(emb)
+
+Speech too (NVIDIA's Magpie TTS, 22.05 kHz mono; the weights are NVIDIA's download)::
+
+    tts = rill_mrt.Speech(checkpoint="magpie_tts_multilingual_357m.nemo",
+                          codec="nemo-nano-codec-22khz-1.89kbps-21.5fps.nemo")
+    wav = tts.speak("Hello world.", voice="Sofia", language="en")
+    for chunk in tts.stream("Bonjour.", language="fr"): ...   # float32 [1024] each
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import os
 from . import _rill
 from ._audio import Waveform
 from ._rill import State
+from ._speech import SPEECH_FRAME_SAMPLES, SPEECH_SAMPLE_RATE, Speech, SpeechStream
 from ._style import EMBEDDING_DIM, MusicCoCa
 from ._system import (
     CONDITIONING_KEYS,
@@ -83,6 +91,10 @@ __all__ = [
     "EMBEDDING_DIM",
     "FRAME_SAMPLES",
     "SAMPLE_RATE",
+    "SPEECH_FRAME_SAMPLES",
+    "SPEECH_SAMPLE_RATE",
+    "Speech",
+    "SpeechStream",
     "MagentaRT2",
     "MagentaRT2System",
     "MusicCoCa",

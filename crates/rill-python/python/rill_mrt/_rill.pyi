@@ -87,3 +87,52 @@ def conditioning_tokens(controls: _Controls) -> List[int]: ...
 def precisions() -> List[str]: ...
 def isa() -> str: ...
 def synth_checkpoint(path: str, size: str = ..., seed: int = ...) -> Tuple[str, int, int, int, bool]: ...
+
+class SpeechStream(Iterator[npt.NDArray[np.float32]]):
+    def __next__(self) -> npt.NDArray[np.float32]: ...
+    def close(self) -> None: ...
+
+class SpeechModel:
+    def __init__(
+        self,
+        checkpoint: Optional[str],
+        codec: Optional[str],
+        random_weights: Optional[int],
+        all_languages: Optional[bool],
+        precision: Optional[str],
+        threads: Optional[int],
+    ) -> None: ...
+    @property
+    def voices(self) -> List[str]: ...
+    @property
+    def languages(self) -> List[str]: ...
+    @property
+    def sample_rate(self) -> int: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def threads(self) -> int: ...
+    def speak(
+        self,
+        text: str,
+        voice: int | str,
+        language: str,
+        seed: int,
+        temperature: Optional[float],
+        top_k: Optional[int],
+        cfg_scale: Optional[float],
+        max_frames: Optional[int],
+        normalize: bool,
+    ) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]: ...
+    def stream(
+        self,
+        text: str,
+        voice: int | str,
+        language: str,
+        seed: int,
+        temperature: Optional[float],
+        top_k: Optional[int],
+        cfg_scale: Optional[float],
+        max_frames: Optional[int],
+        normalize: bool,
+    ) -> SpeechStream: ...

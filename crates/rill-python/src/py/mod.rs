@@ -2,6 +2,7 @@
 //! Python package `rill_mrt`, which wraps these classes).
 
 mod model;
+mod speech;
 mod state;
 mod stream;
 mod style;
@@ -130,6 +131,8 @@ fn isa() -> String {
 mod rill_module {
     #[pymodule_export]
     use super::model::Model;
+    #[pymodule_export]
+    use super::speech::{SpeechModel, SpeechStream};
     #[pymodule_export]
     use super::state::State;
     #[pymodule_export]
