@@ -11,7 +11,8 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: English ([`Language::English`]). Other languages return
+//! Built: English ([`Language::English`]) and Spanish ([`Language::Spanish`]). Other
+//! languages return
 //! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
 //! `apply_TN=False` path, which `--no-normalize` selects).
 //!
@@ -30,7 +31,9 @@
 mod en;
 mod en_forms;
 mod en_tables;
+mod es;
 mod numbers;
+mod scan;
 
 use std::ops::Range;
 
@@ -72,7 +75,7 @@ pub enum NormalizeError {
 
 /// Whether [`normalize`] has rules for `language`.
 pub fn has_normalizer(language: Language) -> bool {
-    matches!(language, Language::English)
+    matches!(language, Language::English | Language::Spanish)
 }
 
 /// Rewrites `text` in spoken form for `language` ("$3.50" → "three dollars fifty
@@ -88,6 +91,7 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
     let mut changes = Vec::new();
     let text = match language {
         Language::English => en::normalize(text, &mut changes),
+        Language::Spanish => es::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
