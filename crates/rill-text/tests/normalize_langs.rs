@@ -10,7 +10,7 @@ use rill_text::Language;
 use std::path::PathBuf;
 
 /// The languages built, with their recordings.
-const BUILT: &[(Language, &str)] = &[(Language::Spanish, "es")];
+const BUILT: &[(Language, &str)] = &[(Language::Spanish, "es"), (Language::German, "de")];
 
 fn check(language: Language, code: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -48,6 +48,11 @@ fn check(language: Language, code: &str) {
 #[test]
 fn spanish_matches_nemo_on_the_corpus() {
     check(Language::Spanish, "es");
+}
+
+#[test]
+fn german_matches_nemo_on_the_corpus() {
+    check(Language::German, "de");
 }
 
 #[test]

@@ -11,8 +11,8 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: English ([`Language::English`]) and Spanish ([`Language::Spanish`]). Other
-//! languages return
+//! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]) and German
+//! ([`Language::German`]). Other languages return
 //! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
 //! `apply_TN=False` path, which `--no-normalize` selects).
 //!
@@ -28,6 +28,7 @@
 //! assert_eq!(n.spans[0].written, 9..15);
 //! ```
 
+mod de;
 mod en;
 mod en_forms;
 mod en_tables;
@@ -75,7 +76,10 @@ pub enum NormalizeError {
 
 /// Whether [`normalize`] has rules for `language`.
 pub fn has_normalizer(language: Language) -> bool {
-    matches!(language, Language::English | Language::Spanish)
+    matches!(
+        language,
+        Language::English | Language::Spanish | Language::German
+    )
 }
 
 /// Rewrites `text` in spoken form for `language` ("$3.50" → "three dollars fifty
@@ -92,6 +96,7 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
     let text = match language {
         Language::English => en::normalize(text, &mut changes),
         Language::Spanish => es::normalize(text, &mut changes),
+        Language::German => de::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
