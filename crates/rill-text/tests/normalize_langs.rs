@@ -10,7 +10,11 @@ use rill_text::Language;
 use std::path::PathBuf;
 
 /// The languages built, with their recordings.
-const BUILT: &[(Language, &str)] = &[(Language::Spanish, "es"), (Language::German, "de")];
+const BUILT: &[(Language, &str)] = &[
+    (Language::Spanish, "es"),
+    (Language::German, "de"),
+    (Language::French, "fr"),
+];
 
 fn check(language: Language, code: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -53,6 +57,11 @@ fn spanish_matches_nemo_on_the_corpus() {
 #[test]
 fn german_matches_nemo_on_the_corpus() {
     check(Language::German, "de");
+}
+
+#[test]
+fn french_matches_nemo_on_the_corpus() {
+    check(Language::French, "fr");
 }
 
 #[test]

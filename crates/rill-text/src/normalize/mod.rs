@@ -11,8 +11,8 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]) and German
-//! ([`Language::German`]). Other languages return
+//! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]), German
+//! ([`Language::German`]) and French ([`Language::French`]). Other languages return
 //! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
 //! `apply_TN=False` path, which `--no-normalize` selects).
 //!
@@ -33,6 +33,7 @@ mod en;
 mod en_forms;
 mod en_tables;
 mod es;
+mod fr;
 mod numbers;
 mod scan;
 
@@ -78,7 +79,7 @@ pub enum NormalizeError {
 pub fn has_normalizer(language: Language) -> bool {
     matches!(
         language,
-        Language::English | Language::Spanish | Language::German
+        Language::English | Language::Spanish | Language::German | Language::French
     )
 }
 
@@ -97,6 +98,7 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
         Language::English => en::normalize(text, &mut changes),
         Language::Spanish => es::normalize(text, &mut changes),
         Language::German => de::normalize(text, &mut changes),
+        Language::French => fr::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
