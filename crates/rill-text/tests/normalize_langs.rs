@@ -65,6 +65,11 @@ fn french_matches_nemo_on_the_corpus() {
 }
 
 #[test]
+fn italian_matches_nemo_on_the_corpus() {
+    check(Language::Italian, "it");
+}
+
+#[test]
 fn built_languages_are_enabled() {
     for (language, _) in BUILT {
         assert!(has_normalizer(*language));

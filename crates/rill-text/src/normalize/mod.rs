@@ -12,7 +12,8 @@
 //! `docs/languages.md`).
 //!
 //! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]), German
-//! ([`Language::German`]) and French ([`Language::French`]). Other languages return
+//! ([`Language::German`]), French ([`Language::French`]) and Italian
+//! ([`Language::Italian`]). Other languages return
 //! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
 //! `apply_TN=False` path, which `--no-normalize` selects).
 //!
@@ -34,6 +35,7 @@ mod en_forms;
 mod en_tables;
 mod es;
 mod fr;
+mod it;
 mod numbers;
 mod scan;
 
@@ -79,7 +81,11 @@ pub enum NormalizeError {
 pub fn has_normalizer(language: Language) -> bool {
     matches!(
         language,
-        Language::English | Language::Spanish | Language::German | Language::French
+        Language::English
+            | Language::Spanish
+            | Language::German
+            | Language::French
+            | Language::Italian
     )
 }
 
@@ -99,6 +105,7 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
         Language::Spanish => es::normalize(text, &mut changes),
         Language::German => de::normalize(text, &mut changes),
         Language::French => fr::normalize(text, &mut changes),
+        Language::Italian => it::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
