@@ -159,10 +159,9 @@ fn random_text_keeps_the_invariants() {
 fn other_languages_say_so() {
     assert!(has_normalizer(Language::English));
     for language in Language::ALL {
-        if language == Language::English {
+        if has_normalizer(language) {
             continue;
         }
-        assert!(!has_normalizer(language));
         let err = normalize("5", language).unwrap_err();
         assert!(matches!(err, NormalizeError::NotAvailable { .. }), "{err}");
     }

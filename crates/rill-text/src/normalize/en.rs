@@ -259,29 +259,7 @@ fn single_core(core: &str) -> Option<String> {
 /// Normalises English text; `changes` receives (byte range in `text`, spoken form) for
 /// every span replaced.
 pub(super) fn normalize(text: &str, changes: &mut Vec<(std::ops::Range<usize>, String)>) -> String {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let offset = |w: &str| w.as_ptr() as usize - text.as_ptr() as usize;
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
-    let mut i = 0;
-    while i < words.len() {
-        let (used, spoken) = match multi(&words[i..]) {
-            Some(found) => found,
-            None => match single(words[i]) {
-                Some(s) => (1, s),
-                None => {
-                    out.push(words[i].to_string());
-                    i += 1;
-                    continue;
-                }
-            },
-        };
-        let last = words[i + used - 1];
-        let range = offset(words[i])..offset(last) + last.len();
-        if text[range.clone()] != spoken {
-            changes.push((range, spoken.clone()));
-        }
-        out.push(spoken);
-        i += used;
-    }
-    out.join(" ")
+    super::scan::run(text, changes, &|words| {
+        multi(words).or_else(|| single(words[0]).map(|s| (1, s)))
+    })
 }

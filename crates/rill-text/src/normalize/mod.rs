@@ -11,7 +11,9 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: English ([`Language::English`]). Other languages return
+//! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]), German
+//! ([`Language::German`]), French ([`Language::French`]) and Italian
+//! ([`Language::Italian`]). Other languages return
 //! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
 //! `apply_TN=False` path, which `--no-normalize` selects).
 //!
@@ -27,10 +29,15 @@
 //! assert_eq!(n.spans[0].written, 9..15);
 //! ```
 
+mod de;
 mod en;
 mod en_forms;
 mod en_tables;
+mod es;
+mod fr;
+mod it;
 mod numbers;
+mod scan;
 
 use std::ops::Range;
 
@@ -72,7 +79,14 @@ pub enum NormalizeError {
 
 /// Whether [`normalize`] has rules for `language`.
 pub fn has_normalizer(language: Language) -> bool {
-    matches!(language, Language::English)
+    matches!(
+        language,
+        Language::English
+            | Language::Spanish
+            | Language::German
+            | Language::French
+            | Language::Italian
+    )
 }
 
 /// Rewrites `text` in spoken form for `language` ("$3.50" → "three dollars fifty
@@ -88,6 +102,10 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
     let mut changes = Vec::new();
     let text = match language {
         Language::English => en::normalize(text, &mut changes),
+        Language::Spanish => es::normalize(text, &mut changes),
+        Language::German => de::normalize(text, &mut changes),
+        Language::French => fr::normalize(text, &mut changes),
+        Language::Italian => it::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
