@@ -58,7 +58,15 @@ fn french_and_hindi_speak_nemos_token_ids() {
         let out = scratch(&format!("{code}.wav"));
         let dump = scratch(&format!("{code}.npz"));
         let o = speak(
-            &["--language", code, "--random-weights", "--text", text],
+            // NeMo's recordings are of its raw path (apply_TN=False).
+            &[
+                "--language",
+                code,
+                "--random-weights",
+                "--no-normalize",
+                "--text",
+                text,
+            ],
             &out,
             Some(&dump),
         );
@@ -102,7 +110,14 @@ fn mandarin_speaks_nemos_token_ids() {
             .collect();
         let (out, dump) = (scratch("zh.wav"), scratch("zh.npz"));
         let o = speak(
-            &["--language", "zh", "--random-weights", "--text", text],
+            &[
+                "--language",
+                "zh",
+                "--random-weights",
+                "--no-normalize",
+                "--text",
+                text,
+            ],
             &out,
             Some(&dump),
         );
@@ -231,6 +246,7 @@ fn german_speaks_nemos_token_ids_with_a_lexicon() {
                 "--language",
                 "de",
                 "--random-weights",
+                "--no-normalize",
                 "--lexicon",
                 dict.to_str().unwrap(),
                 "--text",
