@@ -189,7 +189,7 @@ pub fn info(service: &TtsService) -> Value {
 pub async fn serve(listener: TcpListener, service: Arc<TtsService>) -> std::io::Result<()> {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (mut socket, _) = match listener.accept().await {
+        let (socket, _) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
                 // Out of descriptors and the like: wait, do not stop serving.
@@ -199,13 +199,16 @@ pub async fn serve(listener: TcpListener, service: Arc<TtsService>) -> std::io::
             }
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            tokio::spawn(async move {
-                let e = Event::error(
-                    "too_many_connections",
-                    format!("this server accepts {MAX_CONNECTIONS} Wyoming connections at once; retry when one closes"),
-                );
-                let _ = write(&mut socket, &e).await;
-            });
+            // One non-blocking write of the reason, then the socket closes: a
+            // connect flood costs no task and no waiting.
+            let e = Event::error(
+                "too_many_connections",
+                format!(
+                    "this server accepts {MAX_CONNECTIONS} Wyoming connections at once; \
+                     retry when one closes"
+                ),
+            );
+            let _ = socket.try_write(&e.encode());
             continue;
         };
         let service = Arc::clone(&service);
