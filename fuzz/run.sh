@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(npy npz checkpoint session_file codec_state protocol openai_speech gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text normalize)
+all=(npy npz checkpoint session_file codec_state protocol openai_speech wyoming gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text normalize)
 targets=("${@:-${all[@]}}")
 san=${RILL_FUZZ_SANITIZER:-address}
 export RUSTC_BOOTSTRAP=1
@@ -30,6 +30,7 @@ max_len() {
     codec_state) echo 256 ;;
     protocol) echo 4096 ;;
     openai_speech) echo 8192 ;;
+    wyoming) echo 8192 ;;
     gguf) echo 4096 ;;
     torch) echo 16384 ;;
     nemo) echo 16384 ;;

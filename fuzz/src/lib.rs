@@ -368,6 +368,40 @@ pub fn openai_speech(data: &[u8]) {
     }
 }
 
+/// Wyoming bytes (as a client sends them): `rill_server::wyoming::read_event` event
+/// after event until the bytes run out or one is refused, each within the bounds;
+/// `synthesize` data through `parse_synthesize` against five voices in every
+/// language: what is accepted names one of them and has text within the limit.
+pub fn wyoming(data: &[u8]) {
+    use rill_server::wyoming::{event, parse_synthesize, read_event};
+    let voices: Vec<String> = ["John", "Sofia", "Aria", "Jason", "Leo"]
+        .map(String::from)
+        .to_vec();
+    let mut rest = data;
+    while let Ok(Some((e, used))) = read_event(rest) {
+        assert!(used > 0 && used <= rest.len());
+        assert!(e.payload.len() <= event::MAX_PAYLOAD_BYTES);
+        assert!(!e.kind.is_empty());
+        rest = &rest[used..];
+        if e.kind == "synthesize" {
+            if let Ok(s) = parse_synthesize(&e.data, &voices, &rill_text::Language::ALL) {
+                assert!(s.options.speaker < voices.len());
+                assert!(!s.text.trim().is_empty());
+                assert!(s.text.chars().count() <= rill_server::tts::MAX_TTS_TEXT_CHARS);
+            }
+        }
+        // What the server writes reads back as the same event.
+        let mut out = rill_server::wyoming::Event::new(&e.kind, serde_json::json!({}));
+        out.payload = e.payload.clone();
+        if e.kind.len() < 1024 {
+            let (back, n) = read_event(&out.encode())
+                .expect("its own framing")
+                .expect("a whole event");
+            assert_eq!((back, n), (out.clone(), out.encode().len()));
+        }
+    }
+}
+
 /// The Magpie text front ends on any text in any language (first byte picks it): what
 /// is accepted is ids inside v2602's table ending with EOS, each built language's ids
 /// inside its own table, the dropped characters sorted and unique; sentence splitting

@@ -340,6 +340,36 @@ fn openai_speech_seeds() -> Vec<Seed> {
         .collect()
 }
 
+fn wyoming_seeds() -> Vec<Seed> {
+    let events: [(&str, &[u8]); 6] = [
+        ("describe", b"{\"type\":\"describe\"}\n"),
+        (
+            "synthesize",
+            b"{\"type\":\"synthesize\",\"version\":\"1.10.2\",\"data_length\":66}\n{\"text\":\"It costs $3.50.\",\"voice\":{\"name\":\"Sofia\",\"speaker\":null}}",
+        ),
+        (
+            "synthesize_inline_language",
+            b"{\"type\":\"synthesize\",\"data\":{\"text\":\"Hallo.\",\"voice\":{\"language\":\"de_DE\"}}}\n",
+        ),
+        (
+            "streamed",
+            b"{\"type\":\"synthesize-start\",\"data\":{\"voice\":{\"name\":\"2\"}}}\n{\"type\":\"synthesize-chunk\",\"data\":{\"text\":\"Hi \"}}\n{\"type\":\"synthesize-stop\"}\n",
+        ),
+        (
+            "audio_chunk",
+            b"{\"type\":\"audio-chunk\",\"data\":{\"rate\":22050,\"width\":2,\"channels\":1},\"payload_length\":4}\n\x01\x02\x03\x04{\"type\":\"ping\"}\n",
+        ),
+        (
+            "bad_lengths",
+            b"{\"type\":\"synthesize\",\"data_length\":-1,\"payload_length\":1e9}\n",
+        ),
+    ];
+    events
+        .iter()
+        .map(|(n, b)| ("wyoming", format!("{n}.bin"), b.to_vec()))
+        .collect()
+}
+
 fn protocol_seeds() -> Vec<Seed> {
     let msgs = [
         (
@@ -544,6 +574,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(codec_state_seeds());
     v.extend(protocol_seeds());
     v.extend(openai_speech_seeds());
+    v.extend(wyoming_seeds());
     v.extend(gguf_seeds());
     v.extend(torch_seeds());
     v.extend(nemo_seeds());

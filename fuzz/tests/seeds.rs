@@ -27,6 +27,7 @@ fn committed_seeds_are_current_and_run() {
             "codec_state" => rill_fuzz::codec_state,
             "protocol" => rill_fuzz::protocol,
             "openai_speech" => rill_fuzz::openai_speech,
+            "wyoming" => rill_fuzz::wyoming,
             "gguf" => rill_fuzz::gguf,
             "torch" => rill_fuzz::torch,
             "nemo" => rill_fuzz::nemo,

@@ -119,6 +119,19 @@ pub struct ServeArgs {
     #[arg(long, default_value = "f32",
           value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
     pub tts_precision: rill_magpie::Precision,
+
+    /// Also speak the Wyoming protocol (Home Assistant's, as Piper does) on this
+    /// TCP address, e.g. 0.0.0.0:10200; needs a voice (--tts-checkpoint and
+    /// --tts-codec, or --tts-random-weights). Port 0 picks a free port (printed).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub wyoming: Option<SocketAddr>,
+
+    /// Most frames (46.4 ms each) the voice makes per sentence, for every door
+    /// (default: the checkpoint's, 500 for v2602); a request's own max_frames
+    /// still applies on /api/tts and /v1/audio/speech.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
+    pub tts_max_frames: Option<usize>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -131,6 +144,27 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
+    let has_voice = args.tts_checkpoint.is_some() || args.tts_random_weights.is_some();
+    if args.wyoming.is_some() && !has_voice {
+        return Err(crate::usage::usage(
+            "--wyoming needs a voice: add --tts-checkpoint M --tts-codec C (or --tts-random-weights)",
+        ));
+    }
+    if args.tts_max_frames.is_some() && !has_voice {
+        return Err(crate::usage::usage(
+            "--tts-max-frames needs a voice: add --tts-checkpoint M --tts-codec C (or --tts-random-weights)",
+        ));
+    }
+    let wyoming_listener = match args.wyoming {
+        Some(a) => {
+            let l = std::net::TcpListener::bind(a).with_context(|| {
+                format!("cannot listen on {a} for Wyoming (in use? try --wyoming 127.0.0.1:0)")
+            })?;
+            l.set_nonblocking(true)?;
+            Some(l)
+        }
+        None => None,
+    };
     let codes = args
         .style_codes
         .as_deref()
@@ -182,7 +216,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         None => String::new(),
     };
     let mut tts_line = String::new();
-    if args.tts_checkpoint.is_some() || args.tts_random_weights.is_some() {
+    if has_voice {
         // Read first: a bad dictionary costs no load.
         let german = match &args.tts_lexicon {
             Some(p) => Some(
@@ -206,10 +240,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
                 Ok::<_, rill_text::TextError>(front),
             );
         }
+        if let Some(n) = args.tts_max_frames {
+            voice.params.max_decoder_steps = n;
+        }
         let threads = crate::args::thread_count(args.model.threads)?;
         state = state.with_tts(rill_server::tts::TtsService::new(voice, threads));
         tts_line = format!("; text-to-speech at POST http://{addr}/api/tts");
     }
+    let wyoming = match (wyoming_listener, &state.tts) {
+        (Some(l), Some(service)) => Some((l, Arc::clone(service))),
+        _ => None,
+    };
     let state = Arc::new(state);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -225,6 +266,18 @@ pub fn run(args: ServeArgs) -> Result<()> {
         eprintln!(
             "rill is listening on http://{addr}/  (Ctrl-C stops; {limits}){tts_line}{style_line}"
         );
+        if let Some((l, service)) = wyoming {
+            let l = tokio::net::TcpListener::from_std(l)?;
+            eprintln!(
+                "rill speaks Wyoming on tcp://{}  (Home Assistant: add the Wyoming Protocol integration with this host and port)",
+                l.local_addr()?
+            );
+            tokio::spawn(async move {
+                if let Err(e) = rill_server::wyoming::serve(l, service).await {
+                    eprintln!("wyoming: {e}");
+                }
+            });
+        }
         rill_server::run(listener, state).await
     })
     .with_context(|| format!("serving on {addr}"))
@@ -301,6 +354,18 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.contains("cannot be used with"), "{e}");
+    }
+
+    #[test]
+    fn wyoming_flags() {
+        let a = parse(&["--tts-random-weights", "--wyoming", "127.0.0.1:10200"]).unwrap();
+        assert_eq!(a.wyoming, Some("127.0.0.1:10200".parse().unwrap()));
+        assert_eq!(
+            parse(&["--tts-max-frames", "8"]).unwrap().tts_max_frames,
+            Some(8)
+        );
+        assert!(parse(&["--tts-max-frames", "0"]).is_err());
+        assert!(parse(&["--wyoming", "10200"]).is_err());
     }
 
     #[test]

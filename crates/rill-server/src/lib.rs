@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod rate;
 pub mod style;
 pub mod tts;
+pub mod wyoming;
 
 use std::error::Error as _;
 use std::net::SocketAddr;
