@@ -319,7 +319,7 @@ pub(crate) async fn models(State(st): State<Arc<AppState>>) -> Json<serde_json::
                 "created": 0,
                 "owned_by": "nvidia",
                 "voices": voices(s),
-                "languages": s.voice.front.languages().iter().map(|l| l.code()).collect::<Vec<_>>(),
+                "languages": s.language_codes(),
             })
         })
         .into_iter()

@@ -69,16 +69,20 @@ impl TtsService {
         self.busy.load(Ordering::Relaxed)
     }
 
-    /// Facts for `/api/info`.
-    pub fn info(&self) -> serde_json::Value {
-        let c = &self.voice.model.config;
-        let languages: Vec<&str> = self
-            .voice
+    /// The codes of the languages the voice speaks, in the table's order.
+    pub fn language_codes(&self) -> Vec<&'static str> {
+        self.voice
             .front
             .languages()
             .iter()
             .map(|l| l.code())
-            .collect();
+            .collect()
+    }
+
+    /// Facts for `/api/info`.
+    pub fn info(&self) -> serde_json::Value {
+        let c = &self.voice.model.config;
+        let languages = self.language_codes();
         serde_json::json!({
             "endpoint": "/api/tts",
             "sample_rate": rill_nanocodec::SAMPLE_RATE,

@@ -146,13 +146,7 @@ pub fn parse_synthesize(
 
 /// The `info` event's data for `service`.
 pub fn info(service: &TtsService) -> Value {
-    let languages: Vec<&str> = service
-        .voice
-        .front
-        .languages()
-        .iter()
-        .map(|l| l.code())
-        .collect();
+    let languages = service.language_codes();
     let attribution = json!({
         "name": "NVIDIA (Magpie TTS Multilingual)",
         "url": "https://huggingface.co/nvidia/magpie_tts_multilingual_357m",

@@ -8,19 +8,8 @@ use common::*;
 
 /// (status, JSON body) of `GET path`.
 async fn get_json(addr: &str, path: &str) -> (u16, serde_json::Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_str(body).unwrap())
+    let (status, body) = http_get_status(addr, path).await;
+    (status, serde_json::from_str(&body).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

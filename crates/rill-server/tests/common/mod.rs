@@ -176,6 +176,11 @@ pub async fn closed_with(ws: &mut Ws) -> (String, String, u16) {
 
 /// The body of `GET path` (a minimal HTTP/1.1 client; no redirects, no chunking).
 pub async fn http_get(addr: &str, path: &str) -> String {
+    http_get_status(addr, path).await.1
+}
+
+/// The status and body of `GET path`.
+pub async fn http_get_status(addr: &str, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(
@@ -186,9 +191,13 @@ pub async fn http_get(addr: &str, path: &str) -> String {
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();
     let text = String::from_utf8_lossy(&buf).into_owned();
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_string())
 }
 
 /// POSTs the JSON `body` to `path`; returns (status, headers, de-chunked body).
