@@ -130,8 +130,9 @@ pub struct PrecisionArgs {
     /// (rill's fast int8: the same MLX g64 quantiser on the f32 weights with f32
     /// math, closer to f32 than upstream's int8), int4 (affine g32), lut4 (4-bit
     /// palettes per 16 rows) or mixed (temporal 4-bit palettes, the rest int8).
-    /// Default: f32, or the precision a pre-quantised file (`rill quantize`) was
-    /// made for.
+    /// Default: the precision a pre-quantised file (`rill quantize`) was made for;
+    /// else f32 for generate and batch, and int8 for play, serve and soak (real
+    /// time; a copy quantised once and kept in the user's cache directory).
     #[arg(long, value_parser = mrt2_precision_parser())]
     pub precision: Option<Precision>,
 }

@@ -23,6 +23,11 @@ pub struct LiveArgs {
     /// frames; 40 to 10000).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(40..=10_000))]
     pub buffer_ms: u32,
+
+    /// Play even when the start-up measurement says this machine cannot keep up
+    /// (the audio will have gaps); without it such a stream is refused.
+    #[arg(long)]
+    pub allow_stutter: bool,
 }
 
 impl LiveArgs {
@@ -55,6 +60,7 @@ pub fn start_engine(
     model: &ModelArgs,
     precision: Option<Precision>,
     admission: Admission,
+    allow_stutter: bool,
 ) -> Result<Loaded> {
     let (max_sessions, calibration_frames) = match admission {
         Admission::Measured(max) => (max, 8),
@@ -62,7 +68,7 @@ pub fn start_engine(
     };
     let path = model_source::resolve(model)?;
     let (ckpt, kind) = model_source::open(&path)?;
-    let precision = model_source::precision(precision, &ckpt)?;
+    let (ckpt, precision) = live_weights(ckpt, precision)?;
     let lm = model_source::load_lm(&ckpt, precision)?;
     let codec_precision = model_source::codec_precision(model, precision, true);
     let codec = model_source::load_codec(&ckpt, codec_precision)?;
@@ -87,6 +93,7 @@ pub fn start_engine(
             lm_threads,
             max_sessions,
             calibration_frames,
+            allow_stutter,
         },
     )
     .context("starting the streaming engine")?;
@@ -102,9 +109,14 @@ pub fn start_engine(
     } else if rtf > 1.0 {
         eprintln!(
             "warning: this machine generates one stream at {:.2}× real time (real-time factor {rtf:.2}); \
-             playback will stutter. {}",
+             playback would stutter. {} {}",
             1.0 / rtf,
-            faster_advice(precision, codec_precision)
+            faster_advice(precision, codec_precision),
+            if allow_stutter {
+                "Admitting streams anyway (--allow-stutter)."
+            } else {
+                "No music stream is admitted (--allow-stutter admits them anyway)."
+            }
         );
     } else {
         eprintln!(
@@ -122,6 +134,49 @@ pub fn start_engine(
         }),
         weights_ready,
     })
+}
+
+/// The checkpoint and precision live use runs: `--precision` or a pre-quantised
+/// file's own as given; a full-precision checkpoint as a cached
+/// [`rill_stream::live::LIVE_PRECISION`] copy (made once, said on stderr), or
+/// quantised at load if the copy cannot be written (same weights).
+fn live_weights(
+    ckpt: rill_checkpoint::Checkpoint,
+    explicit: Option<Precision>,
+) -> Result<(rill_checkpoint::Checkpoint, Precision)> {
+    if explicit.is_some() || ckpt.quantized_precision().is_some() {
+        let precision = model_source::precision(explicit, &ckpt)?;
+        return Ok((ckpt, precision));
+    }
+    let live = rill_stream::live::LIVE_PRECISION;
+    let made = rill_stream::live::live_copy(&ckpt, live, &mut |copy| {
+        eprintln!(
+            "quantising {} to {live} once for live use (real time; `--precision f32` runs it as is), \
+             keeping the copy at {}…",
+            ckpt.path().display(),
+            copy.display()
+        )
+    });
+    match made {
+        Ok(copy) => {
+            match copy.made_in {
+                Some(s) => eprintln!("quantised in {s:.1} s"),
+                None => eprintln!(
+                    "using the {live} copy of {} made earlier ({}; `--precision f32` runs the original)",
+                    ckpt.path().display(),
+                    copy.path.display()
+                ),
+            }
+            let (copy_ckpt, _) = model_source::open(&copy.path)?;
+            Ok((copy_ckpt, copy.precision))
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: cannot keep a {live} copy in the cache ({e}); quantising at load instead"
+            );
+            Ok((ckpt, live))
+        }
+    }
 }
 
 /// What to try when the machine is too slow, never the settings already in use.

@@ -100,6 +100,7 @@ pub fn run(mut args: PlayArgs) -> Result<()> {
         &args.live.music.model,
         args.live.music.precision.precision,
         live::Admission::Measured(Some(1)),
+        args.live.allow_stutter,
     )?;
     let opened = Instant::now();
     let mut stream = loaded.engine.open(StreamConfig {

@@ -58,6 +58,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=1024).map(|n| n as usize))]
     pub capacity: Option<usize>,
 
+    /// Admit one music stream even when the start-up measurement says this
+    /// machine cannot generate it in real time (its listeners hear gaps);
+    /// without it every stream is refused with the reason (code "too_slow").
+    #[arg(long, conflicts_with = "capacity")]
+    pub allow_stutter: bool,
+
     /// Most WebSocket connections open at once, playing or idle (1..=65536);
     /// one more gets HTTP 503. Streams are capped separately (--max-sessions).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
@@ -184,7 +190,12 @@ pub fn run(args: ServeArgs) -> Result<()> {
         Some(n) => live::Admission::Fixed(n),
         None => live::Admission::Measured(args.max_sessions),
     };
-    let loaded = live::start_engine(&args.model, args.precision.precision, admission)?;
+    let loaded = live::start_engine(
+        &args.model,
+        args.precision.precision,
+        admission,
+        args.allow_stutter,
+    )?;
     let options = ServerOptions {
         max_connections: args.max_connections as usize,
         allowed_origins: args.allow_origin,

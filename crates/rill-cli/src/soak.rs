@@ -114,6 +114,7 @@ pub fn run(mut args: SoakArgs) -> Result<()> {
         &args.live.music.model,
         args.live.music.precision.precision,
         live::Admission::Measured(Some(args.streams)),
+        args.live.allow_stutter,
     )?;
     if loaded.engine.capacity() < args.streams {
         bail!(

@@ -498,3 +498,80 @@ fn play_without_a_device_records_what_it_played() {
     assert!(stderr(&o).contains("error:"), "{}", stderr(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The live commands' default: a full-precision checkpoint plays at int8 from a
+/// copy quantised once into the user's cache, and said so.
+#[test]
+fn play_quantises_once_into_the_cache_then_reuses_the_copy() {
+    let d = tmp("live-defaults");
+    let cache = d.join("cache");
+    let ck = ckpt(0);
+    let play = || {
+        rill_env(
+            &[
+                "play",
+                "--checkpoint",
+                &ck,
+                "--device",
+                "null",
+                "--seconds",
+                "1",
+                "--threads",
+                "2",
+                // The test is about the weights, not this machine's speed.
+                "--allow-stutter",
+            ],
+            &d,
+            &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
+        )
+    };
+    let first = play();
+    let e = stderr(&first);
+    assert!(first.status.success(), "{e}");
+    assert!(
+        e.contains("to int8 once for live use") && e.contains("quantised in "),
+        "the copy was not made and said: {e}"
+    );
+    assert!(e.contains("language model (int8)"), "{e}");
+    let live = cache.join("rill/live");
+    let copies: Vec<_> = std::fs::read_dir(&live)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(copies[0].ends_with(".int8.safetensors"), "{copies:?}");
+
+    let second = play();
+    let e = stderr(&second);
+    assert!(second.status.success(), "{e}");
+    assert!(
+        e.contains("using the int8 copy") && !e.contains("quantised in "),
+        "the cached copy was not reused: {e}"
+    );
+    assert!(e.contains(&copies[0]), "{e}");
+
+    // An explicit precision runs the checkpoint as is, without a copy.
+    let f32 = rill_env(
+        &[
+            "play",
+            "--checkpoint",
+            &ck,
+            "--precision",
+            "f32",
+            "--device",
+            "null",
+            "--seconds",
+            "0.2",
+            "--allow-stutter",
+        ],
+        &d,
+        &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
+    );
+    let e = stderr(&f32);
+    assert!(f32.status.success(), "{e}");
+    assert!(
+        !e.contains("int8 copy") && e.contains("language model (f32)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -299,6 +299,10 @@ impl Conn {
                 self.st.metrics.refusal("stream", "full");
                 protocol::busy(&e.to_string(), self.st.engine.active(), capacity)
             }
+            Err(e @ StreamError::TooSlow { .. }) => {
+                self.st.metrics.refusal("stream", "too_slow");
+                protocol::error("too_slow", &e.to_string())
+            }
             Err(e) => protocol::error("internal", &e.to_string()),
         }
     }

@@ -2,8 +2,9 @@
 //!
 //! * `GET /health`: 200 `{"status": "ok"}` while the process serves (liveness).
 //! * `GET /ready`: 200 while a music stream can be admitted, 503 while every stream
-//!   slot is taken (readiness; a balancer sends new listeners elsewhere); both with
-//!   `{"ready", "free_slots", "capacity", "active", "speech_busy"}`. The server
+//!   slot is taken or none is admitted because one would stutter (readiness; a
+//!   balancer sends new listeners elsewhere); both with `{"ready", "free_slots",
+//!   "capacity", "active", "speech_busy", "too_slow"}`. The server
 //!   listens only once its models are loaded, so a reachable server is loaded.
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub(crate) async fn ready(State(st): State<Arc<AppState>>) -> Response {
         "capacity": capacity,
         "active": active,
         "speech_busy": st.tts.as_ref().is_some_and(|t| t.busy()),
+        "too_slow": st.engine.too_slow().is_some(),
     });
     let status = if free > 0 {
         StatusCode::OK

@@ -10,7 +10,8 @@
 //!   room (earliest deadline first) and, when every queue is full, waits for room
 //!   yielding its core (up to `scheduler::BUSY_WAIT` after the last frame, then in 2 ms sleeps).
 //! * Admission control: at most `capacity` streams, measured at start-up as how
-//!   many the CPU can sustain in real time (or set explicitly).
+//!   many the CPU can sustain in real time (or set explicitly); none when one
+//!   stream would not keep up, unless stuttering is allowed.
 //!
 //! Consumers (an audio-device callback, a WebSocket sender pacing at 40 ms) read
 //! frames without locks; a read that finds too little audio counts an underrun.
@@ -47,6 +48,13 @@ pub enum StreamError {
         "server busy: all {capacity} stream(s) this machine can sustain in real time are in use"
     )]
     Busy { capacity: usize },
+    #[error(
+        "this machine generates one stream at {:.2}× real time (measured real-time factor \
+         {rtf:.2}), so it would stutter: no stream is admitted unless stuttering is allowed \
+         (--allow-stutter)",
+        1.0 / rtf
+    )]
+    TooSlow { rtf: f32 },
     #[error("the control queue is full; the engine is not keeping up")]
     ControlQueueFull,
     #[error("the engine has stopped")]
@@ -67,6 +75,9 @@ pub struct EngineConfig {
     /// Frames generated to measure the real-time factor at start-up (0 = skip; then
     /// the capacity is `max_sessions` or 1).
     pub calibration_frames: usize,
+    /// Admit streams even when the calibration measures a real-time factor above 1
+    /// (they will underrun); `false` refuses them with [`StreamError::TooSlow`].
+    pub allow_stutter: bool,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +89,7 @@ impl Default for EngineConfig {
             lm_threads: None,
             max_sessions: None,
             calibration_frames: 8,
+            allow_stutter: false,
         }
     }
 }
@@ -176,6 +188,9 @@ struct Shared {
     active: AtomicUsize,
     capacity: usize,
     rtf: f32,
+    /// The calibration measured a real-time factor above 1 and stuttering is not
+    /// allowed: every stream is refused.
+    too_slow: bool,
     /// How long each served frame took.
     frame_times: FrameTimes,
     /// Test hook: the next frame served, of any stream, panics inside a pool task.
@@ -185,6 +200,22 @@ struct Shared {
     /// thread would, before it picks the stream to serve.
     #[cfg(feature = "fault-injection")]
     preempt_after_drain: AtomicBool,
+}
+
+/// How many streams to admit after a calibration measured `rtf` (0 = not
+/// measured), and whether to refuse all of them as too slow.
+fn admission(config: &EngineConfig, rtf: f32) -> (usize, bool) {
+    let measured = if rtf > 0.0 {
+        ((0.9 / rtf).floor() as usize).max(1)
+    } else {
+        1
+    };
+    let capacity = match (config.max_sessions, config.calibration_frames) {
+        (Some(m), 0) => m.max(1),
+        (Some(m), _) => m.max(1).min(measured),
+        (None, _) => measured,
+    };
+    (capacity, rtf > 1.0 && !config.allow_stutter)
 }
 
 /// The streaming engine (see the module docs).
@@ -207,16 +238,7 @@ impl Engine {
         } else {
             0.0
         };
-        let measured = if rtf > 0.0 {
-            ((0.9 / rtf).floor() as usize).max(1)
-        } else {
-            1
-        };
-        let capacity = match (config.max_sessions, config.calibration_frames) {
-            (Some(m), 0) => m.max(1),
-            (Some(m), _) => m.max(1).min(measured),
-            (None, _) => measured,
-        };
+        let (capacity, too_slow) = admission(&config, rtf);
         let (tx, rx) = bounded(64);
         let shared = Arc::new(Shared {
             lm,
@@ -226,6 +248,7 @@ impl Engine {
             active: AtomicUsize::new(0),
             capacity,
             rtf,
+            too_slow,
             frame_times: FrameTimes::default(),
             #[cfg(feature = "fault-injection")]
             panic_in_pool: AtomicBool::new(false),
@@ -242,9 +265,20 @@ impl Engine {
         })
     }
 
-    /// Streams this engine admits at once.
+    /// Streams this engine admits at once (0 when it refuses every stream as
+    /// [`Engine::too_slow`]).
     pub fn capacity(&self) -> usize {
-        self.shared.capacity
+        if self.shared.too_slow {
+            0
+        } else {
+            self.shared.capacity
+        }
+    }
+
+    /// The measured real-time factor when it is above 1 and stuttering is not
+    /// allowed: every [`Engine::open`] is refused with [`StreamError::TooSlow`].
+    pub fn too_slow(&self) -> Option<f32> {
+        self.shared.too_slow.then_some(self.shared.rtf)
     }
 
     /// Real-time factor of one stream measured at start-up (0 if not measured).
@@ -280,8 +314,12 @@ impl Engine {
             .store(true, Ordering::Relaxed);
     }
 
-    /// Opens a stream, or refuses with [`StreamError::Busy`] beyond capacity.
+    /// Opens a stream, or refuses with [`StreamError::Busy`] beyond capacity, or
+    /// [`StreamError::TooSlow`] when no stream would keep up.
     pub fn open(&self, config: StreamConfig) -> Result<StreamHandle, StreamError> {
+        if let Some(rtf) = self.too_slow() {
+            return Err(StreamError::TooSlow { rtf });
+        }
         let cap = self.shared.capacity;
         self.shared
             .active
@@ -473,5 +511,30 @@ impl Drop for StreamHandle {
     fn drop(&mut self) {
         self.closed.store(true, Ordering::Release);
         self.shared.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admission_follows_the_measurement_and_the_stutter_policy() {
+        let config = |max_sessions, calibration_frames, allow_stutter| EngineConfig {
+            max_sessions,
+            calibration_frames,
+            allow_stutter,
+            ..EngineConfig::default()
+        };
+        // Not measured: the given capacity, never refused.
+        assert_eq!(admission(&config(Some(3), 0, false), 0.0), (3, false));
+        assert_eq!(admission(&config(None, 0, false), 0.0), (1, false));
+        // Measured: 90 % of the machine, at most the cap.
+        assert_eq!(admission(&config(None, 8, false), 0.29), (3, false));
+        assert_eq!(admission(&config(Some(2), 8, false), 0.29), (2, false));
+        assert_eq!(admission(&config(None, 8, false), 0.95), (1, false));
+        // Slower than real time: refused unless stuttering is allowed.
+        assert_eq!(admission(&config(None, 8, false), 1.2), (1, true));
+        assert_eq!(admission(&config(None, 8, true), 1.2), (1, false));
     }
 }

@@ -7,6 +7,7 @@
 //! * [`Engine`]: a scheduler thread that owns all generators and the worker pool,
 //!   keeps every stream a bounded distance ahead of its playback, applies controls
 //!   at frame boundaries and admits only as many streams as the CPU sustains.
+//! * [`live`]: the weights live use runs by default (a cached int8 copy).
 //! * [`NoteTracker`]: note on/off → pianoroll values (onset/sustain semantics).
 //! * [`PacedReader`]: a stream consumed at real-time pace without a device,
 //!   counting underruns.
@@ -18,6 +19,7 @@
 pub mod encoder_source;
 pub mod engine;
 pub mod generator;
+pub mod live;
 pub mod notes;
 pub mod paced;
 pub mod pipeline;
