@@ -1,5 +1,5 @@
 // The instrument page's logic (index.html); served at /app.js.
-/* global JitterBuffer, installNotes, installPrompts */
+/* global createPlayer, installNotes, installPrompts */
 "use strict";
 (() => {
   // ---------------------------------------------------------------- constants
@@ -266,7 +266,7 @@
   }
 
   // ------------------------------------------------------------------ audio
-  let ctx = null, player = null, fallbackJb = null, gain = null, analyser = null;
+  let ctx = null, player = null, gain = null, analyser = null;
 
   function targetSamples() { return +$("target").value * FRAME_SAMPLES; }
 
@@ -298,45 +298,21 @@
       analyser.fftSize = 2048;
       gain.connect(analyser);
       gain.connect(ctx.destination);
-      let mode;
-      if (ctx.audioWorklet && typeof AudioWorkletNode !== "undefined") {
-        await ctx.audioWorklet.addModule("worklet.js");
-        player = new AudioWorkletNode(ctx, "rill-player", {
-          numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [2],
-          processorOptions: { srcRate: SRC_RATE, targetSamples: targetSamples() },
-        });
-        player.port.onmessage = (e) => { if (e.data && e.data.type === "stats") onPlayerStats(e.data); };
-        player.connect(gain);
-        mode = "AudioWorklet";
-      } else {
-        // No AudioWorklet (insecure context): same jitter buffer on the main thread.
-        fallbackJb = new JitterBuffer(SRC_RATE, ctx.sampleRate, targetSamples());
-        const sp = ctx.createScriptProcessor(2048, 0, 2);
-        sp.onaudioprocess = (e) => {
-          fallbackJb.render(e.outputBuffer.getChannelData(0), e.outputBuffer.getChannelData(1));
-          onPlayerStats(fallbackJb.stats());
-        };
-        sp.connect(gain);
-        player = sp;
-        mode = "ScriptProcessor (AudioWorklet unavailable: open the page via localhost or https for lower latency)";
-      }
-      rill.audio = { sampleRate: ctx.sampleRate, mode, state: ctx.state };
+      player = await createPlayer(ctx, { srcRate: SRC_RATE, targetSamples: targetSamples() }, onPlayerStats);
+      player.node.connect(gain);
+      rill.audio = { sampleRate: ctx.sampleRate, mode: player.mode, state: ctx.state };
       ctx.onstatechange = () => { rill.audio.state = ctx.state; };
       const rate = ctx.sampleRate === SRC_RATE ? "48 kHz"
         : `${ctx.sampleRate} Hz (resampled from 48 kHz)`;
-      $("audio-note").textContent = `Audio: ${rate} · ${mode}`;
+      $("audio-note").textContent = `Audio: ${rate} · ${player.mode}`;
     }
     await ctx.resume();
   }
   function resetPlayer() {
-    if (fallbackJb) fallbackJb.reset();
-    else if (player) player.port.postMessage({ type: "reset" });
+    if (player) player.reset();
   }
   $("volume").addEventListener("input", () => { if (gain) gain.gain.value = +$("volume").value; });
-  $("target").addEventListener("change", () => {
-    if (fallbackJb) fallbackJb.target = targetSamples();
-    else if (player) player.port.postMessage({ type: "target", samples: targetSamples() });
-  });
+  $("target").addEventListener("change", () => { if (player) player.setTarget(targetSamples()); });
 
   // ---------------------------------------------------------------- stream
   function resetMeters() {
@@ -417,8 +393,7 @@
     rill.framesReceived++;
     $("m-frames").textContent = rill.framesReceived;
     if (rill.state === "starting") { setState("playing"); refreshInfo(); }
-    if (fallbackJb) fallbackJb.push(buf);
-    else player.port.postMessage(buf, [buf]);
+    player.push(buf);
   }
 
   function onText(text) {
