@@ -1,5 +1,5 @@
 // The instrument page's logic (index.html); served at /app.js.
-/* global createPlayer, installNotes, installPrompts */
+/* global createPlayer, installNotes, installPrompts, installSpeech */
 "use strict";
 (() => {
   // ---------------------------------------------------------------- constants
@@ -80,10 +80,34 @@
       $("info-precision").textContent = info.precision ?? "—";
       $("info-streams").textContent = `${info.active ?? "?"} / ${info.capacity ?? "?"}`;
       $("info-rtf").textContent = info.measured_rtf > 0 ? Number(info.measured_rtf).toFixed(2) : "—";
+      $("info-rtf").classList.toggle("bad", info.measured_rtf > 1);
+      showNotices(info);
       if (prompts) prompts.setAvailable(!!info.style);
+      if (speech) speech.setInfo(info);
     } catch (_) { /* the server may be restarting; keep the last values */ }
   }
+  // What the page must say before anyone listens: random weights, a CPU too slow.
+  function showNotices(i) {
+    const notes = [];
+    if (i.random_weights) {
+      notes.push({ id: "music-random", text: "Random weights: the music model is untrained here (a smoke test), so it plays noise, not music." });
+    }
+    if (i.measured_rtf > 1) {
+      const x = Number(i.measured_rtf);
+      notes.push({ id: "music-slow", text: `Measured RTF ${x.toFixed(2)} > 1: this machine generates one music stream at ${(1 / x).toFixed(2)}× real time, so playback will stutter (rill serve printed faster settings at start-up).` });
+    }
+    const box = $("notices");
+    box.replaceChildren(...notes.map((n) => {
+      const p = document.createElement("p");
+      p.className = "notice";
+      p.dataset.testid = `notice-${n.id}`;
+      p.textContent = n.text;
+      return p;
+    }));
+    box.hidden = notes.length === 0;
+  }
   let prompts = null;  // the prompt box (prompts.js), installed below
+  let speech = null;   // the speech card (speech.js), installed below
   refreshInfo();
   setInterval(refreshInfo, 5000);
 
@@ -491,6 +515,8 @@
   installNotes({ $, rill, queueControl });
   prompts = installPrompts({ $, rill, apply: applyPrompts });
   if (info) prompts.setAvailable(!!info.style);
+  speech = installSpeech({ $ });
+  if (info) speech.setInfo(info);
 
   // ---------------------------------------------------------------- scope
   const scope = $("scope");
