@@ -114,6 +114,7 @@ function installSpeech({ $ }) {
   const seconds = (samples) => `${(samples / rate).toFixed(1)} s`;
   function showStats() {
     const facts = [];
+    if (st.language) facts.push(`spoken as ${((tts && tts.language_names) || {})[st.language] || st.language}`);
     if (st.firstAudioMs !== null) facts.push(`first audio after ${Math.round(st.firstAudioMs)} ms`);
     if (st.samples) facts.push(`${seconds(st.samples)} received`);
     if (st.rtf !== null) facts.push(`RTF ${st.rtf.toFixed(2)} (measured by this page)`);
@@ -135,7 +136,9 @@ function installSpeech({ $ }) {
       const cp = parseInt(u.replace(/^U\+/i, ""), 16);
       return Number.isFinite(cp) ? `“${String.fromCodePoint(cp)}” (${u})` : u;
     });
-    el.textContent = `Not spoken: the ${st.language || ""} front end cannot read ${chars.join(", ")}.`;
+    const names = (tts && tts.language_names) || {};
+    const lang = names[st.language] || st.language || "language's";
+    el.textContent = `Not spoken: the ${lang} front end cannot read ${chars.join(", ")}.`;
   }
   function wavHeader(dataBytes) {
     const h = new DataView(new ArrayBuffer(WAV_HEADER));
