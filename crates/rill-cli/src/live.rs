@@ -131,6 +131,8 @@ pub fn start_engine(
             "model": kind.name(),
             "precision": precision.name(),
             "codec": codec_precision.describe(),
+            // The page says so: random weights make noise, not music.
+            "random_weights": model.random_weights.is_some(),
         }),
         weights_ready,
     })

@@ -255,7 +255,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
             voice.params.max_decoder_steps = n;
         }
         let threads = crate::args::thread_count(args.model.threads)?;
-        state = state.with_tts(rill_server::tts::TtsService::new(voice, threads));
+        state = state.with_tts(
+            rill_server::tts::TtsService::new(voice, threads)
+                .with_random_weights(args.tts_random_weights.is_some()),
+        );
         tts_line = format!("; text-to-speech at POST http://{addr}/api/tts");
     }
     let wyoming = match (wyoming_listener, &state.tts) {

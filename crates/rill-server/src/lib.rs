@@ -50,13 +50,14 @@ use limits::{ConnectionLimit, HostName, HostRefusal, Origin, OriginRefusal, MAX_
 use rate::UpgradeRate;
 
 /// The single-page instrument: markup, style, the jitter buffer / AudioWorklet
-/// processor, the notes input, the style prompts and the page's logic, each its own file, built
-/// into the binary.
+/// processor, the notes input, the style prompts, the speech card (`/api/tts`) and
+/// the page's logic, each its own file, built into the binary.
 pub const INDEX_HTML: &str = include_str!("../web/index.html");
 const STYLE_CSS: &str = include_str!("../web/style.css");
 const WORKLET_JS: &str = include_str!("../web/worklet.js");
 const NOTES_JS: &str = include_str!("../web/notes.js");
 const PROMPTS_JS: &str = include_str!("../web/prompts.js");
+const SPEECH_JS: &str = include_str!("../web/speech.js");
 const APP_JS: &str = include_str!("../web/app.js");
 
 /// Frames buffered before playback pacing starts (so a stream does not begin
@@ -173,6 +174,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/prompts.js",
             get(|| async { asset(JAVASCRIPT, PROMPTS_JS) }),
         )
+        .route("/speech.js", get(|| async { asset(JAVASCRIPT, SPEECH_JS) }))
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route(
             "/favicon.ico",

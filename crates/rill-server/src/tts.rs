@@ -9,10 +9,11 @@
 //! 500}`; only `text` is required, unknown fields, languages the voice cannot speak
 //! (`/api/info` lists them) and out-of-range values are refused with HTTP 400 and the
 //! reason. Characters the language's front end cannot encode are named in the
-//! response header [`DROPPED_HEADER`] (`U+2014 U+1F600`); pages pages from foreign origins with 403 (the same rule
-//! as `/ws`). One synthesis runs at a time (a second gets 503 and `Retry-After`);
-//! it runs on its own thread, never on the async runtime, and stops when the
-//! client goes away.
+//! response header [`DROPPED_HEADER`] (`U+2014 U+1F600`); pages from foreign
+//! origins get 403 (the same rule as `/ws`). One synthesis runs at a time (a second
+//! gets 503 and `Retry-After`); it runs on its own thread, never on the async
+//! runtime, and stops when the client goes away. The browser page's Speech card
+//! (`web/speech.js`) plays this stream as it arrives.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub struct TtsService {
     /// Generation threads per synthesis.
     pub threads: usize,
     busy: AtomicBool,
+    /// The voice's weights are random (`rill serve --tts-random-weights`): noise,
+    /// not words, which `/api/info` and the page say.
+    random_weights: bool,
 }
 
 impl TtsService {
@@ -61,7 +65,14 @@ impl TtsService {
             voice,
             threads: threads.max(1),
             busy: AtomicBool::new(false),
+            random_weights: false,
         }
+    }
+
+    /// Marks the voice's weights as random (synthesised for a smoke test).
+    pub fn with_random_weights(mut self, random: bool) -> TtsService {
+        self.random_weights = random;
+        self
     }
 
     /// Whether a synthesis is running.
@@ -83,15 +94,24 @@ impl TtsService {
     pub fn info(&self) -> serde_json::Value {
         let c = &self.voice.model.config;
         let languages = self.language_codes();
+        let names: serde_json::Map<String, serde_json::Value> = self
+            .voice
+            .front
+            .languages()
+            .iter()
+            .map(|l| (l.code().to_string(), l.name().into()))
+            .collect();
         serde_json::json!({
             "endpoint": "/api/tts",
             "sample_rate": rill_nanocodec::SAMPLE_RATE,
             "speakers": c.speakers,
             "speaker_names": self.voice.speaker_names,
             "languages": languages,
+            "language_names": names,
             "default_language": rill_text::Language::English.code(),
             "busy": self.busy.load(Ordering::Relaxed),
             "max_text_chars": MAX_TTS_TEXT_CHARS,
+            "random_weights": self.random_weights,
         })
     }
 }

@@ -2,7 +2,9 @@
 //! `rill serve` (random-weight mrt2_small, int8) and `tests/browser/e2e.mjs`
 //! (playwright-core driving the system Chromium) clicking Start, holding a piano
 //! key, and checking that audio frames and status messages arrive; a text prompt
-//! and an uploaded clip restyle the playing stream (random-weight MusicCoCa).
+//! and an uploaded clip restyle the playing stream (random-weight MusicCoCa); the
+//! Speech card speaks with the random-weight voice (a few frames per sentence),
+//! playing the WAV stream as it arrives, and shows the server's refusals.
 //!
 //! Needs `node` (≥ 20), Chromium (`/usr/bin/chromium` or `$CHROMIUM_PATH`) and
 //! `npm ci` in `tests/browser`. With `RILL_BROWSER_TEST=1` anything missing is a
@@ -70,6 +72,10 @@ fn missing_prerequisites() -> Vec<String> {
     missing
 }
 
+/// Frames per sentence of the test's voice (46 ms each): enough for several
+/// chunks of a streamed reply, few enough to keep the test short.
+const TTS_FRAMES: usize = 32;
+
 /// Starts `rill serve` in-process on 127.0.0.1:0; returns its address.
 fn start_server() -> SocketAddr {
     let engine = common::engine(2, rill_stream::Stages::TwoStage, 2);
@@ -80,13 +86,27 @@ fn start_server() -> SocketAddr {
     let model = rill_musiccoca::StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
     let style = rill_server::style::StyleService::start(model, rill_musiccoca::Mapper::Seed(0))
         .expect("the style encoder");
+    // The oracle's random-weight voice, as `rill serve --tts-random-weights` loads
+    // it, capped as `--tts-max-frames` does.
+    let mut voice = rill_stream::tts::Voice::load(
+        rill_stream::tts::VoiceSource::Random(0),
+        rill_kernels::WeightFormat::F32,
+    )
+    .expect("random-weight voice");
+    voice.params.max_decoder_steps = TTS_FRAMES;
+    let tts = rill_server::tts::TtsService::new(voice, 2).with_random_weights(true);
     let state = Arc::new(
         AppState::new(
             engine,
-            serde_json::json!({"model": "mrt2_small (random weights)", "precision": "int8"}),
+            serde_json::json!({
+                "model": "mrt2_small (random weights)",
+                "precision": "int8",
+                "random_weights": true,
+            }),
             ServerOptions::default(),
         )
-        .with_style(style),
+        .with_style(style)
+        .with_tts(tts),
     );
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
     std_listener.set_nonblocking(true).unwrap();

@@ -126,13 +126,22 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
         rill_kernels::WeightFormat::F32,
     )
     .unwrap();
-    let info = TtsService::new(all, 2).info();
+    let service = TtsService::new(all, 2);
+    let info = service.info();
     assert_eq!(
         info["languages"],
         // German needs the checkpoint's dictionary, which random weights lack.
         serde_json::json!(["en", "es", "zh", "fr", "hi", "it", "vi"])
     );
     assert_eq!(info["default_language"], "en");
+    // The page's language menu and its random-weights note.
+    assert_eq!(info["language_names"]["hi"], "Hindi");
+    assert_eq!(info["language_names"].as_object().unwrap().len(), 7);
+    assert_eq!(info["random_weights"], false);
+    assert_eq!(
+        service.with_random_weights(true).info()["random_weights"],
+        true
+    );
     let all = Voice::load(
         VoiceSource::RandomAllLanguages(0),
         rill_kernels::WeightFormat::F32,

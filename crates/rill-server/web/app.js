@@ -1,5 +1,5 @@
 // The instrument page's logic (index.html); served at /app.js.
-/* global JitterBuffer, installNotes, installPrompts */
+/* global createPlayer, installNotes, installPrompts, installSpeech */
 "use strict";
 (() => {
   // ---------------------------------------------------------------- constants
@@ -80,10 +80,34 @@
       $("info-precision").textContent = info.precision ?? "—";
       $("info-streams").textContent = `${info.active ?? "?"} / ${info.capacity ?? "?"}`;
       $("info-rtf").textContent = info.measured_rtf > 0 ? Number(info.measured_rtf).toFixed(2) : "—";
+      $("info-rtf").classList.toggle("bad", info.measured_rtf > 1);
+      showNotices(info);
       if (prompts) prompts.setAvailable(!!info.style);
+      if (speech) speech.setInfo(info);
     } catch (_) { /* the server may be restarting; keep the last values */ }
   }
+  // What the page must say before anyone listens: random weights, a CPU too slow.
+  function showNotices(i) {
+    const notes = [];
+    if (i.random_weights) {
+      notes.push({ id: "music-random", text: "Random weights: the music model is untrained here (a smoke test), so it plays noise, not music." });
+    }
+    if (i.measured_rtf > 1) {
+      const x = Number(i.measured_rtf);
+      notes.push({ id: "music-slow", text: `Measured RTF ${x.toFixed(2)} > 1: this machine generates one music stream at ${(1 / x).toFixed(2)}× real time, so playback will stutter (rill serve printed faster settings at start-up).` });
+    }
+    const box = $("notices");
+    box.replaceChildren(...notes.map((n) => {
+      const p = document.createElement("p");
+      p.className = "notice";
+      p.dataset.testid = `notice-${n.id}`;
+      p.textContent = n.text;
+      return p;
+    }));
+    box.hidden = notes.length === 0;
+  }
   let prompts = null;  // the prompt box (prompts.js), installed below
+  let speech = null;   // the speech card (speech.js), installed below
   refreshInfo();
   setInterval(refreshInfo, 5000);
 
@@ -266,7 +290,7 @@
   }
 
   // ------------------------------------------------------------------ audio
-  let ctx = null, player = null, fallbackJb = null, gain = null, analyser = null;
+  let ctx = null, player = null, gain = null, analyser = null;
 
   function targetSamples() { return +$("target").value * FRAME_SAMPLES; }
 
@@ -298,45 +322,21 @@
       analyser.fftSize = 2048;
       gain.connect(analyser);
       gain.connect(ctx.destination);
-      let mode;
-      if (ctx.audioWorklet && typeof AudioWorkletNode !== "undefined") {
-        await ctx.audioWorklet.addModule("worklet.js");
-        player = new AudioWorkletNode(ctx, "rill-player", {
-          numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [2],
-          processorOptions: { srcRate: SRC_RATE, targetSamples: targetSamples() },
-        });
-        player.port.onmessage = (e) => { if (e.data && e.data.type === "stats") onPlayerStats(e.data); };
-        player.connect(gain);
-        mode = "AudioWorklet";
-      } else {
-        // No AudioWorklet (insecure context): same jitter buffer on the main thread.
-        fallbackJb = new JitterBuffer(SRC_RATE, ctx.sampleRate, targetSamples());
-        const sp = ctx.createScriptProcessor(2048, 0, 2);
-        sp.onaudioprocess = (e) => {
-          fallbackJb.render(e.outputBuffer.getChannelData(0), e.outputBuffer.getChannelData(1));
-          onPlayerStats(fallbackJb.stats());
-        };
-        sp.connect(gain);
-        player = sp;
-        mode = "ScriptProcessor (AudioWorklet unavailable: open the page via localhost or https for lower latency)";
-      }
-      rill.audio = { sampleRate: ctx.sampleRate, mode, state: ctx.state };
+      player = await createPlayer(ctx, { srcRate: SRC_RATE, targetSamples: targetSamples() }, onPlayerStats);
+      player.node.connect(gain);
+      rill.audio = { sampleRate: ctx.sampleRate, mode: player.mode, state: ctx.state };
       ctx.onstatechange = () => { rill.audio.state = ctx.state; };
       const rate = ctx.sampleRate === SRC_RATE ? "48 kHz"
         : `${ctx.sampleRate} Hz (resampled from 48 kHz)`;
-      $("audio-note").textContent = `Audio: ${rate} · ${mode}`;
+      $("audio-note").textContent = `Audio: ${rate} · ${player.mode}`;
     }
     await ctx.resume();
   }
   function resetPlayer() {
-    if (fallbackJb) fallbackJb.reset();
-    else if (player) player.port.postMessage({ type: "reset" });
+    if (player) player.reset();
   }
   $("volume").addEventListener("input", () => { if (gain) gain.gain.value = +$("volume").value; });
-  $("target").addEventListener("change", () => {
-    if (fallbackJb) fallbackJb.target = targetSamples();
-    else if (player) player.port.postMessage({ type: "target", samples: targetSamples() });
-  });
+  $("target").addEventListener("change", () => { if (player) player.setTarget(targetSamples()); });
 
   // ---------------------------------------------------------------- stream
   function resetMeters() {
@@ -417,8 +417,7 @@
     rill.framesReceived++;
     $("m-frames").textContent = rill.framesReceived;
     if (rill.state === "starting") { setState("playing"); refreshInfo(); }
-    if (fallbackJb) fallbackJb.push(buf);
-    else player.port.postMessage(buf, [buf]);
+    player.push(buf);
   }
 
   function onText(text) {
@@ -516,6 +515,8 @@
   installNotes({ $, rill, queueControl });
   prompts = installPrompts({ $, rill, apply: applyPrompts });
   if (info) prompts.setAvailable(!!info.style);
+  speech = installSpeech({ $ });
+  if (info) speech.setInfo(info);
 
   // ---------------------------------------------------------------- scope
   const scope = $("scope");
