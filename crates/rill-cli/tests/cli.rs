@@ -460,6 +460,8 @@ fn play_without_a_device_records_what_it_played() {
             "60,64,67",
             "--threads",
             "2",
+            // About the recording, not this machine's speed.
+            "--allow-stutter",
         ],
         &d,
     );
@@ -491,11 +493,20 @@ fn play_without_a_device_records_what_it_played() {
     let o = rill_ck(
         "play",
         &ck,
-        &["--device", "no-such-device-xyz", "--seconds", "1"],
+        &[
+            "--device",
+            "no-such-device-xyz",
+            "--seconds",
+            "1",
+            "--allow-stutter",
+        ],
         &d,
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("error:"), "{}", stderr(&o));
+    let e = stderr(&o);
+    let error = e.lines().find(|l| l.starts_with("error:")).unwrap_or("");
+    assert!(error.contains("device"), "{e}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
