@@ -244,8 +244,10 @@ try {
     for (let i = 0; i < n; i++) wav.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), 44 + 2 * i);
     await page.evaluate(() => { window.rill.prompts.lastStyle = null; });
     await page.getByTestId("prompt-clip").setInputFiles({ name: "tone.wav", mimeType: "audio/wav", buffer: wav });
+    // A hang guard, not a pace: the encoder runs at low priority beside the playing
+    // stream, 45 s on a quiet 2-core Zen 3 (random weights), more on a busy host.
     await page.waitForFunction(() => window.rill.prompts.uploads === 1 || document.querySelector('[data-testid="prompt-error"]').textContent,
-      null, { timeout: 60000 });
+      null, { timeout: 240000 });
     const err = (await page.getByTestId("prompt-error").textContent()).trim();
     check(!err, `the upload failed: ${err}`);
     check(await page.evaluate(() => window.rill.prompts.rows()) === 2, "the clip did not become a prompt row");
