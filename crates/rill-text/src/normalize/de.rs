@@ -5,7 +5,7 @@
 //! digit with "punkt", dates ("am erster januar"), times with "Uhr", measures,
 //! percentages. Punctuation right after a replaced form is set off by a space.
 
-use super::scan::{groups_of_three, is_digits, piece, run, Piece};
+use super::scan::{groups_of_three, is_digits, piece, run, spaced, Piece};
 
 const ONES: [&str; 20] = [
     "null",
@@ -221,14 +221,6 @@ fn clock(core: &str) -> Option<String> {
         0 => format!("{hour} uhr"),
         _ => format!("{hour} uhr {}", cardinal(m)?),
     })
-}
-
-fn spaced(spoken: String, trail: &str) -> String {
-    if trail.is_empty() {
-        spoken
-    } else {
-        format!("{spoken} {trail}")
-    }
 }
 
 /// Rules over several words: (words used, spoken form).

@@ -5,7 +5,7 @@
 //! ("2e" → "deuxième"), telephone pairs ("06 12" → "zéro six douze"). Units and currency
 //! signs are kept as written; punctuation right after a replaced form is set off by a space.
 
-use super::scan::{groups_of_three, is_digits, piece, run, Piece};
+use super::scan::{groups_of_three, is_digits, piece, run, spaced, Piece};
 
 const ONES: [&str; 17] = [
     "zéro", "un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf", "dix", "onze",
@@ -203,14 +203,6 @@ fn numeric_date(core: &str) -> Option<String> {
             Some(format!("{} {} {}", day(a)?, month(b)?, cardinal(y)?))
         }
         _ => None,
-    }
-}
-
-fn spaced(spoken: String, trail: &str) -> String {
-    if trail.is_empty() {
-        spoken
-    } else {
-        format!("{spoken} {trail}")
     }
 }
 

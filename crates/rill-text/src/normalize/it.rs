@@ -6,7 +6,7 @@
 //! numbers followed by groups of three digits read as one, abbreviations. Punctuation
 //! right after a replaced form is set off by a space.
 
-use super::scan::{groups_of_three, is_digits, parse_eu, piece, run, EuNumber, Piece};
+use super::scan::{groups_of_three, is_digits, parse_eu, piece, run, spaced, EuNumber, Piece};
 
 const ONES: [&str; 20] = [
     "zero",
@@ -211,14 +211,6 @@ fn clock(core: &str) -> Option<String> {
         30 => format!("{hour} e mezza"),
         _ => format!("{hour} e {} minuti", cardinal(m)?),
     })
-}
-
-fn spaced(spoken: String, trail: &str) -> String {
-    if trail.is_empty() {
-        spoken
-    } else {
-        format!("{spoken} {trail}")
-    }
 }
 
 fn rule(words: &[&str]) -> Option<(usize, String)> {

@@ -22,6 +22,15 @@ impl Piece<'_> {
     }
 }
 
+/// A spoken form followed by the word's trailing punctuation, a space between.
+pub(super) fn spaced(spoken: String, trail: &str) -> String {
+    if trail.is_empty() {
+        spoken
+    } else {
+        format!("{spoken} {trail}")
+    }
+}
+
 pub(super) fn piece(word: &str) -> Piece<'_> {
     let rest = word.trim_start_matches(LEAD);
     let lead = &word[..word.len() - rest.len()];
