@@ -27,6 +27,7 @@ pub mod openai;
 mod ops;
 pub mod protocol;
 pub mod rate;
+pub mod speech_queue;
 pub mod style;
 pub mod tts;
 pub mod wyoming;

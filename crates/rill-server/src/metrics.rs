@@ -135,6 +135,11 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         .set(i64::from(speech));
     live.register("streams", "Streams running now, by kind", streams);
     live.register(
+        "speech_waiting",
+        "Speech requests waiting in the queue behind the running one",
+        ConstGauge::new(st.tts.as_ref().map_or(0, |t| t.waiting()) as i64),
+    );
+    live.register(
         "capacity_streams",
         "Music streams the engine admits at once",
         ConstGauge::new(st.engine.capacity() as i64),

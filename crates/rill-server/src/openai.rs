@@ -12,12 +12,13 @@
 //!   time-stretch speech); rill's extra fields (OpenAI clients send them through
 //!   their extra-body option) are `language` (English when absent), `normalize`
 //!   (numbers read aloud, default true), `seed` and `max_frames`. The audio streams as
-//!   it is made, as `/api/tts` does, with the same one-at-a-time rule.
+//!   it is made, as `/api/tts` does, through the same queue and priority
+//!   ([`crate::speech_queue`]; header `x-rill-queue-position`).
 //! * `GET /v1/models`: the one model.
 //!
 //! Errors are OpenAI's JSON (`{"error": {"message", "type", "param", "code"}}`)
 //! with HTTP 400 (bad request), 404 (no voice loaded), 413 (body too large) or 503
-//! (busy; `Retry-After`), so clients raise them with the reason.
+//! (the speech queue is full; `Retry-After`), so clients raise them with the reason.
 
 use std::sync::Arc;
 
@@ -269,16 +270,12 @@ fn speech_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Respon
         Format::Wav => (rill_nanocodec::SAMPLE_RATE, "audio/wav"),
         Format::Pcm => (PCM_RATE, "audio/pcm"),
     };
-    let rx = match tts::start_synthesis(service, plan, rate) {
-        Ok(rx) => rx,
-        Err(StartError::Busy) => {
-            let mut r = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy: one synthesis runs at a time; retry when it ends",
-                None,
-            );
+    let started = match tts::start_synthesis(service, plan, rate) {
+        Ok(s) => s,
+        Err(StartError::Busy(full)) => {
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, full.to_string(), None);
             r.headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
             return r;
         }
         Err(StartError::Thread(e)) => {
@@ -300,10 +297,10 @@ fn speech_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Respon
             (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        tts::streamed_body(head, rx),
+        tts::streamed_body(head, started.rx),
     )
         .into_response();
-    tts::speech_headers(response.headers_mut(), language, &dropped);
+    tts::speech_headers(response.headers_mut(), language, &dropped, started.ahead);
     response
 }
 

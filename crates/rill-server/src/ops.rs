@@ -4,7 +4,8 @@
 //! * `GET /ready`: 200 while a music stream can be admitted, 503 while every stream
 //!   slot is taken or none is admitted because one would stutter (readiness; a
 //!   balancer sends new listeners elsewhere); both with `{"ready", "free_slots",
-//!   "capacity", "active", "speech_busy", "too_slow"}`. The server
+//!   "capacity", "active", "speech_busy", "speech_waiting", "too_slow"}` (speech
+//!   does not count against the music's slots: [`crate::speech_queue`]). The server
 //!   listens only once its models are loaded, so a reachable server is loaded.
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub(crate) async fn ready(State(st): State<Arc<AppState>>) -> Response {
         "capacity": capacity,
         "active": active,
         "speech_busy": st.tts.as_ref().is_some_and(|t| t.busy()),
+        "speech_waiting": st.tts.as_ref().map_or(0, |t| t.waiting()),
         "too_slow": st.engine.too_slow().is_some(),
     });
     let status = if free > 0 {

@@ -10,12 +10,13 @@
 //! (`/api/info` lists them) and out-of-range values are refused with HTTP 400 and the
 //! reason. Characters the language's front end cannot encode are named in the
 //! response header [`DROPPED_HEADER`] (`U+2014 U+1F600`); pages from foreign
-//! origins get 403 (the same rule as `/ws`). One synthesis runs at a time (a second
-//! gets 503 and `Retry-After`); it runs on its own thread, never on the async
+//! origins get 403 (the same rule as `/ws`). Requests run one at a time, the others
+//! wait in a bounded queue (header [`QUEUE_HEADER`]: requests ahead; a full queue
+//! gets 503 and `Retry-After`), below the music in the CPU's priority: see
+//! [`crate::speech_queue`]. A synthesis runs on its own thread, never on the async
 //! runtime, and stops when the client goes away. The browser page's Speech card
 //! (`web/speech.js`) plays this stream as it arrives.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -27,6 +28,8 @@ use rill_stream::{StagePools, Stages};
 use serde::Deserialize;
 
 use crate::limits;
+pub use crate::speech_queue::QUEUE_HEADER;
+use crate::speech_queue::{QueueFull, SpeechQueue, DEFAULT_SPEECH_QUEUE};
 use crate::AppState;
 
 /// Largest accepted request body.
@@ -41,12 +44,12 @@ pub const LANGUAGE_HEADER: &str = "x-rill-language";
 /// Frames of PCM buffered between the generator and a slow client.
 const CHANNEL_FRAMES: usize = 64;
 
-/// The voice of `/api/tts` and its one-at-a-time guard.
+/// The voice of `/api/tts` and its queue of requests.
 pub struct TtsService {
     pub voice: Voice,
     /// Generation threads per synthesis.
     pub threads: usize,
-    busy: AtomicBool,
+    queue: Arc<SpeechQueue>,
     /// The voice's weights are random (`rill serve --tts-random-weights`): noise,
     /// not words, which `/api/info` and the page say.
     random_weights: bool,
@@ -64,9 +67,16 @@ impl TtsService {
         TtsService {
             voice,
             threads: threads.max(1),
-            busy: AtomicBool::new(false),
+            queue: SpeechQueue::new(DEFAULT_SPEECH_QUEUE),
             random_weights: false,
         }
+    }
+
+    /// Lets `limit` requests wait behind the running one (default
+    /// [`DEFAULT_SPEECH_QUEUE`]; 0 refuses every request while one runs).
+    pub fn with_queue(mut self, limit: usize) -> TtsService {
+        self.queue = SpeechQueue::new(limit);
+        self
     }
 
     /// Marks the voice's weights as random (synthesised for a smoke test).
@@ -77,7 +87,18 @@ impl TtsService {
 
     /// Whether a synthesis is running.
     pub fn busy(&self) -> bool {
-        self.busy.load(Ordering::Relaxed)
+        self.queue.running()
+    }
+
+    /// Requests waiting behind the running synthesis.
+    pub fn waiting(&self) -> usize {
+        self.queue.waiting()
+    }
+
+    /// The voice's queue (a host may hold a [`crate::speech_queue::Ticket`] to keep
+    /// the voice for itself a while).
+    pub fn queue(&self) -> &Arc<SpeechQueue> {
+        &self.queue
     }
 
     /// The codes of the languages the voice speaks, in the table's order.
@@ -109,7 +130,8 @@ impl TtsService {
             "languages": languages,
             "language_names": names,
             "default_language": rill_text::Language::English.code(),
-            "busy": self.busy.load(Ordering::Relaxed),
+            "busy": self.busy(),
+            "waiting": self.waiting(),
             "max_text_chars": MAX_TTS_TEXT_CHARS,
             "random_weights": self.random_weights,
         })
@@ -188,15 +210,6 @@ impl TtsRequest {
 
 fn bad_request(msg: impl std::fmt::Display) -> Response {
     (StatusCode::BAD_REQUEST, format!("bad request: {msg}\n")).into_response()
-}
-
-/// Clears the busy flag when the synthesis thread ends, however it ends.
-struct BusyGuard(Arc<TtsService>);
-
-impl Drop for BusyGuard {
-    fn drop(&mut self) {
-        self.0.busy.store(false, Ordering::Release);
-    }
 }
 
 /// The WAV header (16-bit mono at `rate` Hz) of a stream of unknown length.
@@ -285,23 +298,33 @@ impl SpeakSink for ChannelSink {
 
 /// Why a synthesis did not start.
 pub(crate) enum StartError {
-    /// Another synthesis is running.
-    Busy,
+    /// The queue is full.
+    Busy(QueueFull),
     /// The thread could not be made.
     Thread(std::io::Error),
     /// The output rate cannot be made.
     Rate(String),
 }
 
-/// Starts `plan` on its own thread (one at a time per voice); its PCM (16-bit
+/// A synthesis that has its place in the queue: its PCM (16-bit little-endian mono
+/// at the asked rate) arrives on `rx` frame by frame once it runs, and ends with
+/// the speech. Dropping `rx` stops it at its next frame (or takes it out of the
+/// queue).
+pub(crate) struct Started {
+    pub rx: tokio::sync::mpsc::Receiver<Bytes>,
+    /// Requests ahead of it when it arrived (0 = running now).
+    pub ahead: usize,
+}
+
+/// Queues `plan` and starts its thread, which waits for its turn, then speaks at
+/// the idle priority ([`crate::speech_queue`]'s policy); its PCM (16-bit
 /// little-endian mono at `rate` Hz: the voice's 22.05 kHz or resampled) arrives on
-/// the returned channel frame by frame, and ends with the speech. Dropping the
-/// receiver stops the synthesis at its next frame.
+/// the returned channel.
 pub(crate) fn start_synthesis(
     service: Arc<TtsService>,
     plan: rill_stream::tts::SpeakPlan,
     rate: u32,
-) -> Result<tokio::sync::mpsc::Receiver<Bytes>, StartError> {
+) -> Result<Started, StartError> {
     let resampler = if rate == rill_nanocodec::SAMPLE_RATE {
         None
     } else {
@@ -310,19 +333,19 @@ pub(crate) fn start_synthesis(
                 .map_err(|e| StartError::Rate(e.to_string()))?,
         )
     };
-    if service
-        .busy
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        return Err(StartError::Busy);
-    }
-    let guard = BusyGuard(service);
+    let ticket = service.queue.join().map_err(StartError::Busy)?;
+    let ahead = ticket.ahead;
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_FRAMES);
     std::thread::Builder::new()
         .name("rill-tts".into())
         .spawn(move || {
-            let s = guard.0.clone();
+            if !ticket.wait(|| tx.is_closed()) {
+                return; // The client went away while waiting.
+            }
+            // Music first: this thread and the pools' workers it starts (which
+            // inherit the class) get only CPU time the music streams leave.
+            rill_kernels::pool::idle_thread_priority();
+            let s = service;
             let pools = StagePools::new(Stages::auto(s.threads), s.threads, None);
             let setup = rill_kernels::Pool::new(s.threads);
             let mut sink = ChannelSink {
@@ -342,10 +365,10 @@ pub(crate) fn start_synthesis(
                 Ok(Err(e)) => eprintln!("tts: {e}; the response was cut short"),
                 Err(_) => eprintln!("tts: internal error (panic); the response was cut short"),
             }
-            drop(guard);
+            drop(ticket);
         })
         .map_err(StartError::Thread)?;
-    Ok(rx)
+    Ok(Started { rx, ahead })
 }
 
 /// The response body: `head` (e.g. a WAV header), then each frame as it comes.
@@ -360,12 +383,19 @@ pub(crate) fn streamed_body(head: Vec<u8>, rx: tokio::sync::mpsc::Receiver<Bytes
     Body::from_stream(futures_util::StreamExt::chain(head, frames))
 }
 
-/// The `x-rill-language` / `x-rill-dropped-characters` headers of a response.
-pub(crate) fn speech_headers(h: &mut HeaderMap, language: rill_text::Language, dropped: &[char]) {
+/// The `x-rill-language` / `x-rill-dropped-characters` / `x-rill-queue-position`
+/// headers of a response.
+pub(crate) fn speech_headers(
+    h: &mut HeaderMap,
+    language: rill_text::Language,
+    dropped: &[char],
+    ahead: usize,
+) {
     h.insert(
         LANGUAGE_HEADER,
         header::HeaderValue::from_static(language.code()),
     );
+    h.insert(QUEUE_HEADER, header::HeaderValue::from(ahead));
     if !dropped.is_empty() {
         let list: Vec<String> = dropped
             .iter()
@@ -422,13 +452,13 @@ fn speak_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Respons
         Err(e) => return bad_request(e),
     };
     let (language, dropped) = (plan.language, plan.dropped.clone());
-    let rx = match start_synthesis(service, plan, rill_nanocodec::SAMPLE_RATE) {
-        Ok(rx) => rx,
-        Err(StartError::Busy) => {
+    let started = match start_synthesis(service, plan, rill_nanocodec::SAMPLE_RATE) {
+        Ok(s) => s,
+        Err(StartError::Busy(full)) => {
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "1")],
-                "busy: one synthesis runs at a time; retry when it ends\n",
+                [(header::RETRY_AFTER, "5")],
+                format!("{full}\n"),
             )
                 .into_response()
         }
@@ -449,9 +479,9 @@ fn speak_counted(st: &Arc<AppState>, headers: HeaderMap, body: Bytes) -> Respons
             (header::CONTENT_TYPE, "audio/wav"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        streamed_body(wav_header(rill_nanocodec::SAMPLE_RATE), rx),
+        streamed_body(wav_header(rill_nanocodec::SAMPLE_RATE), started.rx),
     )
         .into_response();
-    speech_headers(response.headers_mut(), language, &dropped);
+    speech_headers(response.headers_mut(), language, &dropped, started.ahead);
     response
 }

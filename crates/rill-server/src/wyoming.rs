@@ -11,8 +11,9 @@
 //!   it is made, `audio-stop`. `voice.name` (or, without a name, `voice.speaker`)
 //!   is a speaker name in any case or an index; `voice.language` a language code
 //!   (`de`, `de_DE`, `German`), English when absent. Numbers are read aloud, as at
-//!   `/api/tts`. One synthesis runs at a time for the whole server (the HTTP doors
-//!   included); a second gets an `error` event with code `busy`.
+//!   `/api/tts`. Requests of every door share one queue ([`crate::speech_queue`]:
+//!   one synthesis at a time, a bounded number waiting, below the music in
+//!   priority); one that finds the queue full gets an `error` event with code `busy`.
 //! * `synthesize-start`, `synthesize-chunk`s, `synthesize-stop` (the streaming
 //!   form): the chunks' text is gathered and spoken at `synthesize-stop`, then
 //!   `synthesize-stopped`; a `synthesize` inside such a stream (sent for older
@@ -358,10 +359,9 @@ async fn speak(
     };
     let rate = rill_nanocodec::SAMPLE_RATE;
     let mut rx = match tts::start_synthesis(Arc::clone(service), plan, rate) {
-        Ok(rx) => rx,
-        Err(StartError::Busy) => {
-            let why = "busy: one synthesis runs at a time; retry when it ends";
-            write(socket, &Event::error("busy", why)).await?;
+        Ok(s) => s.rx,
+        Err(StartError::Busy(full)) => {
+            write(socket, &Event::error("busy", full.to_string())).await?;
             return Ok(Next::Close);
         }
         Err(StartError::Thread(e)) => {

@@ -195,3 +195,59 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&text).contains("no French (fr) text table"));
 }
+
+/// The speech queue: a request behind a running synthesis waits (told its place
+/// in `x-rill-queue-position`, counted by `/ready`) and is spoken when the running
+/// one ends; one more than the queue holds is refused with 503 and the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tts_requests_queue_behind_the_running_one() {
+    let engine = engine(1, rill_stream::Stages::Sequential, 1);
+    let service = Arc::new(TtsService::new(voice(), 2).with_queue(1));
+    let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
+    state.tts = Some(Arc::clone(&service));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("{}", listener.local_addr().unwrap());
+    tokio::spawn(rill_server::run(listener, Arc::new(state)));
+    // The running synthesis, held here for as long as the test needs it.
+    let running = service.queue().join().unwrap();
+    assert_eq!(running.ahead, 0);
+    let body = r#"{"text": "Hello world.", "max_frames": 8}"#;
+    let waiting = {
+        let addr = addr.clone();
+        tokio::spawn(async move { post(&addr, body, "").await })
+    };
+    let mut ready = serde_json::Value::Null;
+    for _ in 0..200 {
+        ready = serde_json::from_str(&http_get_status(&addr, "/ready").await.1).unwrap();
+        if ready["speech_waiting"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(ready["speech_waiting"], 1, "{ready}");
+    assert_eq!(ready["speech_busy"], true, "{ready}");
+    // The queue (one place) is full: refused with the reason.
+    let (status, head, refused) = post(&addr, body, "").await;
+    assert_eq!(status, 503, "{head}");
+    assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
+    let why = String::from_utf8_lossy(&refused);
+    assert!(why.contains("waiting (the queue's limit)"), "{why}");
+    assert!(
+        !waiting.is_finished(),
+        "spoken before the running one ended"
+    );
+    drop(running);
+    let (status, head, wav) = tokio::time::timeout(Duration::from_secs(120), waiting)
+        .await
+        .expect("spoken once the running one ended")
+        .unwrap();
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("x-rill-queue-position: 1"),
+        "{head}"
+    );
+    assert_eq!(&wav[..4], b"RIFF");
+    assert!(wav.len() > 44, "no audio after the header");
+    assert!(!service.busy());
+}

@@ -23,7 +23,7 @@ function installSpeech({ $ }) {
     state: "idle",          // idle | speaking | done | stopped | error
     requests: 0, chunks: 0, samples: 0, samplesAtFirstChunk: 0, firstAudioMs: null,
     totalMs: null, rtf: null, played: 0, underruns: 0, playedOut: false,
-    language: null, dropped: [], lastError: null, audio: null,
+    language: null, dropped: [], lastError: null, audio: null, queued: 0,
   });
   let tts = null;           // /api/info's "tts"
   let rate = 22050;
@@ -246,6 +246,8 @@ function installSpeech({ $ }) {
       }
       st.language = resp.headers.get("x-rill-language");
       showDropped(resp.headers.get("x-rill-dropped-characters"));
+      st.queued = +resp.headers.get("x-rill-queue-position") || 0;
+      if (st.queued > 0) setState("speaking", `Waiting: ${st.queued} request(s) ahead in the server's queue…`);
       reader = resp.body.getReader();
     } catch (e) {
       if (ac.signal.aborted) { player.reset(); end("stopped", "Stopped."); return; }
