@@ -265,6 +265,11 @@ mod tests {
             };
             assert_eq!(half.half_weight_convs(), want, "{isa:?}");
             assert_eq!(f32_panels.half_weight_convs(), 0);
+            if want == 0 {
+                // Both decoders hold the same f32 panels: nothing to compare (and
+                // decoding twice costs minutes under the aarch64 emulator).
+                continue;
+            }
             let (mut sa, mut sb) = (half.new_state(), f32_panels.new_state());
             let (mut a, mut b) = ([0f32; SAMPLES_PER_FRAME], [0f32; SAMPLES_PER_FRAME]);
             for f in &frames {

@@ -135,9 +135,10 @@ fn fp16_with_rescale_matches_f32(name: &str) {
     let (_, upstream) = z.f32(key).unwrap();
     let n = upstream.len().min(got.audio.len());
     let snr_up = rill_testkit::snr_db(&upstream[..n], &got.audio[..n]);
-    let peak = largest_stored(&f16_codec, &frames, &pool);
+    // The headroom is checked on the hot checkpoint below; the largest stored value
+    // here would cost a third decode (minutes of half arithmetic under emulation).
     eprintln!(
-        "{name} fp16+rescale (half arithmetic: {}): min STFT cosine 1-{:.2e}, audio cosine 1-{:.2e}, SNR {snr:.1} dB vs f32, {snr_up:.1} dB vs upstream; largest stored |x| {peak:.3e}",
+        "{name} fp16+rescale (half arithmetic: {}): min STFT cosine 1-{:.2e}, audio cosine 1-{:.2e}, SNR {snr:.1} dB vs f32, {snr_up:.1} dB vs upstream",
         f16_codec.half_arithmetic(),
         1.0 - cos,
         1.0 - audio_cos
