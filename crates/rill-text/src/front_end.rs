@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use crate::languages::{FrontEnd, Language};
 use crate::sentences::{needs_splitting_in, split_sentences_in};
+use crate::utterance::{utterances, Rules};
 use crate::{
-    byt5, check_size, excerpt, hindi, py_blank, EnglishFrontEnd, IpaFrontEnd, Lexicon, Result,
-    TextError, TextVocabulary, MAX_UTTERANCE_TOKENS,
+    byt5, check_size, excerpt, hindi, EnglishFrontEnd, IpaFrontEnd, Lexicon, Result, TextError,
+    TextVocabulary, MAX_UTTERANCE_TOKENS,
 };
 
 /// Utterances to synthesise, and every character a front end had to leave out.
@@ -219,22 +220,19 @@ impl TextFrontEnd {
         language: Language,
         dropped: &mut Vec<char>,
     ) -> Result<Vec<u32>> {
-        if py_blank(text) {
-            return Err(TextError::Empty);
-        }
-        let mut ids = self.token_ids(text, language, dropped)?;
-        if !self.speaks_something(&ids, language) {
-            return Err(nothing_encodable(text, language));
-        }
-        ids.push(self.vocabulary.eos_id());
-        if ids.len() > self.max_utterance_tokens {
-            return Err(TextError::UtteranceTooLong {
-                tokens: ids.len(),
-                max: self.max_utterance_tokens,
-                excerpt: excerpt(text),
-            });
-        }
-        Ok(ids)
+        let rules = Rules {
+            eos: self.vocabulary.eos_id(),
+            max_tokens: self.max_utterance_tokens,
+        };
+        rules.utterance(
+            text,
+            || {
+                let ids = self.token_ids(text, language, dropped)?;
+                let speaks = self.speaks_something(&ids, language);
+                Ok((ids, speaks))
+            },
+            || nothing_encodable(text, language),
+        )
     }
 
     /// One utterance without sentence splitting, with its report.
@@ -255,32 +253,13 @@ impl TextFrontEnd {
     pub fn encode_utterances(&self, text: &str, language: Language) -> Result<Utterances> {
         check_size(text)?;
         self.check(language)?;
-        if py_blank(text) {
-            return Err(TextError::Empty);
-        }
         let mut dropped = Vec::new();
-        if !needs_splitting_in(text, language) {
-            let ids = self.utterance(text, language, &mut dropped)?;
-            return Ok(Utterances {
-                utterances: vec![ids],
-                dropped: unique(dropped),
-            });
-        }
-        let mut utterances = Vec::new();
-        for sentence in split_sentences_in(text, language) {
-            match self.utterance(&sentence, language, &mut dropped) {
-                Ok(ids) => utterances.push(ids),
-                Err(
-                    TextError::Unencodable(_)
-                    | TextError::NothingEncodable { .. }
-                    | TextError::Empty,
-                ) => {}
-                Err(other) => return Err(other),
-            }
-        }
-        if utterances.is_empty() {
-            return Err(nothing_encodable(text, language));
-        }
+        let utterances = utterances(
+            text,
+            needs_splitting_in(text, language).then(|| split_sentences_in(text, language)),
+            |t| self.utterance(t, language, &mut dropped),
+            || nothing_encodable(text, language),
+        )?;
         Ok(Utterances {
             utterances,
             dropped: unique(dropped),

@@ -60,6 +60,7 @@ pub mod normalize;
 mod sentences;
 mod tokenizer;
 mod unicode;
+mod utterance;
 mod word_table;
 #[rustfmt::skip]
 mod unicode_tables;
@@ -243,22 +244,22 @@ impl EnglishFrontEnd {
     /// One utterance: token ids + EOS, what the text encoder takes (no BOS).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         check_size(text)?;
-        if py_blank(text) {
-            return Err(TextError::Empty);
+        self.rules().utterance(
+            text,
+            || {
+                let ids = self.token_ids(text)?;
+                let speaks = !ids.is_empty();
+                Ok((ids, speaks))
+            },
+            || TextError::Unencodable(excerpt(text)),
+        )
+    }
+
+    fn rules(&self) -> utterance::Rules {
+        utterance::Rules {
+            eos: self.vocabulary.eos_id(),
+            max_tokens: self.max_utterance_tokens,
         }
-        let mut ids = self.token_ids(text)?;
-        if ids.is_empty() {
-            return Err(TextError::Unencodable(excerpt(text)));
-        }
-        ids.push(self.vocabulary.eos_id());
-        if ids.len() > self.max_utterance_tokens {
-            return Err(TextError::UtteranceTooLong {
-                tokens: ids.len(),
-                max: self.max_utterance_tokens,
-                excerpt: excerpt(text),
-            });
-        }
-        Ok(ids)
     }
 
     /// Utterances to synthesise one after the other, each ids + EOS. Texts of
@@ -267,24 +268,12 @@ impl EnglishFrontEnd {
     /// nothing speakable (only emoji, say) is left out; if none is left, this fails.
     pub fn encode_utterances(&self, text: &str) -> Result<Vec<Vec<u32>>> {
         check_size(text)?;
-        if py_blank(text) {
-            return Err(TextError::Empty);
-        }
-        if !needs_splitting(text) {
-            return Ok(vec![self.encode(text)?]);
-        }
-        let mut utterances = Vec::new();
-        for sentence in split_sentences(text) {
-            match self.encode(&sentence) {
-                Ok(ids) => utterances.push(ids),
-                Err(TextError::Unencodable(_) | TextError::Empty) => {}
-                Err(other) => return Err(other),
-            }
-        }
-        if utterances.is_empty() {
-            return Err(TextError::Unencodable(excerpt(text)));
-        }
-        Ok(utterances)
+        utterance::utterances(
+            text,
+            needs_splitting(text).then(|| split_sentences(text)),
+            |t| self.encode(t),
+            || TextError::Unencodable(excerpt(text)),
+        )
     }
 }
 
