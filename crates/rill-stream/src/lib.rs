@@ -2,6 +2,8 @@
 //!
 //! * [`FramePipeline`]: LM step → codec step → int16, sequential or in two
 //!   overlapping stages ([`Stages`]); the one frame loop every command uses.
+//! * [`Staging`]: the frames between a model stage and its vocoder stage (made,
+//!   pending, decoded), written once for MRT2's pipeline and Magpie's speech.
 //! * [`Generator`]: one stream's language-model session, codec state and live note
 //!   state; one call = one 40 ms frame of 16-bit stereo audio.
 //! * [`Engine`]: a scheduler thread that owns all generators and the worker pool,
@@ -25,6 +27,7 @@ pub mod paced;
 pub mod pipeline;
 pub mod process;
 pub mod source;
+pub mod staging;
 mod state;
 pub mod tts;
 
@@ -37,3 +40,4 @@ pub use paced::PacedReader;
 pub use pipeline::{
     FramePipeline, StagePools, Stages, StepReport, FRAME_PCM, PREFILL_CODEC_WARM_FRAMES,
 };
+pub use staging::Staging;

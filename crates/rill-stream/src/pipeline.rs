@@ -11,7 +11,8 @@
 //!   more latency) and is bit-identical to the sequential path: every kernel's
 //!   result is independent of its thread count and the stages exchange only tokens.
 //!
-//! The pipeline holds the state; [`StagePools`] holds the threads and is passed in,
+//! The frames between the stages are a [`crate::Staging`] (written once, for Magpie's
+//! speech too). The pipeline holds the state; [`StagePools`] holds the threads and is passed in,
 //! so one set of pools can serve many streams. The per-frame path allocates nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,7 @@ use rill_spectrostream::{
 
 use crate::generator::Snapshot;
 use crate::notes::NoteTracker;
+use crate::staging::Staging;
 
 /// Interleaved stereo int16 samples per frame.
 pub const FRAME_PCM: usize = 2 * SAMPLES_PER_FRAME;
@@ -254,8 +256,8 @@ pub struct FramePipeline {
     session: Session,
     /// `None`: tokens only.
     codec: Option<CodecStage>,
-    /// Tokens produced but not yet decoded (two-stage only).
-    pending: Option<[u32; LEVELS]>,
+    /// Tokens produced but not yet decoded (two-stage only; at most one frame).
+    staging: Staging<[u32; LEVELS]>,
 }
 
 impl FramePipeline {
@@ -272,7 +274,7 @@ impl FramePipeline {
                 want_stft: false,
                 tokens: [0; LEVELS],
             }),
-            pending: None,
+            staging: Staging::with_capacity(1),
         }
     }
 
@@ -299,7 +301,7 @@ impl FramePipeline {
 
     /// Tokens computed but not yet decoded.
     pub fn pending(&self) -> Option<[u32; LEVELS]> {
-        self.pending
+        self.staging.pending().first().copied()
     }
 
     /// Replaces the codec state and the undecoded tokens (restoring a snapshot).
@@ -307,7 +309,7 @@ impl FramePipeline {
         if let Some(c) = self.codec.as_mut() {
             c.state.clone_from(state);
         }
-        self.pending = pending;
+        self.staging.set_pending(pending);
     }
 
     /// A [`Snapshot`] of this pipeline (`None` without a codec): the session's LM
@@ -344,7 +346,7 @@ impl FramePipeline {
         if let Some(c) = self.codec.as_mut() {
             c.state = c.codec.new_state();
         }
-        self.pending = None;
+        self.staging.clear();
     }
 
     /// The last decoded frame, interleaved stereo int16 (empty without a codec).
@@ -400,39 +402,34 @@ impl FramePipeline {
         let Self {
             session,
             codec,
-            pending,
+            staging,
         } = self;
-        let lm_task = |pool: &Pool| {
-            let t = Instant::now();
-            let tokens = lm_step(session, pool);
-            (tokens, t.elapsed())
-        };
-        // (decoded, non-finite samples, time)
-        let mut decode = |tokens: Option<[u32; LEVELS]>, pool: &Pool| match (codec.as_mut(), tokens)
-        {
-            (Some(c), Some(t)) => {
-                let (nonfinite, ms) = c.decode(t, pool);
-                (true, nonfinite, ms)
-            }
-            _ => (false, 0, Duration::ZERO),
-        };
-        let (tokens, lm_time, (decoded, nonfinite, codec_time)) = match pools {
-            StagePools::Sequential(pool) => {
-                let (tokens, lm_time) = lm_task(pool);
-                let tokens = tokens?;
-                (tokens, lm_time, decode(Some(tokens), pool))
-            }
-            StagePools::TwoStage { .. } => {
-                let prev = pending.take();
-                let ((tokens, lm_time), decoded) = pools.overlap(lm_task, |cp| decode(prev, cp));
-                // On an LM error the frame decoded meanwhile stays in `audio`.
-                let tokens = tokens?;
-                if codec.is_some() {
-                    *pending = Some(tokens);
+        // Sequentially the frame just made is decoded; with two stages the previous
+        // one, at the same time. On an LM error nothing is made (and, with two
+        // stages, the frame decoded meanwhile stays in `audio`).
+        let ((tokens, lm_time), (decoded, nonfinite, codec_time)) = staging.cycle(
+            pools,
+            |pool, made| {
+                let t = Instant::now();
+                let tokens = lm_step(session, pool);
+                if let Ok(tokens) = &tokens {
+                    made.push(*tokens);
                 }
-                (tokens, lm_time, decoded)
-            }
-        };
+                (tokens, t.elapsed())
+            },
+            |due, pool| match (codec.as_mut(), due.first()) {
+                (Some(c), Some(&t)) => {
+                    let (nonfinite, ms) = c.decode(t, pool);
+                    (true, nonfinite, ms)
+                }
+                _ => (false, 0, Duration::ZERO),
+            },
+        );
+        if codec.is_none() {
+            // Tokens only: nothing waits for a codec.
+            staging.clear();
+        }
+        let tokens = tokens?;
         Ok(StepReport {
             tokens,
             decoded,
@@ -457,7 +454,7 @@ impl FramePipeline {
         keep_style: bool,
         pools: &StagePools,
     ) -> Result<(), ModelError> {
-        if self.pending.is_some() {
+        if !self.staging.pending().is_empty() {
             return Err(ModelError::Prefill(
                 "a generated frame is still pending decode; flush the pipeline first".into(),
             ));
@@ -485,8 +482,14 @@ impl FramePipeline {
     /// Decodes the tokens still pending (two-stage), without an LM step.
     /// Returns `None` when nothing was pending.
     pub fn flush(&mut self, pools: &StagePools) -> Option<StepReport> {
-        let tokens = self.pending.take()?;
-        let (nonfinite, codec_time) = self.codec.as_mut()?.decode(tokens, pools.codec());
+        let codec = &mut self.codec;
+        let (tokens, nonfinite, codec_time) = self.staging.decode_pending(pools, |due, pool| {
+            let tokens = due[0];
+            let (nonfinite, time) = codec
+                .as_mut()
+                .map_or((0, Duration::ZERO), |c| c.decode(tokens, pool));
+            (tokens, nonfinite, time)
+        })?;
         Some(StepReport {
             tokens,
             decoded: true,

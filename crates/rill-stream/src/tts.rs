@@ -7,7 +7,7 @@
 //! request's first [`SINGLE_FRAMES`] one per call, the first at once). With
 //! [`Stages::TwoStage`] the codec
 //! decodes one group while the decoder makes the next; sequentially each group is
-//! decoded right after it is made. Same audio in every arrangement. Added latency
+//! decoded right after it is made ([`crate::Staging`], shared with MRT2's pipeline). Same audio in every arrangement. Added latency
 //! after the first audio: `group − 1` frames, plus one group with two stages (3
 //! frames, 139 ms, by default). Sentences follow each other through one codec
 //! stream, as NeMo decodes the concatenated codes.
@@ -21,6 +21,7 @@ use rill_nanocodec::{CodecError, CodecState, NanoCodec, SAMPLES_PER_FRAME};
 use rill_text::{Language, TextError, TextFrontEnd};
 
 use crate::pipeline::{StagePools, Stages};
+use crate::staging::Staging;
 
 mod load;
 pub use load::{download_instructions, VoiceSource};
@@ -284,11 +285,8 @@ impl Voice {
         let mut traces: Vec<StepTrace> = (0..k).map(|_| StepTrace::default()).collect();
         let traced = sink.wants_trace();
         let two = pools.stages() == Stages::TwoStage;
-        // Frames made and not yet decoded, those being decoded (two stages), and
-        // those the last group of steps made.
-        let mut pending: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
-        let mut decoding: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
-        let mut made: Vec<[u32; CODEBOOKS]> = Vec::with_capacity(k);
+        // Frames made, pending and decoded, cycle by cycle.
+        let mut staging: Staging<[u32; CODEBOOKS]> = Staging::with_capacity(k);
         let mut emit = |codes: &[[u32; CODEBOOKS]],
                         audio: &[f32],
                         stats: &mut SpeakStats,
@@ -324,43 +322,33 @@ impl Voice {
                 let t = Instant::now();
                 // One frame per call for the request's first frames, then groups.
                 let group = if made_total < SINGLE_FRAMES { 1 } else { k };
-                made.clear();
                 for tr in &mut traces {
                     tr.hidden.clear();
                 }
-                let mut make = |lm: &Pool| {
-                    let t = Instant::now();
-                    let r = make_frames(
-                        &mut session,
-                        lm,
-                        plan.forced.as_deref(),
-                        &mut traces[..group],
-                        traced,
-                        &mut made,
-                    );
-                    (r, t.elapsed())
-                };
-                let ((made_result, dt), (decoded, ct)) = if two {
-                    std::mem::swap(&mut pending, &mut decoding);
-                    pending.clear();
-                    let now = &decoding;
-                    pools.overlap(make, |cp| {
+                let ((made_result, dt), (decoded, ct)) = staging.cycle(
+                    pools,
+                    |lm, made| {
                         let t = Instant::now();
-                        let r = decode(codec, &mut state, now, &mut audio, cp);
+                        let r = make_frames(
+                            &mut session,
+                            lm,
+                            plan.forced.as_deref(),
+                            &mut traces[..group],
+                            traced,
+                            made,
+                        );
                         (r, t.elapsed())
-                    })
-                } else {
-                    let m = make(pools.lm());
-                    let t = Instant::now();
-                    let r = decode(codec, &mut state, &made, &mut audio, pools.codec());
-                    (m, (r, t.elapsed()))
-                };
+                    },
+                    |due, cp| {
+                        let t = Instant::now();
+                        (decode(codec, &mut state, due, &mut audio, cp), t.elapsed())
+                    },
+                );
                 stats.step_seconds += t.elapsed().as_secs_f64();
                 decoded?;
-                let decoded: &[[u32; CODEBOOKS]] = if two { &decoding } else { &made };
                 sink.cycle(&CycleTimes {
-                    made: made.len(),
-                    decoded: decoded.len(),
+                    made: staging.made().len(),
+                    decoded: staging.decoded().len(),
                     decoder: dt,
                     codec: ct,
                     wall: t.elapsed(),
@@ -368,53 +356,36 @@ impl Voice {
                 for tr in traces.iter().filter(|tr| traced && !tr.hidden.is_empty()) {
                     sink.step(tr);
                 }
-                emit(decoded, &audio, &mut stats, sink)?;
+                emit(staging.decoded(), &audio, &mut stats, sink)?;
                 finished = made_result?;
-                made_total += made.len();
-                if two && stats.first_audio.is_none() && !made.is_empty() {
+                made_total += staging.made().len();
+                if two && stats.first_audio.is_none() && !staging.made().is_empty() {
                     // The request's first frame is decoded at once, the decoder
                     // stage assisting the codec, instead of during the next step:
                     // first audio comes a decoder step sooner, the same bits.
-                    let t = Instant::now();
-                    let ((), decoded) = pools.overlap(
-                        |_| (),
-                        |cp| {
-                            let t = Instant::now();
-                            (
-                                decode(codec, &mut state, &made, &mut audio, cp),
-                                t.elapsed(),
-                            )
-                        },
-                    );
-                    stats.step_seconds += t.elapsed().as_secs_f64();
-                    decoded.0?;
-                    sink.cycle(&CycleTimes {
-                        made: 0,
-                        decoded: made.len(),
-                        decoder: Duration::ZERO,
-                        codec: decoded.1,
-                        wall: t.elapsed(),
-                    });
-                    emit(&made, &audio, &mut stats, sink)?;
-                } else if two {
-                    pending.extend_from_slice(&made);
+                    decode_pending(
+                        codec,
+                        &mut staging,
+                        &mut state,
+                        &mut audio,
+                        pools,
+                        &mut stats,
+                        sink,
+                        &mut emit,
+                    )?;
                 }
             }
             // The last group of a two-stage sentence is still to decode.
-            if !pending.is_empty() {
-                let t = Instant::now();
-                decode(codec, &mut state, &pending, &mut audio, pools.codec())?;
-                stats.step_seconds += t.elapsed().as_secs_f64();
-                sink.cycle(&CycleTimes {
-                    made: 0,
-                    decoded: pending.len(),
-                    decoder: Duration::ZERO,
-                    codec: t.elapsed(),
-                    wall: t.elapsed(),
-                });
-                emit(&pending, &audio, &mut stats, sink)?;
-                pending.clear();
-            }
+            decode_pending(
+                codec,
+                &mut staging,
+                &mut state,
+                &mut audio,
+                pools,
+                &mut stats,
+                sink,
+                &mut emit,
+            )?;
         }
         stats.wall_seconds = start.elapsed().as_secs_f64();
         Ok(stats)
@@ -440,6 +411,42 @@ fn make_frames(
         }
     }
     Ok(false)
+}
+
+/// Decodes the frames still pending now (the decoder stage lending its threads)
+/// and hands them to the sink; nothing when none are pending.
+fn decode_pending(
+    codec: &NanoCodec,
+    staging: &mut Staging<[u32; CODEBOOKS]>,
+    state: &mut CodecState,
+    audio: &mut [f32],
+    pools: &StagePools,
+    stats: &mut SpeakStats,
+    sink: &mut dyn SpeakSink,
+    emit: &mut impl FnMut(
+        &[[u32; CODEBOOKS]],
+        &[f32],
+        &mut SpeakStats,
+        &mut dyn SpeakSink,
+    ) -> Result<(), TtsError>,
+) -> Result<(), TtsError> {
+    let t = Instant::now();
+    let Some((decoded, codec_time)) = staging.decode_pending(pools, |due, cp| {
+        let t = Instant::now();
+        (decode(codec, state, due, audio, cp), t.elapsed())
+    }) else {
+        return Ok(());
+    };
+    stats.step_seconds += t.elapsed().as_secs_f64();
+    decoded?;
+    sink.cycle(&CycleTimes {
+        made: 0,
+        decoded: staging.decoded().len(),
+        decoder: Duration::ZERO,
+        codec: codec_time,
+        wall: t.elapsed(),
+    });
+    emit(staging.decoded(), audio, stats, sink)
 }
 
 /// Decodes `frames` (none: nothing to do) into the front of `audio`.

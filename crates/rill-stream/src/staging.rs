@@ -1,0 +1,176 @@
+//! The frames between a model stage and its vocoder stage, written once for every
+//! model (MRT2's [`crate::FramePipeline`]: one frame per cycle; Magpie's
+//! [`crate::tts::Voice::speak`]: groups of frames, a ramp of single frames first).
+//!
+//! A cycle makes frames on the model's pool and decodes frames on the vocoder's:
+//! * sequential: the frames made are decoded right after, on the same pool;
+//! * two stages: the frames made by the previous cycle are decoded while the model
+//!   makes the next ones ([`StagePools::overlap`]); what a cycle makes waits
+//!   ("pending") for the next cycle, or for [`Staging::decode_pending`] (the
+//!   end of a stream or sentence, or a first frame wanted at once).
+//!
+//! Both arrangements decode the same frames in the same order, so the audio is the
+//! same bits. The buffers are reused: a cycle allocates nothing once they have
+//! grown to the largest group.
+
+use rill_kernels::Pool;
+
+use crate::pipeline::{StagePools, Stages};
+
+/// Frames made and not yet decoded, and the frames of the last cycle.
+#[derive(Debug, Clone)]
+pub struct Staging<T> {
+    /// Made, waiting for the vocoder (two stages only).
+    pending: Vec<T>,
+    /// Decoded by the last cycle or [`Staging::decode_pending`].
+    decoded: Vec<T>,
+    /// Made by the last cycle.
+    made: Vec<T>,
+}
+
+impl<T: Copy + Send + Sync> Staging<T> {
+    /// Room for groups of `frames` without allocating.
+    pub fn with_capacity(frames: usize) -> Staging<T> {
+        Staging {
+            pending: Vec::with_capacity(frames),
+            decoded: Vec::with_capacity(frames),
+            made: Vec::with_capacity(frames),
+        }
+    }
+
+    /// Frames made and not yet decoded.
+    pub fn pending(&self) -> &[T] {
+        &self.pending
+    }
+
+    /// Frames the last cycle (or [`Staging::decode_pending`]) decoded, in order.
+    pub fn decoded(&self) -> &[T] {
+        &self.decoded
+    }
+
+    /// Frames the last cycle made.
+    pub fn made(&self) -> &[T] {
+        &self.made
+    }
+
+    /// Replaces the frames waiting for the vocoder (restoring a snapshot).
+    pub fn set_pending(&mut self, frames: impl IntoIterator<Item = T>) {
+        self.pending.clear();
+        self.pending.extend(frames);
+    }
+
+    /// Forgets every frame (a fresh vocoder state).
+    pub fn clear(&mut self) {
+        self.pending.clear();
+        self.decoded.clear();
+        self.made.clear();
+    }
+
+    /// One cycle: `make(pool, made)` appends the frames it makes; `decode(frames,
+    /// pool)` decodes the frames due (none: it should do nothing). Sequentially the
+    /// frames due are the ones just made (also when `make` failed part way); with two
+    /// stages they are the ones the previous cycle left pending, and the new ones
+    /// are left pending. Returns both stages' results.
+    pub fn cycle<M: Send, D: Send>(
+        &mut self,
+        pools: &StagePools,
+        make: impl FnOnce(&Pool, &mut Vec<T>) -> M + Send,
+        decode: impl FnOnce(&[T], &Pool) -> D + Send,
+    ) -> (M, D) {
+        let Staging {
+            pending,
+            decoded,
+            made,
+        } = self;
+        made.clear();
+        decoded.clear();
+        match pools.stages() {
+            Stages::Sequential => {
+                let m = make(pools.lm(), made);
+                decoded.extend_from_slice(made);
+                (m, decode(decoded, pools.codec()))
+            }
+            Stages::TwoStage => {
+                std::mem::swap(pending, decoded);
+                let due: &[T] = decoded;
+                let r = pools.overlap(|lm| make(lm, made), |cp| decode(due, cp));
+                pending.extend_from_slice(made);
+                r
+            }
+        }
+    }
+
+    /// Decodes the pending frames now, the model's stage lending its threads
+    /// (`None` when nothing was pending); they become [`Staging::decoded`].
+    pub fn decode_pending<D: Send>(
+        &mut self,
+        pools: &StagePools,
+        decode: impl FnOnce(&[T], &Pool) -> D + Send,
+    ) -> Option<D> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        self.decoded.clear();
+        std::mem::swap(&mut self.pending, &mut self.decoded);
+        let due: &[T] = &self.decoded;
+        let ((), d) = pools.overlap(|_| (), |cp| decode(due, cp));
+        Some(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Makes `n` numbered frames per cycle; decodes by recording what came.
+    fn run(stages: Stages, cycles: usize, n: usize) -> Vec<u32> {
+        let pools = StagePools::new(stages, 2, None);
+        let mut s = Staging::with_capacity(n);
+        let (mut next, mut out) = (0u32, Vec::new());
+        for _ in 0..cycles {
+            let ((), got) = s.cycle(
+                &pools,
+                |_, made| {
+                    made.extend(next..next + n as u32);
+                    next += n as u32;
+                },
+                |due, _| due.to_vec(),
+            );
+            assert_eq!(got, s.decoded());
+            assert_eq!(s.made().len(), n);
+            out.extend(got);
+        }
+        if let Some(rest) = s.decode_pending(&pools, |due, _| due.to_vec()) {
+            out.extend(rest);
+        }
+        assert!(s.pending().is_empty());
+        out
+    }
+
+    #[test]
+    fn both_arrangements_decode_every_frame_once_in_order() {
+        for n in [1, 3] {
+            let want: Vec<u32> = (0..5 * n as u32).collect();
+            assert_eq!(run(Stages::Sequential, 5, n), want);
+            assert_eq!(run(Stages::TwoStage, 5, n), want);
+        }
+    }
+
+    #[test]
+    fn two_stages_decode_the_previous_cycle() {
+        let pools = StagePools::new(Stages::TwoStage, 2, None);
+        let mut s = Staging::with_capacity(1);
+        let ((), first) = s.cycle(&pools, |_, m| m.push(7u32), |due, _| due.to_vec());
+        assert!(first.is_empty());
+        assert_eq!(s.pending(), &[7]);
+        let ((), second) = s.cycle(&pools, |_, m| m.push(8), |due, _| due.to_vec());
+        assert_eq!(second, [7]);
+        assert_eq!(s.pending(), &[8]);
+        s.set_pending([1, 2]);
+        assert_eq!(
+            s.decode_pending(&pools, |due, _| due.to_vec()),
+            Some(vec![1, 2])
+        );
+        assert_eq!(s.decode_pending(&pools, |due, _| due.to_vec()), None);
+    }
+}
