@@ -482,13 +482,14 @@ impl FramePipeline {
     /// Decodes the tokens still pending (two-stage), without an LM step.
     /// Returns `None` when nothing was pending.
     pub fn flush(&mut self, pools: &StagePools) -> Option<StepReport> {
-        let codec = &mut self.codec;
+        let Some(codec) = self.codec.as_mut() else {
+            // Tokens only: nothing to decode.
+            self.staging.clear();
+            return None;
+        };
         let (tokens, nonfinite, codec_time) = self.staging.decode_pending(pools, |due, pool| {
-            let tokens = due[0];
-            let (nonfinite, time) = codec
-                .as_mut()
-                .map_or((0, Duration::ZERO), |c| c.decode(tokens, pool));
-            (tokens, nonfinite, time)
+            let (nonfinite, time) = codec.decode(due[0], pool);
+            (due[0], nonfinite, time)
         })?;
         Some(StepReport {
             tokens,
