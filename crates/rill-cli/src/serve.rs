@@ -138,6 +138,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
     pub tts_max_frames: Option<usize>,
+
+    /// Speech requests that may wait behind the running one (default 4; every door
+    /// shares the queue; one more gets 503 with the reason; 0 refuses any request
+    /// while one runs). Speech runs in the CPU time music streams leave
+    /// (docs/deployment.md).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(0..=1024).map(|n| n as usize))]
+    pub tts_queue: Option<usize>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -159,6 +167,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
     if args.tts_max_frames.is_some() && !has_voice {
         return Err(crate::usage::usage(
             "--tts-max-frames needs a voice: add --tts-checkpoint M --tts-codec C (or --tts-random-weights)",
+        ));
+    }
+    if args.tts_queue.is_some() && !has_voice {
+        return Err(crate::usage::usage(
+            "--tts-queue needs a voice: add --tts-checkpoint M --tts-codec C (or --tts-random-weights)",
         ));
     }
     let wyoming_listener = match args.wyoming {
@@ -257,7 +270,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let threads = crate::args::thread_count(args.model.threads)?;
         state = state.with_tts(
             rill_server::tts::TtsService::new(voice, threads)
-                .with_random_weights(args.tts_random_weights.is_some()),
+                .with_random_weights(args.tts_random_weights.is_some())
+                .with_queue(
+                    args.tts_queue
+                        .unwrap_or(rill_server::speech_queue::DEFAULT_SPEECH_QUEUE),
+                ),
         );
         tts_line = format!("; text-to-speech at POST http://{addr}/api/tts");
     }
@@ -379,6 +396,9 @@ mod tests {
             Some(8)
         );
         assert!(parse(&["--tts-max-frames", "0"]).is_err());
+        assert_eq!(parse(&[]).unwrap().tts_queue, None);
+        assert_eq!(parse(&["--tts-queue", "0"]).unwrap().tts_queue, Some(0));
+        assert!(parse(&["--tts-queue", "1025"]).is_err());
         assert!(parse(&["--wyoming", "10200"]).is_err());
     }
 
