@@ -278,31 +278,18 @@ impl Voice {
         let start = Instant::now();
         let mut stats = SpeakStats::default();
         let k = plan.codec_frames;
-        let codec = &*self.codec;
-        let mut state = codec.new_stream_state(k);
-        let mut audio = vec![0f32; k * SAMPLES_PER_FRAME];
-        let mut pcm = [0i16; SAMPLES_PER_FRAME];
+        let mut voicing = Voicing {
+            codec: &self.codec,
+            state: self.codec.new_stream_state(k),
+            audio: vec![0f32; k * SAMPLES_PER_FRAME],
+            pcm: [0i16; SAMPLES_PER_FRAME],
+            start,
+        };
         let mut traces: Vec<StepTrace> = (0..k).map(|_| StepTrace::default()).collect();
         let traced = sink.wants_trace();
         let two = pools.stages() == Stages::TwoStage;
         // Frames made, pending and decoded, cycle by cycle.
         let mut staging: Staging<[u32; CODEBOOKS]> = Staging::with_capacity(k);
-        let mut emit = |codes: &[[u32; CODEBOOKS]],
-                        audio: &[f32],
-                        stats: &mut SpeakStats,
-                        sink: &mut dyn SpeakSink|
-         -> Result<(), TtsError> {
-            for (c, a) in codes.iter().zip(audio.chunks_exact(SAMPLES_PER_FRAME)) {
-                let a: &[f32; SAMPLES_PER_FRAME] = a.try_into().expect("whole frames");
-                rill_nanocodec::frame_to_int16(a, &mut pcm);
-                sink.frame(c, a, &pcm)?;
-                stats
-                    .first_audio
-                    .get_or_insert(start.elapsed().as_secs_f64());
-                stats.frames += 1;
-            }
-            Ok(())
-        };
         let mut made_total = 0;
         for ids in &plan.utterances {
             sink.utterance(ids)?;
@@ -339,10 +326,7 @@ impl Voice {
                         );
                         (r, t.elapsed())
                     },
-                    |due, cp| {
-                        let t = Instant::now();
-                        (decode(codec, &mut state, due, &mut audio, cp), t.elapsed())
-                    },
+                    |due, cp| voicing.decode(due, cp),
                 );
                 stats.step_seconds += t.elapsed().as_secs_f64();
                 decoded?;
@@ -356,36 +340,18 @@ impl Voice {
                 for tr in traces.iter().filter(|tr| traced && !tr.hidden.is_empty()) {
                     sink.step(tr);
                 }
-                emit(staging.decoded(), &audio, &mut stats, sink)?;
+                voicing.emit(staging.decoded(), &mut stats, sink)?;
                 finished = made_result?;
                 made_total += staging.made().len();
                 if two && stats.first_audio.is_none() && !staging.made().is_empty() {
                     // The request's first frame is decoded at once, the decoder
                     // stage assisting the codec, instead of during the next step:
                     // first audio comes a decoder step sooner, the same bits.
-                    decode_pending(
-                        codec,
-                        &mut staging,
-                        &mut state,
-                        &mut audio,
-                        pools,
-                        &mut stats,
-                        sink,
-                        &mut emit,
-                    )?;
+                    voicing.decode_pending(&mut staging, pools, &mut stats, sink)?;
                 }
             }
             // The last group of a two-stage sentence is still to decode.
-            decode_pending(
-                codec,
-                &mut staging,
-                &mut state,
-                &mut audio,
-                pools,
-                &mut stats,
-                sink,
-                &mut emit,
-            )?;
+            voicing.decode_pending(&mut staging, pools, &mut stats, sink)?;
         }
         stats.wall_seconds = start.elapsed().as_secs_f64();
         Ok(stats)
@@ -413,57 +379,83 @@ fn make_frames(
     Ok(false)
 }
 
-/// Decodes the frames still pending now (the decoder stage lending its threads)
-/// and hands them to the sink; nothing when none are pending.
-fn decode_pending(
-    codec: &NanoCodec,
-    staging: &mut Staging<[u32; CODEBOOKS]>,
-    state: &mut CodecState,
-    audio: &mut [f32],
-    pools: &StagePools,
-    stats: &mut SpeakStats,
-    sink: &mut dyn SpeakSink,
-    emit: &mut impl FnMut(
-        &[[u32; CODEBOOKS]],
-        &[f32],
-        &mut SpeakStats,
-        &mut dyn SpeakSink,
-    ) -> Result<(), TtsError>,
-) -> Result<(), TtsError> {
-    let t = Instant::now();
-    let Some((decoded, codec_time)) = staging.decode_pending(pools, |due, cp| {
-        let t = Instant::now();
-        (decode(codec, state, due, audio, cp), t.elapsed())
-    }) else {
-        return Ok(());
-    };
-    stats.step_seconds += t.elapsed().as_secs_f64();
-    decoded?;
-    sink.cycle(&CycleTimes {
-        made: 0,
-        decoded: staging.decoded().len(),
-        decoder: Duration::ZERO,
-        codec: codec_time,
-        wall: t.elapsed(),
-    });
-    emit(staging.decoded(), audio, stats, sink)
+/// The vocoder side of one speech: NanoCodec's stream state, the audio of its
+/// last call, and the handing of decoded frames to the sink.
+struct Voicing<'a> {
+    codec: &'a NanoCodec,
+    state: CodecState,
+    /// The last call's audio, one frame after another.
+    audio: Vec<f32>,
+    pcm: [i16; SAMPLES_PER_FRAME],
+    /// When the speech started (for the time to first audio).
+    start: Instant,
 }
 
-/// Decodes `frames` (none: nothing to do) into the front of `audio`.
-fn decode(
-    codec: &NanoCodec,
-    state: &mut CodecState,
-    frames: &[[u32; CODEBOOKS]],
-    audio: &mut [f32],
-    pool: &Pool,
-) -> Result<(), CodecError> {
-    if frames.is_empty() {
-        return Ok(());
+impl Voicing<'_> {
+    /// Decodes `frames` (none: nothing to do) into the front of `audio`; with the
+    /// time it took.
+    fn decode(
+        &mut self,
+        frames: &[[u32; CODEBOOKS]],
+        pool: &Pool,
+    ) -> (Result<(), CodecError>, Duration) {
+        let t = Instant::now();
+        let r = if frames.is_empty() {
+            Ok(())
+        } else {
+            self.codec.step_frames(
+                &mut self.state,
+                frames,
+                &mut self.audio[..frames.len() * SAMPLES_PER_FRAME],
+                pool,
+            )
+        };
+        (r, t.elapsed())
     }
-    codec.step_frames(
-        state,
-        frames,
-        &mut audio[..frames.len() * SAMPLES_PER_FRAME],
-        pool,
-    )
+
+    /// Hands the frames of `codes` (decoded by the last call) to the sink.
+    fn emit(
+        &mut self,
+        codes: &[[u32; CODEBOOKS]],
+        stats: &mut SpeakStats,
+        sink: &mut dyn SpeakSink,
+    ) -> Result<(), TtsError> {
+        for (c, a) in codes.iter().zip(self.audio.chunks_exact(SAMPLES_PER_FRAME)) {
+            let a: &[f32; SAMPLES_PER_FRAME] = a.try_into().expect("whole frames");
+            rill_nanocodec::frame_to_int16(a, &mut self.pcm);
+            sink.frame(c, a, &self.pcm)?;
+            stats
+                .first_audio
+                .get_or_insert(self.start.elapsed().as_secs_f64());
+            stats.frames += 1;
+        }
+        Ok(())
+    }
+
+    /// Decodes the frames still pending now (the decoder stage lending its
+    /// threads) and hands them to the sink; nothing when none are pending.
+    fn decode_pending(
+        &mut self,
+        staging: &mut Staging<[u32; CODEBOOKS]>,
+        pools: &StagePools,
+        stats: &mut SpeakStats,
+        sink: &mut dyn SpeakSink,
+    ) -> Result<(), TtsError> {
+        let t = Instant::now();
+        let Some((decoded, codec_time)) =
+            staging.decode_pending(pools, |due, cp| self.decode(due, cp))
+        else {
+            return Ok(());
+        };
+        stats.step_seconds += t.elapsed().as_secs_f64();
+        decoded?;
+        sink.cycle(&CycleTimes {
+            made: 0,
+            decoded: staging.decoded().len(),
+            decoder: Duration::ZERO,
+            codec: codec_time,
+            wall: t.elapsed(),
+        });
+        self.emit(staging.decoded(), stats, sink)
+    }
 }
