@@ -12,8 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::Message;
+mod listener;
+use listener::Listener;
 
 const PROMPTS: [&str; 8] = [
     "disco funk",
@@ -47,47 +47,27 @@ async fn main() {
     let addr = args.get(1).cloned().unwrap_or("127.0.0.1:8080".into());
     let seconds: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30.0);
     let every: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2.0);
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect to ws://{addr}/ws: {e}"));
-    let start = serde_json::json!({"type": "start", "seed": 42});
-    ws.send(Message::Text(start.to_string().into()))
-        .await
-        .expect("sending start");
+    let mut music = Listener::start(&addr).await;
     let t0 = Instant::now();
-    let (mut frames, mut underruns, mut changes, mut styled) = (0u64, 0u64, 0usize, Vec::new());
+    let (mut changes, mut styled) = (0usize, Vec::new());
     let mut next_change = t0 + Duration::from_secs_f64(every);
     let mut sent_at = t0;
     while t0.elapsed().as_secs_f64() < seconds {
         if Instant::now() >= next_change {
             let line = PROMPTS[changes % PROMPTS.len()];
             let msg = serde_json::json!({"type": "control", "prompts": prompts(line)});
-            ws.send(Message::Text(msg.to_string().into()))
-                .await
-                .expect("sending a prompt");
+            music.send(msg).await;
             sent_at = Instant::now();
             changes += 1;
             next_change += Duration::from_secs_f64(every);
         }
-        let m = match tokio::time::timeout(Duration::from_millis(50), ws.next()).await {
-            Err(_) => continue,
-            Ok(Some(Ok(m))) => m,
-            Ok(other) => panic!("the socket ended: {other:?}"),
-        };
-        match m {
-            Message::Binary(_) => frames += 1,
-            Message::Text(t) => {
-                let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
-                match v["type"].as_str() {
-                    Some("status") => underruns = v["underruns"].as_u64().unwrap_or(underruns),
-                    Some("style") => styled.push(sent_at.elapsed().as_secs_f64() * 1e3),
-                    Some("error") => eprintln!("server error: {v}"),
-                    _ => {}
-                }
+        if let Some(v) = music.poll().await {
+            if v["type"] == "style" {
+                styled.push(sent_at.elapsed().as_secs_f64() * 1e3);
             }
-            _ => {}
         }
     }
+    let (frames, underruns) = (music.frames, music.underruns);
     styled.sort_by(f64::total_cmp);
     let median = styled.get(styled.len() / 2).copied().unwrap_or(f64::NAN);
     let max = styled.last().copied().unwrap_or(f64::NAN);

@@ -13,9 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
+
+mod listener;
+use listener::Listener;
 
 const SENTENCES: [&str; 4] = [
     "The quick brown fox jumps over the lazy dog.",
@@ -124,15 +125,9 @@ async fn main() {
     let addr = args.get(1).cloned().unwrap_or("127.0.0.1:8080".into());
     let seconds: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30.0);
     let every: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3.0);
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect to ws://{addr}/ws: {e}"));
-    let start = serde_json::json!({"type": "start", "seed": 42});
-    ws.send(Message::Text(start.to_string().into()))
-        .await
-        .expect("sending start");
+    let mut music = Listener::start(&addr).await;
     let t0 = Instant::now();
-    let (mut frames, mut underruns, mut sent) = (0u64, 0u64, 0usize);
+    let mut sent = 0usize;
     let mut requests = Vec::new();
     let mut next_request = t0 + Duration::from_secs_f64(every);
     while t0.elapsed().as_secs_f64() < seconds {
@@ -143,26 +138,13 @@ async fn main() {
             sent += 1;
             next_request += Duration::from_secs_f64(every);
         }
-        let m = match tokio::time::timeout(Duration::from_millis(50), ws.next()).await {
-            Err(_) => continue,
-            Ok(Some(Ok(m))) => m,
-            Ok(other) => panic!("the music socket ended: {other:?}"),
-        };
-        match m {
-            Message::Binary(_) => frames += 1,
-            Message::Text(t) => {
-                let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
-                match v["type"].as_str() {
-                    Some("status") => underruns = v["underruns"].as_u64().unwrap_or(underruns),
-                    Some("error") => eprintln!("music: server error: {v}"),
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+        music.poll().await;
     }
-    println!("music: {seconds} s, {frames} frames, {underruns} server underruns");
-    let _ = ws.close(None).await;
+    println!(
+        "music: {seconds} s, {} frames, {} server underruns",
+        music.frames, music.underruns
+    );
+    let _ = music.ws.close(None).await;
     for (i, (at, task)) in requests.into_iter().enumerate() {
         let o = task.await.expect("a speech request");
         let rtf = if o.audio > 0.0 {

@@ -21,11 +21,14 @@ async fn tts_server(with_voice: bool) -> String {
 
 /// A server with this voice (or none); its address.
 async fn tts_server_with(voice: Option<Voice>) -> String {
+    tts_server_serving(voice.map(|v| Arc::new(TtsService::new(v, 2)))).await
+}
+
+/// A server with this speech service (or none); its address.
+async fn tts_server_serving(service: Option<Arc<TtsService>>) -> String {
     let engine = engine(1, rill_stream::Stages::Sequential, 1);
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
-    if let Some(v) = voice {
-        state = state.with_tts(TtsService::new(v, 2));
-    }
+    state.tts = service;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rill_server::run(listener, Arc::new(state)));
@@ -201,13 +204,8 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
 /// one ends; one more than the queue holds is refused with 503 and the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tts_requests_queue_behind_the_running_one() {
-    let engine = engine(1, rill_stream::Stages::Sequential, 1);
     let service = Arc::new(TtsService::new(voice(), 2).with_queue(1));
-    let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
-    state.tts = Some(Arc::clone(&service));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = format!("{}", listener.local_addr().unwrap());
-    tokio::spawn(rill_server::run(listener, Arc::new(state)));
+    let addr = tts_server_serving(Some(Arc::clone(&service))).await;
     // The running synthesis, held here for as long as the test needs it.
     let running = service.queue().join().unwrap();
     assert_eq!(running.ahead, 0);
