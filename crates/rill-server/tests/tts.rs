@@ -215,7 +215,8 @@ async fn tts_requests_queue_behind_the_running_one() {
         tokio::spawn(async move { post(&addr, body, "").await })
     };
     let mut ready = serde_json::Value::Null;
-    for _ in 0..200 {
+    // A hang guard of 60 s, not a pace: the request only has to be parsed and queued.
+    for _ in 0..2400 {
         ready = serde_json::from_str(&http_get_status(&addr, "/ready").await.1).unwrap();
         if ready["speech_waiting"] == 1 {
             break;
