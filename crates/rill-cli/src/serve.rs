@@ -267,9 +267,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         if let Some(n) = args.tts_max_frames {
             voice.params.max_decoder_steps = n;
         }
-        let threads = crate::args::thread_count(args.model.threads)?;
+        // Speech runs on the music's engine: what it costs is measured here.
+        let service = rill_server::tts::TtsService::new(voice, &state.engine)
+            .context("starting the speech setup thread")?;
         state = state.with_tts(
-            rill_server::tts::TtsService::new(voice, threads)
+            service
                 .with_random_weights(args.tts_random_weights.is_some())
                 .with_queue(
                     args.tts_queue

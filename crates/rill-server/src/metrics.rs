@@ -3,6 +3,7 @@
 //!
 //! * `rill_streams{kind="music"|"speech"}`: streams running now; `rill_capacity_streams`:
 //!   music streams the engine admits; `rill_measured_rtf`: its calibration;
+//!   `rill_measured_speech_rtf`: one speech's, with a voice (0 = not measured);
 //!   `rill_connections`: WebSockets open;
 //! * `rill_frame_seconds`: histogram of how long each music frame took to make
 //!   (40 ms is real time);
@@ -149,6 +150,13 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         "Real-time factor the engine measured at start-up (below 1 keeps up)",
         ConstGauge::new(f64::from(st.engine.measured_rtf())),
     );
+    if let Some(t) = &st.tts {
+        live.register(
+            "measured_speech_rtf",
+            "Real-time factor of one speech alone, measured at start-up (speech beside music gets the capacity the music leaves)",
+            ConstGauge::new(f64::from(t.speaker().rtf())),
+        );
+    }
     live.register(
         "connections",
         "WebSocket connections open",

@@ -8,13 +8,12 @@
 //!   [`QUEUE_HEADER`]). A request that finds the queue full is refused (HTTP 503
 //!   with `Retry-After`, Wyoming `error` with code `busy`) and the reason. A waiting
 //!   request whose client goes away leaves the queue.
-//! * **Music first.** A synthesis runs in Linux's idle scheduling class
-//!   (`SCHED_IDLE`, [`rill_kernels::pool::idle_thread_priority`]), its worker
-//!   threads too: it gets only CPU time no music stream wants, so it can never make
-//!   an admitted music stream underrun. Alone on the machine that is all of it (real
-//!   time when the CPU allows); beside music it runs in the leftover capacity,
-//!   slower than real time. Other work on the machine at normal priority also goes
-//!   first. The engine's calibrated music capacity does not count speech.
+//! * **Music first.** A synthesis runs on the music's engine
+//!   ([`rill_stream::Speaker`]): one speech cycle at a time, only when no music stream
+//!   has room for a frame, so it can never make an admitted music stream underrun,
+//!   and the engine's calibrated music capacity is not changed by it. Alone on the
+//!   machine it has all of it (real time when the CPU allows); beside music it runs
+//!   in the leftover capacity, slower than real time (`/api/info`'s `expected_rtf`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -12,9 +12,10 @@
 //! response header [`DROPPED_HEADER`] (`U+2014 U+1F600`); pages from foreign
 //! origins get 403 (the same rule as `/ws`). Requests run one at a time, the others
 //! wait in a bounded queue (header [`QUEUE_HEADER`]: requests ahead; a full queue
-//! gets 503 and `Retry-After`), below the music in the CPU's priority: see
-//! [`crate::speech_queue`]. A synthesis runs on its own thread, never on the async
-//! runtime, and stops when the client goes away. The browser page's Speech card
+//! gets 503 and `Retry-After`); a synthesis runs on the music's engine in the
+//! capacity the music leaves (see [`crate::speech_queue`] and
+//! `rill_stream::engine`'s speech policy), never on the async runtime, and stops
+//! when the client goes away. The browser page's Speech card
 //! (`web/speech.js`) plays this stream as it arrives.
 
 use std::sync::Arc;
@@ -23,8 +24,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice};
-use rill_stream::{StagePools, Stages};
+use rill_stream::engine::Speaker;
+use rill_stream::tts::{SpeakOptions, TtsError, Voice};
+use rill_stream::Engine;
 use serde::Deserialize;
 
 use crate::limits;
@@ -41,14 +43,16 @@ pub const MAX_TTS_TEXT_CHARS: usize = 4000;
 pub const DROPPED_HEADER: &str = "x-rill-dropped-characters";
 /// Response header naming the language spoken.
 pub const LANGUAGE_HEADER: &str = "x-rill-language";
-/// Frames of PCM buffered between the generator and a slow client.
-const CHANNEL_FRAMES: usize = 64;
+/// Chunks of PCM buffered between the engine's speech and a slow client.
+const CHANNEL_CHUNKS: usize = 64;
+/// How long the forwarding thread waits for more audio before it looks again.
+const FORWARD_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The voice of `/api/tts` and its queue of requests.
 pub struct TtsService {
-    pub voice: Voice,
-    /// Generation threads per synthesis.
-    pub threads: usize,
+    pub voice: Arc<Voice>,
+    /// The engine's door for this voice: speech runs beside the music.
+    speaker: Speaker,
     queue: Arc<SpeechQueue>,
     /// The voice's weights are random (`rill serve --tts-random-weights`): noise,
     /// not words, which `/api/info` and the page say.
@@ -56,20 +60,23 @@ pub struct TtsService {
 }
 
 impl TtsService {
-    /// Computes the model's one-time CFG prefill here, at start-up, so that the
-    /// first request's first audio does not wait for it.
-    pub fn new(voice: Voice, threads: usize) -> TtsService {
+    /// Speaks with `voice` on `engine` ([`Engine::add_voice`]: what a speech costs
+    /// is measured there). Computes the model's one-time CFG prefill here, at
+    /// start-up, so that the first request's first audio does not wait for it. An
+    /// error only if the OS refuses the engine's setup thread.
+    pub fn new(voice: Voice, engine: &Engine) -> std::io::Result<TtsService> {
         if voice.params.use_cfg {
             voice
                 .model
-                .unconditional_prefill(&rill_kernels::Pool::new(threads.max(1)));
+                .unconditional_prefill(&rill_kernels::Pool::new(engine.threads()));
         }
-        TtsService {
+        let voice = Arc::new(voice);
+        Ok(TtsService {
+            speaker: engine.add_voice(Arc::clone(&voice))?,
             voice,
-            threads: threads.max(1),
             queue: SpeechQueue::new(DEFAULT_SPEECH_QUEUE),
             random_weights: false,
-        }
+        })
     }
 
     /// Lets `limit` requests wait behind the running one (default
@@ -83,6 +90,12 @@ impl TtsService {
     pub fn with_random_weights(mut self, random: bool) -> TtsService {
         self.random_weights = random;
         self
+    }
+
+    /// The engine's door for this voice (its measured cost, what a speech
+    /// starting now should run at).
+    pub fn speaker(&self) -> &Speaker {
+        &self.speaker
     }
 
     /// Whether a synthesis is running.
@@ -132,6 +145,8 @@ impl TtsService {
             "default_language": rill_text::Language::English.code(),
             "busy": self.busy(),
             "waiting": self.waiting(),
+            "rtf": self.speaker.rtf(),
+            "expected_rtf": self.speaker.expected_rtf(),
             "max_text_chars": MAX_TTS_TEXT_CHARS,
             "random_weights": self.random_weights,
         })
@@ -230,14 +245,14 @@ pub(crate) fn wav_header(rate: u32) -> Vec<u8> {
     h
 }
 
-/// Sends each frame's PCM to the response body: as the voice made it (22.05 kHz),
+/// Sends the speech's PCM to the response body: as the voice made it (22.05 kHz),
 /// or resampled on the way (OpenAI's `pcm` is 24 kHz).
 struct ChannelSink {
     tx: tokio::sync::mpsc::Sender<Bytes>,
     resampler: Option<rill_io::StreamResampler>,
-    /// One frame's 16-bit PCM as floats (what the resampler reads: the audio as
-    /// the WAV stream has it, clipped to 16 bits).
-    frame: Vec<f32>,
+    /// The 16-bit PCM as floats (what the resampler reads: the audio as the WAV
+    /// stream has it, clipped to 16 bits).
+    floats: Vec<f32>,
     resampled: Vec<f32>,
 }
 
@@ -250,6 +265,25 @@ impl ChannelSink {
         self.tx
             .blocking_send(Bytes::from(bytes))
             .map_err(|_| TtsError::Stopped("the client went away".into()))
+    }
+
+    /// Sends `pcm` (the voice's rate), resampled if asked.
+    fn push(&mut self, pcm: &[i16]) -> Result<(), TtsError> {
+        let Some(r) = self.resampler.as_mut() else {
+            return self.send_pcm(pcm.iter().copied());
+        };
+        self.floats.clear();
+        self.floats
+            .extend(pcm.iter().map(|&s| f32::from(s) / 32767.0));
+        self.resampled.clear();
+        r.push(&self.floats, &mut self.resampled)
+            .map_err(|e| TtsError::Invalid(e.to_string()))?;
+        let out: Vec<i16> = self
+            .resampled
+            .iter()
+            .map(|&x| rill_nanocodec::float_to_int16(x))
+            .collect();
+        self.send_pcm(out.into_iter())
     }
 
     /// The resampler's tail, once the speech is complete.
@@ -266,33 +300,6 @@ impl ChannelSink {
             .map(|&x| rill_nanocodec::float_to_int16(x))
             .collect();
         self.send_pcm(pcm.into_iter())
-    }
-}
-
-impl SpeakSink for ChannelSink {
-    fn frame(
-        &mut self,
-        _codes: &[u32; 8],
-        _audio: &[f32; rill_nanocodec::SAMPLES_PER_FRAME],
-        pcm: &[i16; rill_nanocodec::SAMPLES_PER_FRAME],
-    ) -> Result<(), TtsError> {
-        match self.resampler.as_mut() {
-            None => self.send_pcm(pcm.iter().copied()),
-            Some(r) => {
-                self.frame.clear();
-                self.frame
-                    .extend(pcm.iter().map(|&s| f32::from(s) / 32767.0));
-                self.resampled.clear();
-                r.push(&self.frame, &mut self.resampled)
-                    .map_err(|e| TtsError::Invalid(e.to_string()))?;
-                let out: Vec<i16> = self
-                    .resampled
-                    .iter()
-                    .map(|&x| rill_nanocodec::float_to_int16(x))
-                    .collect();
-                self.send_pcm(out.into_iter())
-            }
-        }
     }
 }
 
@@ -316,10 +323,10 @@ pub(crate) struct Started {
     pub ahead: usize,
 }
 
-/// Queues `plan` and starts its thread, which waits for its turn, then speaks at
-/// the idle priority ([`crate::speech_queue`]'s policy); its PCM (16-bit
-/// little-endian mono at `rate` Hz: the voice's 22.05 kHz or resampled) arrives on
-/// the returned channel.
+/// Queues `plan` and starts its thread, which waits for its turn, then has the
+/// engine speak it (in the capacity the music leaves, [`crate::speech_queue`]'s
+/// policy) and forwards its PCM (16-bit little-endian mono at `rate` Hz: the
+/// voice's 22.05 kHz or resampled) to the returned channel.
 pub(crate) fn start_synthesis(
     service: Arc<TtsService>,
     plan: rill_stream::tts::SpeakPlan,
@@ -335,40 +342,55 @@ pub(crate) fn start_synthesis(
     };
     let ticket = service.queue.join().map_err(StartError::Busy)?;
     let ahead = ticket.ahead;
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_FRAMES);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
     std::thread::Builder::new()
         .name("rill-tts".into())
         .spawn(move || {
             if !ticket.wait(|| tx.is_closed()) {
                 return; // The client went away while waiting.
             }
-            // Music first: this thread and the pools' workers it starts (which
-            // inherit the class) get only CPU time the music streams leave.
-            rill_kernels::pool::idle_thread_priority();
-            let s = service;
-            let pools = StagePools::new(Stages::auto(s.threads), s.threads, None);
-            let setup = rill_kernels::Pool::new(s.threads);
+            // Only forwards (and resamples): the engine's threads go first.
+            rill_kernels::pool::lower_thread_priority();
             let mut sink = ChannelSink {
                 tx,
                 resampler,
-                frame: Vec::with_capacity(rill_nanocodec::SAMPLES_PER_FRAME),
+                floats: Vec::with_capacity(rill_nanocodec::SAMPLES_PER_FRAME),
                 resampled: Vec::new(),
             };
-            // A panic ends this response (cut short), not the server.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                s.voice
-                    .speak(&plan, &pools, &setup, &mut sink)
-                    .and_then(|_| sink.finish())
-            }));
-            match r {
-                Ok(Ok(())) | Ok(Err(TtsError::Stopped(_))) => {}
-                Ok(Err(e)) => eprintln!("tts: {e}; the response was cut short"),
-                Err(_) => eprintln!("tts: internal error (panic); the response was cut short"),
+            if let Err(e) = forward(&service.speaker, plan, &mut sink) {
+                if !matches!(e, TtsError::Stopped(_)) {
+                    eprintln!("tts: {e}; the response was cut short");
+                }
             }
             drop(ticket);
         })
         .map_err(StartError::Thread)?;
     Ok(Started { rx, ahead })
+}
+
+/// Has the engine speak `plan` and sends its audio on as it comes; dropping the
+/// engine's handle (the client went away) stops the speech.
+fn forward(
+    speaker: &Speaker,
+    plan: rill_stream::tts::SpeakPlan,
+    sink: &mut ChannelSink,
+) -> Result<(), TtsError> {
+    let mut speech = speaker
+        .speak(plan)
+        .map_err(|e| TtsError::Stopped(e.to_string()))?;
+    let mut pcm = Vec::with_capacity(4 * rill_nanocodec::SAMPLES_PER_FRAME);
+    loop {
+        pcm.clear();
+        let ended = speech.next(&mut pcm, FORWARD_POLL);
+        sink.push(&pcm)?;
+        if sink.tx.is_closed() {
+            return Err(TtsError::Stopped("the client went away".into()));
+        }
+        if let Some(outcome) = ended {
+            outcome?;
+            return sink.finish();
+        }
+    }
 }
 
 /// The response body: `head` (e.g. a WAV header), then each frame as it comes.

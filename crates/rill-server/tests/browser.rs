@@ -94,7 +94,9 @@ fn start_server() -> SocketAddr {
     )
     .expect("random-weight voice");
     voice.params.max_decoder_steps = TTS_FRAMES;
-    let tts = rill_server::tts::TtsService::new(voice, 2).with_random_weights(true);
+    let tts = rill_server::tts::TtsService::new(voice, &engine)
+        .expect("the speech setup thread")
+        .with_random_weights(true);
     let state = Arc::new(
         AppState::new(
             engine,

@@ -12,14 +12,15 @@ use rill_server::tts::TtsService;
 use rill_stream::tts::{Voice, VoiceSource};
 
 async fn server(with_voice: bool) -> String {
-    let engine = engine(1, rill_stream::Stages::Sequential, 1);
+    let engine = engine(2, rill_stream::Stages::TwoStage, 1);
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
     if with_voice {
         let mut voice =
             Voice::load(VoiceSource::Random(0), rill_kernels::WeightFormat::F32).unwrap();
         // Random weights never say EOS: 40 frames (1.9 s) per request keep it short.
         voice.params.max_decoder_steps = 40;
-        state = state.with_tts(TtsService::new(voice, 2));
+        let service = TtsService::new(voice, &state.engine).unwrap();
+        state = state.with_tts(service);
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

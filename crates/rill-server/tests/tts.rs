@@ -21,18 +21,29 @@ async fn tts_server(with_voice: bool) -> String {
 
 /// A server with this voice (or none); its address.
 async fn tts_server_with(voice: Option<Voice>) -> String {
-    tts_server_serving(voice.map(|v| Arc::new(TtsService::new(v, 2)))).await
+    tts_server_serving(|engine| voice.map(|v| TtsService::new(v, engine).unwrap()))
+        .await
+        .0
 }
 
-/// A server with this speech service (or none); its address.
-async fn tts_server_serving(service: Option<Arc<TtsService>>) -> String {
-    let engine = engine(1, rill_stream::Stages::Sequential, 1);
+/// An engine for speech: two threads in two stages, as `rill serve` runs on 2 cores.
+fn tts_engine() -> rill_stream::Engine {
+    engine(2, rill_stream::Stages::TwoStage, 1)
+}
+
+/// A server with the speech service `service` makes on its engine (or none); its
+/// address and the service.
+async fn tts_server_serving(
+    service: impl FnOnce(&rill_stream::Engine) -> Option<TtsService>,
+) -> (String, Option<Arc<TtsService>>) {
+    let engine = tts_engine();
+    let service = service(&engine).map(Arc::new);
     let mut state = AppState::new(engine, serde_json::json!({}), ServerOptions::default());
-    state.tts = service;
+    state.tts = service.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rill_server::run(listener, Arc::new(state)));
-    format!("{addr}")
+    (format!("{addr}"), service)
 }
 
 /// POSTs `body` to /api/tts; returns (status, headers, de-chunked body).
@@ -129,7 +140,8 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
         rill_kernels::WeightFormat::F32,
     )
     .unwrap();
-    let service = TtsService::new(all, 2);
+    let engine = tts_engine();
+    let service = TtsService::new(all, &engine).unwrap();
     let info = service.info();
     assert_eq!(
         info["languages"],
@@ -204,8 +216,10 @@ async fn tts_speaks_the_requested_language_and_names_dropped_characters() {
 /// one ends; one more than the queue holds is refused with 503 and the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tts_requests_queue_behind_the_running_one() {
-    let service = Arc::new(TtsService::new(voice(), 2).with_queue(1));
-    let addr = tts_server_serving(Some(Arc::clone(&service))).await;
+    let (addr, service) =
+        tts_server_serving(|engine| Some(TtsService::new(voice(), engine).unwrap().with_queue(1)))
+            .await;
+    let service = service.unwrap();
     // The running synthesis, held here for as long as the test needs it.
     let running = service.queue().join().unwrap();
     assert_eq!(running.ahead, 0);

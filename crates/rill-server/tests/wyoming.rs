@@ -17,12 +17,13 @@ const FRAMES: usize = 8;
 
 /// (HTTP address, Wyoming address), one voice behind both.
 async fn servers() -> (String, String) {
-    let engine = engine(1, rill_stream::Stages::Sequential, 1);
+    let engine = engine(2, rill_stream::Stages::TwoStage, 1);
     let mut voice = Voice::load(VoiceSource::Random(0), rill_kernels::WeightFormat::F32).unwrap();
     // Random weights never say EOS: 8 frames per request keep it short.
     voice.params.max_decoder_steps = FRAMES;
-    let state = AppState::new(engine, serde_json::json!({}), ServerOptions::default())
-        .with_tts(TtsService::new(voice, 2));
+    let service = TtsService::new(voice, &engine).unwrap();
+    let state =
+        AppState::new(engine, serde_json::json!({}), ServerOptions::default()).with_tts(service);
     let service = state.tts.clone().unwrap();
     let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let wy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

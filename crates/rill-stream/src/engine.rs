@@ -21,7 +21,7 @@
 //! stream keeps playing (the worker pools reset themselves, see `Pool::run`).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -34,9 +34,11 @@ use crate::pipeline::{StagePools, Stages, FRAME_PCM};
 
 mod frame_times;
 mod scheduler;
+mod speech;
 
 pub use frame_times::{FrameTimes, FRAME_SECONDS_BUCKETS};
 use scheduler::{measure_rtf, schedule};
+pub use speech::{Speaker, SpeechHandle, SPEECH_RING_FRAMES};
 
 /// 40 ms, the duration of one frame.
 pub const FRAME_MS: f32 = 40.0;
@@ -183,7 +185,12 @@ struct Slot {
 struct Shared {
     lm: Arc<Mrt2>,
     codec: Arc<Codec>,
+    config: EngineConfig,
     register: Sender<Slot>,
+    /// Speeches for the scheduler ([`Speaker::speak`]).
+    speeches: Sender<speech::SpeechJob>,
+    /// To wake the scheduler when a speech arrives.
+    scheduler_thread: OnceLock<thread::Thread>,
     stop: AtomicBool,
     active: AtomicUsize,
     capacity: usize,
@@ -247,10 +254,14 @@ impl Engine {
         }
         let (capacity, too_slow) = admission(&config, rtf);
         let (tx, rx) = bounded(64);
+        let (speech_tx, speech_rx) = bounded(64);
         let shared = Arc::new(Shared {
             lm,
             codec,
+            config,
             register: tx,
+            speeches: speech_tx,
+            scheduler_thread: OnceLock::new(),
             stop: AtomicBool::new(false),
             active: AtomicUsize::new(0),
             capacity,
@@ -265,7 +276,8 @@ impl Engine {
         let s = Arc::clone(&shared);
         let scheduler = thread::Builder::new()
             .name("rill-scheduler".into())
-            .spawn(move || schedule(&s, &pool, &rx))?;
+            .spawn(move || schedule(&s, &pool, &rx, &speech_rx))?;
+        let _ = shared.scheduler_thread.set(scheduler.thread().clone());
         Ok(Engine {
             shared,
             scheduler: Some(scheduler),
@@ -296,6 +308,11 @@ impl Engine {
     /// How long each frame served so far took (every stream).
     pub fn frame_times(&self) -> &FrameTimes {
         &self.shared.frame_times
+    }
+
+    /// Worker threads of the engine's pools (the scheduler thread is one of them).
+    pub fn threads(&self) -> usize {
+        self.shared.config.threads.max(1)
     }
 
     /// Streams currently open.

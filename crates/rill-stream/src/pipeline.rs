@@ -15,9 +15,10 @@
 //! speech too). The pipeline holds the state; [`StagePools`] holds the threads and is passed in,
 //! so one set of pools can serve many streams. The per-frame path allocates nothing.
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rill_kernels::Pool;
 use rill_mrt2::session::{code_ids, prefill_conditioning};
@@ -28,7 +29,7 @@ use rill_spectrostream::{
 
 use crate::generator::Snapshot;
 use crate::notes::NoteTracker;
-use crate::staging::Staging;
+use crate::staging::{FrameModel, Staging, Vocoder};
 
 /// Interleaved stereo int16 samples per frame.
 pub const FRAME_PCM: usize = 2 * SAMPLES_PER_FRAME;
@@ -233,21 +234,63 @@ struct CodecStage {
     want_stft: bool,
     /// Tokens of the frame in `audio`.
     tokens: [u32; LEVELS],
+    /// Non-finite samples replaced by silence in `pcm`.
+    nonfinite: usize,
 }
 
 impl CodecStage {
-    /// Decodes one frame: (non-finite samples replaced, time).
-    fn decode(&mut self, tokens: [u32; LEVELS], pool: &Pool) -> (usize, Duration) {
-        let t = Instant::now();
+    /// Decodes one frame.
+    fn decode_frame(&mut self, tokens: [u32; LEVELS], pool: &Pool) {
         let stft = self.want_stft.then_some(&mut self.stft[..]);
         // The tokens are the LM's samples, or forced / restored ids that were
         // validated on the way in, so every id lies in its level's range.
         self.codec
             .step(&mut self.state, &tokens, &mut self.audio, stft, pool)
             .expect("pipeline tokens are validated before they reach the codec");
-        let nonfinite = rill_spectrostream::float_to_int16(&self.audio, &mut self.pcm);
+        self.nonfinite = rill_spectrostream::float_to_int16(&self.audio, &mut self.pcm);
         self.tokens = tokens;
-        (nonfinite, t.elapsed())
+    }
+}
+
+/// SpectroStream as the pipeline's [`Vocoder`]; none: tokens only.
+impl Vocoder for Option<CodecStage> {
+    type Frame = [u32; LEVELS];
+    type Error = Infallible;
+    fn decode(&mut self, frames: &[[u32; LEVELS]], pool: &Pool) -> Result<(), Infallible> {
+        if let Some(c) = self {
+            for &t in frames {
+                c.decode_frame(t, pool);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One step of MRT2's language model as the pipeline's [`FrameModel`]: sampled, or
+/// teacher-forced with `forced`.
+struct LmStep<'a, 't> {
+    session: &'a mut Session,
+    forced: Option<&'a [u32; LEVELS]>,
+    trace: Option<&'t mut FrameTrace>,
+}
+
+impl FrameModel for LmStep<'_, '_> {
+    type Frame = [u32; LEVELS];
+    type Error = ModelError;
+    /// One frame (music never ends).
+    fn make(
+        &mut self,
+        pool: &Pool,
+        _n: usize,
+        made: &mut Vec<[u32; LEVELS]>,
+    ) -> Result<bool, ModelError> {
+        let trace = self.trace.take();
+        let tokens = match self.forced {
+            Some(ids) => self.session.step_forced(ids, pool, trace)?,
+            None => self.session.step(pool, trace),
+        };
+        made.push(tokens);
+        Ok(false)
     }
 }
 
@@ -273,6 +316,7 @@ impl FramePipeline {
                 stft: vec![0.0; STFT_FRAMES_PER_FRAME * STFT_FRAME_LEN],
                 want_stft: false,
                 tokens: [0; LEVELS],
+                nonfinite: 0,
             }),
             staging: Staging::with_capacity(1),
         }
@@ -372,11 +416,8 @@ impl FramePipeline {
     /// One LM step (sampling) and (sequential) the codec of the same frame, or
     /// (two-stage) the codec of the previous frame at the same time.
     pub fn step(&mut self, trace: Option<&mut FrameTrace>, pools: &StagePools) -> StepReport {
-        let Ok(r) = self.run(
-            |s: &mut Session, pool: &Pool| Ok::<_, std::convert::Infallible>(s.step(pool, trace)),
-            pools,
-        );
-        r
+        self.run(None, trace, pools)
+            .expect("a sampled LM step has no error path")
     }
 
     /// As [`Self::step`], teacher-forcing `ids` (the logits are still computed
@@ -388,17 +429,15 @@ impl FramePipeline {
         trace: Option<&mut FrameTrace>,
         pools: &StagePools,
     ) -> Result<StepReport, ModelError> {
-        self.run(
-            |s: &mut Session, pool: &Pool| s.step_forced(ids, pool, trace),
-            pools,
-        )
+        self.run(Some(ids), trace, pools)
     }
 
-    fn run<E: Send>(
+    fn run(
         &mut self,
-        lm_step: impl FnOnce(&mut Session, &Pool) -> Result<[u32; LEVELS], E> + Send,
+        forced: Option<&[u32; LEVELS]>,
+        trace: Option<&mut FrameTrace>,
         pools: &StagePools,
-    ) -> Result<StepReport, E> {
+    ) -> Result<StepReport, ModelError> {
         let Self {
             session,
             codec,
@@ -407,35 +446,29 @@ impl FramePipeline {
         // Sequentially the frame just made is decoded; with two stages the previous
         // one, at the same time. On an LM error nothing is made (and, with two
         // stages, the frame decoded meanwhile stays in `audio`).
-        let ((tokens, lm_time), (decoded, nonfinite, codec_time)) = staging.cycle(
-            pools,
-            |pool, made| {
-                let t = Instant::now();
-                let tokens = lm_step(session, pool);
-                if let Ok(tokens) = &tokens {
-                    made.push(*tokens);
-                }
-                (tokens, t.elapsed())
-            },
-            |due, pool| match (codec.as_mut(), due.first()) {
-                (Some(c), Some(&t)) => {
-                    let (nonfinite, ms) = c.decode(t, pool);
-                    (true, nonfinite, ms)
-                }
-                _ => (false, 0, Duration::ZERO),
-            },
-        );
+        let mut lm = LmStep {
+            session,
+            forced,
+            trace,
+        };
+        let cycle = staging.step(pools, &mut lm, 1, codec);
+        let Ok(()) = cycle.decoded;
+        let decoded = codec.is_some() && !staging.decoded().is_empty();
+        let tokens = staging.made().first().copied();
         if codec.is_none() {
             // Tokens only: nothing waits for a codec.
             staging.clear();
         }
-        let tokens = tokens?;
+        cycle.made?;
         Ok(StepReport {
-            tokens,
+            tokens: tokens.expect("a successful LM step makes a frame"),
             decoded,
-            nonfinite,
-            lm_time,
-            codec_time,
+            nonfinite: codec
+                .as_ref()
+                .filter(|_| decoded)
+                .map_or(0, |c| c.nonfinite),
+            lm_time: cycle.model_time,
+            codec_time: cycle.vocoder_time,
         })
     }
 
@@ -473,7 +506,7 @@ impl FramePipeline {
         r?;
         if let Some(c) = self.codec.as_mut() {
             for &t in &ids[ids.len().saturating_sub(PREFILL_CODEC_WARM_FRAMES)..] {
-                c.decode(t, pools.codec());
+                c.decode_frame(t, pools.codec());
             }
         }
         Ok(())
@@ -482,19 +515,17 @@ impl FramePipeline {
     /// Decodes the tokens still pending (two-stage), without an LM step.
     /// Returns `None` when nothing was pending.
     pub fn flush(&mut self, pools: &StagePools) -> Option<StepReport> {
-        let Some(codec) = self.codec.as_mut() else {
+        if self.codec.is_none() {
             // Tokens only: nothing to decode.
             self.staging.clear();
             return None;
-        };
-        let (tokens, nonfinite, codec_time) = self.staging.decode_pending(pools, |due, pool| {
-            let (nonfinite, time) = codec.decode(due[0], pool);
-            (due[0], nonfinite, time)
-        })?;
+        }
+        let (Ok(()), codec_time) = self.staging.flush(pools, &mut self.codec)?;
+        let c = self.codec.as_ref()?;
         Some(StepReport {
-            tokens,
+            tokens: c.tokens,
             decoded: true,
-            nonfinite,
+            nonfinite: c.nonfinite,
             lm_time: Duration::ZERO,
             codec_time,
         })

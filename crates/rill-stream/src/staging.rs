@@ -1,6 +1,10 @@
-//! The frames between a model stage and its vocoder stage, written once for every
-//! model (MRT2's [`crate::FramePipeline`]: one frame per cycle; Magpie's
-//! [`crate::tts::Voice::speak`]: groups of frames, a ramp of single frames first).
+//! The staged pipeline every model runs on: a [`FrameModel`] (MRT2's language
+//! model, Magpie's decoder) makes frames of codes, a [`Vocoder`] (SpectroStream,
+//! NanoCodec) turns them into audio, and [`Staging`] holds the frames between the
+//! two stages. MRT2's [`crate::FramePipeline`] steps it one frame per cycle;
+//! Magpie's [`crate::tts::Speaking`] in groups of frames, a ramp of single frames
+//! first. A new model is a [`FrameModel`] impl and, if its vocoder is new, a
+//! [`Vocoder`] impl; the cycle, the overlap and the flush are written here once.
 //!
 //! A cycle makes frames on the model's pool and decodes frames on the vocoder's:
 //! * sequential: the frames made are decoded right after, on the same pool;
@@ -13,9 +17,55 @@
 //! same bits. The buffers are reused: a cycle allocates nothing once they have
 //! grown to the largest group.
 
+use std::time::{Duration, Instant};
+
 use rill_kernels::Pool;
 
 use crate::pipeline::{StagePools, Stages};
+
+/// Makes frames of codes, one model step each; the host owns the model's session
+/// and hands the stage a view of it for a cycle.
+pub trait FrameModel: Send {
+    type Frame: Copy + Send + Sync;
+    type Error: Send;
+    /// Makes up to `n` frames on `pool`, appending them to `made`; whether the
+    /// stream ended (no frame follows these).
+    fn make(
+        &mut self,
+        pool: &Pool,
+        n: usize,
+        made: &mut Vec<Self::Frame>,
+    ) -> Result<bool, Self::Error>;
+}
+
+/// Turns frames of codes into audio, keeping its streaming state and the audio of
+/// its last call for the host to read.
+pub trait Vocoder: Send {
+    type Frame: Copy + Send + Sync;
+    type Error: Send;
+    /// Decodes `frames` (at least one), in order, on `pool`.
+    fn decode(&mut self, frames: &[Self::Frame], pool: &Pool) -> Result<(), Self::Error>;
+}
+
+/// What one [`Staging::step`] did: both stages' results and times (they overlap
+/// with two stages). Which frames were made and decoded: [`Staging::made`],
+/// [`Staging::decoded`].
+#[derive(Debug)]
+pub struct Cycle<EM, EV> {
+    /// The model's result: whether the stream ended.
+    pub made: Result<bool, EM>,
+    /// The vocoder's result (`Ok` when nothing was due).
+    pub decoded: Result<(), EV>,
+    pub model_time: Duration,
+    pub vocoder_time: Duration,
+}
+
+/// Runs `f`, with the time it took.
+fn timed<R>(f: impl FnOnce() -> R) -> (R, Duration) {
+    let t = Instant::now();
+    let r = f();
+    (r, t.elapsed())
+}
 
 /// Frames made and not yet decoded, and the frames of the last cycle.
 #[derive(Debug, Clone)]
@@ -100,6 +150,42 @@ impl<T: Copy + Send + Sync> Staging<T> {
         }
     }
 
+    /// One cycle of `model` (up to `n` frames) and `vocoder` (the frames due, see
+    /// [`Staging::cycle`]).
+    pub fn step<M, V>(
+        &mut self,
+        pools: &StagePools,
+        model: &mut M,
+        n: usize,
+        vocoder: &mut V,
+    ) -> Cycle<M::Error, V::Error>
+    where
+        M: FrameModel<Frame = T>,
+        V: Vocoder<Frame = T>,
+    {
+        let ((made, model_time), (decoded, vocoder_time)) = self.cycle(
+            pools,
+            |pool, made| timed(|| model.make(pool, n, made)),
+            |due, pool| decode_due(vocoder, due, pool),
+        );
+        Cycle {
+            made,
+            decoded,
+            model_time,
+            vocoder_time,
+        }
+    }
+
+    /// Decodes the pending frames now with `vocoder`, the model's stage lending its
+    /// threads (`None` when nothing was pending); with the time it took.
+    pub fn flush<V: Vocoder<Frame = T>>(
+        &mut self,
+        pools: &StagePools,
+        vocoder: &mut V,
+    ) -> Option<(Result<(), V::Error>, Duration)> {
+        self.decode_pending(pools, |due, pool| decode_due(vocoder, due, pool))
+    }
+
     /// Decodes the pending frames now, the model's stage lending its threads
     /// (`None` when nothing was pending); they become [`Staging::decoded`].
     pub fn decode_pending<D: Send>(
@@ -115,6 +201,19 @@ impl<T: Copy + Send + Sync> Staging<T> {
         let due: &[T] = &self.decoded;
         let ((), d) = pools.overlap(|_| (), |cp| decode(due, cp));
         Some(d)
+    }
+}
+
+/// Decodes `due` (nothing when empty), timed.
+fn decode_due<V: Vocoder>(
+    vocoder: &mut V,
+    due: &[V::Frame],
+    pool: &Pool,
+) -> (Result<(), V::Error>, Duration) {
+    if due.is_empty() {
+        (Ok(()), Duration::ZERO)
+    } else {
+        timed(|| vocoder.decode(due, pool))
     }
 }
 

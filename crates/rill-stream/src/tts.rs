@@ -7,7 +7,8 @@
 //! request's first [`SINGLE_FRAMES`] one per call, the first at once). With
 //! [`Stages::TwoStage`] the codec
 //! decodes one group while the decoder makes the next; sequentially each group is
-//! decoded right after it is made ([`crate::Staging`], shared with MRT2's pipeline). Same audio in every arrangement. Added latency
+//! decoded right after it is made ([`crate::Staging`], shared with MRT2's pipeline; [`Speaking`] holds one
+//! speech's state between cycles). Same audio in every arrangement. Added latency
 //! after the first audio: `group − 1` frames, plus one group with two stages (3
 //! frames, 139 ms, by default). Sentences follow each other through one codec
 //! stream, as NeMo decodes the concatenated codes.
@@ -16,15 +17,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rill_kernels::Pool;
-use rill_magpie::{InferenceParams, MagpieError, Model, Session, StepTrace, CODEBOOKS};
-use rill_nanocodec::{CodecError, CodecState, NanoCodec, SAMPLES_PER_FRAME};
+use rill_magpie::{InferenceParams, MagpieError, Model, StepTrace, CODEBOOKS};
+use rill_nanocodec::{CodecError, NanoCodec, SAMPLES_PER_FRAME};
 use rill_text::{Language, TextError, TextFrontEnd};
 
-use crate::pipeline::{StagePools, Stages};
-use crate::staging::Staging;
+use crate::pipeline::StagePools;
 
 mod load;
+mod speaking;
 pub use load::{download_instructions, VoiceSource};
+pub use speaking::{SentenceSetup, Speaking};
 
 /// A loaded voice: the model, its vocoder, the text front end and the checkpoint's
 /// inference parameters (upstream's defaults where it has none).
@@ -267,7 +269,8 @@ impl Voice {
     /// first audio; the others let a listener's buffer fill before the groups
     /// start). With two stages the decoder
     /// makes the next group while the codec decodes the last one. The audio is the
-    /// same bits in every arrangement.
+    /// same bits in every arrangement. The [`crate::Engine`] runs the same
+    /// [`Speaking`] cycles between its music frames.
     pub fn speak(
         &self,
         plan: &SpeakPlan,
@@ -275,187 +278,15 @@ impl Voice {
         setup: &Pool,
         sink: &mut dyn SpeakSink,
     ) -> Result<SpeakStats, TtsError> {
-        let start = Instant::now();
-        let mut stats = SpeakStats::default();
-        let k = plan.codec_frames;
-        let mut voicing = Voicing {
-            codec: &self.codec,
-            state: self.codec.new_stream_state(k),
-            audio: vec![0f32; k * SAMPLES_PER_FRAME],
-            pcm: [0i16; SAMPLES_PER_FRAME],
-            start,
-        };
-        let mut traces: Vec<StepTrace> = (0..k).map(|_| StepTrace::default()).collect();
-        let traced = sink.wants_trace();
-        let two = pools.stages() == Stages::TwoStage;
-        // Frames made, pending and decoded, cycle by cycle.
-        let mut staging: Staging<[u32; CODEBOOKS]> = Staging::with_capacity(k);
-        let mut made_total = 0;
-        for ids in &plan.utterances {
-            sink.utterance(ids)?;
+        let mut speaking = Speaking::new(self, plan.clone(), sink.wants_trace());
+        while let Some(sentence) = speaking.next_setup() {
             let t = Instant::now();
-            // The front end appends EOS; the session appends its own.
-            let mut session = Session::new(
-                self.model.clone(),
-                &ids[..ids.len() - 1],
-                plan.speaker,
-                plan.params.clone(),
-                plan.seed,
-                setup,
-            )?;
-            stats.setup_seconds += t.elapsed().as_secs_f64();
-            let mut finished = false;
-            while !finished {
-                let t = Instant::now();
-                // One frame per call for the request's first frames, then groups.
-                let group = if made_total < SINGLE_FRAMES { 1 } else { k };
-                for tr in &mut traces {
-                    tr.hidden.clear();
-                }
-                let ((made_result, dt), (decoded, ct)) = staging.cycle(
-                    pools,
-                    |lm, made| {
-                        let t = Instant::now();
-                        let r = make_frames(
-                            &mut session,
-                            lm,
-                            plan.forced.as_deref(),
-                            &mut traces[..group],
-                            traced,
-                            made,
-                        );
-                        (r, t.elapsed())
-                    },
-                    |due, cp| voicing.decode(due, cp),
-                );
-                stats.step_seconds += t.elapsed().as_secs_f64();
-                decoded?;
-                sink.cycle(&CycleTimes {
-                    made: staging.made().len(),
-                    decoded: staging.decoded().len(),
-                    decoder: dt,
-                    codec: ct,
-                    wall: t.elapsed(),
-                });
-                for tr in traces.iter().filter(|tr| traced && !tr.hidden.is_empty()) {
-                    sink.step(tr);
-                }
-                voicing.emit(staging.decoded(), &mut stats, sink)?;
-                finished = made_result?;
-                made_total += staging.made().len();
-                if two && stats.first_audio.is_none() && !staging.made().is_empty() {
-                    // The request's first frame is decoded at once, the decoder
-                    // stage assisting the codec, instead of during the next step:
-                    // first audio comes a decoder step sooner, the same bits.
-                    voicing.decode_pending(&mut staging, pools, &mut stats, sink)?;
-                }
+            let session = sentence.run(setup)?;
+            speaking.begin(session, t.elapsed().as_secs_f64(), sink)?;
+            while speaking.in_sentence() {
+                speaking.cycle(pools, usize::MAX, sink)?;
             }
-            // The last group of a two-stage sentence is still to decode.
-            voicing.decode_pending(&mut staging, pools, &mut stats, sink)?;
         }
-        stats.wall_seconds = start.elapsed().as_secs_f64();
-        Ok(stats)
-    }
-}
-
-/// Runs decoder steps until `traces.len()` frames are in `made` or the session
-/// ends (EOS or its frame cap): whether it ended.
-fn make_frames(
-    session: &mut Session,
-    pool: &Pool,
-    forced: Option<&[[u16; CODEBOOKS]]>,
-    traces: &mut [StepTrace],
-    traced: bool,
-    made: &mut Vec<[u32; CODEBOOKS]>,
-) -> Result<bool, MagpieError> {
-    for tr in traces.iter_mut() {
-        tr.hidden.clear();
-        let force = forced.and_then(|f| f.get(session.frames()));
-        match session.step_with(pool, force, traced.then_some(tr))? {
-            Some(f) => made.push(f.map(u32::from)),
-            None => return Ok(true),
-        }
-    }
-    Ok(false)
-}
-
-/// The vocoder side of one speech: NanoCodec's stream state, the audio of its
-/// last call, and the handing of decoded frames to the sink.
-struct Voicing<'a> {
-    codec: &'a NanoCodec,
-    state: CodecState,
-    /// The last call's audio, one frame after another.
-    audio: Vec<f32>,
-    pcm: [i16; SAMPLES_PER_FRAME],
-    /// When the speech started (for the time to first audio).
-    start: Instant,
-}
-
-impl Voicing<'_> {
-    /// Decodes `frames` (none: nothing to do) into the front of `audio`; with the
-    /// time it took.
-    fn decode(
-        &mut self,
-        frames: &[[u32; CODEBOOKS]],
-        pool: &Pool,
-    ) -> (Result<(), CodecError>, Duration) {
-        let t = Instant::now();
-        let r = if frames.is_empty() {
-            Ok(())
-        } else {
-            self.codec.step_frames(
-                &mut self.state,
-                frames,
-                &mut self.audio[..frames.len() * SAMPLES_PER_FRAME],
-                pool,
-            )
-        };
-        (r, t.elapsed())
-    }
-
-    /// Hands the frames of `codes` (decoded by the last call) to the sink.
-    fn emit(
-        &mut self,
-        codes: &[[u32; CODEBOOKS]],
-        stats: &mut SpeakStats,
-        sink: &mut dyn SpeakSink,
-    ) -> Result<(), TtsError> {
-        for (c, a) in codes.iter().zip(self.audio.chunks_exact(SAMPLES_PER_FRAME)) {
-            let a: &[f32; SAMPLES_PER_FRAME] = a.try_into().expect("whole frames");
-            rill_nanocodec::frame_to_int16(a, &mut self.pcm);
-            sink.frame(c, a, &self.pcm)?;
-            stats
-                .first_audio
-                .get_or_insert(self.start.elapsed().as_secs_f64());
-            stats.frames += 1;
-        }
-        Ok(())
-    }
-
-    /// Decodes the frames still pending now (the decoder stage lending its
-    /// threads) and hands them to the sink; nothing when none are pending.
-    fn decode_pending(
-        &mut self,
-        staging: &mut Staging<[u32; CODEBOOKS]>,
-        pools: &StagePools,
-        stats: &mut SpeakStats,
-        sink: &mut dyn SpeakSink,
-    ) -> Result<(), TtsError> {
-        let t = Instant::now();
-        let Some((decoded, codec_time)) =
-            staging.decode_pending(pools, |due, cp| self.decode(due, cp))
-        else {
-            return Ok(());
-        };
-        stats.step_seconds += t.elapsed().as_secs_f64();
-        decoded?;
-        sink.cycle(&CycleTimes {
-            made: 0,
-            decoded: staging.decoded().len(),
-            decoder: Duration::ZERO,
-            codec: codec_time,
-            wall: t.elapsed(),
-        });
-        self.emit(staging.decoded(), stats, sink)
+        Ok(speaking.stats())
     }
 }

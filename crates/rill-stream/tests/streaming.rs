@@ -328,3 +328,91 @@ fn out_of_range_controls_are_rejected_and_change_nothing() {
         g.apply(c).unwrap();
     }
 }
+
+/// Speech on the engine ([`rill_stream::Speaker`]): two sentences (the second set
+/// up on the engine's setup thread) give the same PCM as `Voice::speak` on pools
+/// of its own, alone and while a music stream plays beside it; the music stream's
+/// frames are the ones it makes alone.
+#[test]
+fn the_engine_speaks_the_same_bits_alone_and_beside_music() {
+    use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource};
+
+    struct Pcm(Vec<i16>);
+    impl SpeakSink for Pcm {
+        fn frame(
+            &mut self,
+            _: &[u32; rill_magpie::CODEBOOKS],
+            _: &[f32; rill_nanocodec::SAMPLES_PER_FRAME],
+            pcm: &[i16; rill_nanocodec::SAMPLES_PER_FRAME],
+        ) -> Result<(), TtsError> {
+            self.0.extend_from_slice(pcm);
+            Ok(())
+        }
+    }
+    const FRAMES: usize = 7;
+    let voice = Voice::load(VoiceSource::Random(0), rill_kernels::WeightFormat::F32).unwrap();
+    // Over the front end's 45-word threshold: two sentences.
+    let text = "The quick brown fox jumps over the lazy dog while the small cat sleeps on \
+        the warm mat near the old red door of the house. Then the dog wakes up and runs \
+        across the green field to find the ball that the children left behind the big tree.";
+    let options = SpeakOptions {
+        max_frames: Some(FRAMES),
+        ..SpeakOptions::default()
+    };
+    let plan = voice.plan(text, &options).unwrap();
+    assert_eq!(plan.utterances.len(), 2);
+    let mut want = Pcm(Vec::new());
+    let alone = rill_stream::StagePools::new(Stages::Sequential, 1, None);
+    voice
+        .speak(&plan, &alone, &rill_kernels::Pool::new(1), &mut want)
+        .unwrap();
+    assert_eq!(want.0.len(), 2 * FRAMES * rill_nanocodec::SAMPLES_PER_FRAME);
+
+    let engine = engine(1);
+    let speaker = engine.add_voice(std::sync::Arc::new(voice)).unwrap();
+    // `music` reads the stream's frames while the speech is read, a frame per
+    // 80 ms (half real time: music has room only that often, and speech runs in
+    // the time left; a reader faster than the engine would leave speech none).
+    let speak = |mut music: Option<&mut StreamHandle>| {
+        let mut speech = speaker.speak(plan.clone()).unwrap();
+        let (mut pcm, mut frames) = (Vec::new(), Vec::new());
+        let start = Instant::now();
+        let mut last_read = Instant::now();
+        loop {
+            assert!(start.elapsed() < Duration::from_secs(120), "speech stalled");
+            if let Some(h) = music.as_deref_mut() {
+                let mut f = vec![0i16; FRAME_PCM];
+                if last_read.elapsed() >= Duration::from_millis(80) && h.read_frame(&mut f) {
+                    frames.push(f);
+                    last_read = Instant::now();
+                }
+            }
+            if let Some(outcome) = speech.next(&mut pcm, Duration::from_millis(2)) {
+                let stats = outcome.unwrap();
+                assert_eq!(stats.frames, 2 * FRAMES);
+                return (pcm, frames);
+            }
+        }
+    };
+    let (pcm, _) = speak(None);
+    assert!(
+        pcm == want.0,
+        "the engine's speech differs from Voice::speak"
+    );
+
+    let mut music = engine
+        .open(StreamConfig {
+            seed: 42,
+            initial: vec![Control::Style(Some(STYLE))],
+            ..StreamConfig::default()
+        })
+        .unwrap();
+    let (pcm, mut frames) = speak(Some(&mut music));
+    assert!(pcm == want.0, "beside music, the speech differs");
+    frames.extend(read(&mut music, 3));
+    assert_same_frames(
+        &frames,
+        &reference(frames.len(), None, 0),
+        "music beside speech",
+    );
+}

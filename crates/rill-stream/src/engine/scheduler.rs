@@ -11,6 +11,7 @@ use crossbeam_channel::Receiver;
 use rill_mrt2::Mrt2;
 use rill_spectrostream::Codec;
 
+use super::speech::{serve_speech, SpeechJob};
 use super::{Msg, Shared, Slot, FRAME_MS};
 use crate::generator::Generator;
 use crate::pipeline::{StagePools, FRAME_PCM};
@@ -45,14 +46,21 @@ pub(super) fn measure_rtf(
 /// in 30 s against 0.80 with none, the bench's figure, on a 2-vCPU Xeon VM).
 const BUSY_WAIT: Duration = Duration::from_millis(100);
 
-pub(super) fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<Slot>) {
+pub(super) fn schedule(
+    shared: &Shared,
+    pool: &StagePools,
+    register: &Receiver<Slot>,
+    speeches: &Receiver<SpeechJob>,
+) {
     let mut slots: Vec<Slot> = Vec::new();
+    let mut speaking: Vec<SpeechJob> = Vec::new();
     let mut pcm = vec![0i16; FRAME_PCM];
     let mut last_frame = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
         while let Ok(s) = register.try_recv() {
             slots.push(s);
         }
+        speaking.extend(speeches.try_iter());
         slots.retain(|s| !s.closed.load(Ordering::Acquire));
         // Controls take effect at the next frame boundary; applying them as soon as
         // they arrive is the same thing, and answers snapshot requests promptly.
@@ -69,7 +77,14 @@ pub(super) fn schedule(shared: &Shared, pool: &StagePools, register: &Receiver<S
             .max_by_key(|(_, s)| s.audio.slots())
             .map(|(i, _)| i);
         let Some(i) = next else {
-            if !slots.is_empty() && last_frame.elapsed() < BUSY_WAIT {
+            // No music stream has room: a speech cycle may run (one frame per
+            // codec call beside music, so it ends well within their buffers).
+            let max_group = if slots.is_empty() { usize::MAX } else { 1 };
+            if serve_speech(&mut speaking, pool, max_group) {
+                last_frame = Instant::now();
+                continue;
+            }
+            if (!slots.is_empty() || !speaking.is_empty()) && last_frame.elapsed() < BUSY_WAIT {
                 thread::yield_now();
             } else {
                 thread::park_timeout(Duration::from_millis(2));
