@@ -270,6 +270,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
         // Speech runs on the music's engine: what it costs is measured here.
         let service = rill_server::tts::TtsService::new(voice, &state.engine)
             .context("starting the speech setup thread")?;
+        let speaker = service.speaker();
+        if speaker.rtf() > 0.0 {
+            let beside = match speaker.expected_rtf_beside(1) {
+                Some(r) => format!("about {r:.1}"),
+                None => "nothing: it waits for the music to stop".into(),
+            };
+            eprintln!(
+                "one speech alone runs at real-time factor {:.2}; beside a music stream it gets the capacity the music leaves (real-time factor {beside})",
+                speaker.rtf()
+            );
+        }
         state = state.with_tts(
             service
                 .with_random_weights(args.tts_random_weights.is_some())

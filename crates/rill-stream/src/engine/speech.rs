@@ -122,11 +122,12 @@ impl Speaker {
     /// music streams: its own ÷ the share of the machine they leave (`None` when
     /// either was not measured, or the music leaves nothing).
     pub fn expected_rtf(&self) -> Option<f32> {
-        expected_rtf(
-            self.slot.rtf,
-            self.shared.rtf,
-            self.shared.active.load(Ordering::Acquire),
-        )
+        self.expected_rtf_beside(self.shared.active.load(Ordering::Acquire))
+    }
+
+    /// As [`Speaker::expected_rtf`] beside `streams` music streams.
+    pub fn expected_rtf_beside(&self, streams: usize) -> Option<f32> {
+        expected_rtf(self.slot.rtf, self.shared.rtf, streams)
     }
 
     /// Starts speaking `plan` (made by this speaker's [`Speaker::voice`]); its audio
