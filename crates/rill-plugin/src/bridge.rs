@@ -1,0 +1,412 @@
+//! The plugin's two sides, written without any plugin API so that they can be
+//! tested on their own:
+//!
+//! * the **model thread** ([`start`]) loads the checkpoint in the background, then
+//!   runs a [`Generator`] one 40 ms frame at a time on its own worker pools and
+//!   pushes the audio into a lock-free ring;
+//! * the **audio side** ([`AudioSide`], called from the host's audio callback)
+//!   queues the block's notes, then reads the ring. It allocates nothing, takes no
+//!   lock and does no I/O; in real time a ring that runs dry plays silence and is
+//!   counted as an underrun, never waited for; offline (a bounce) it waits for the
+//!   model, so a bounce is complete and deterministic.
+//!
+//! Timing is sample-exact on the host's timeline: a note at host sample `s` reaches
+//! the frame starting at the next frame boundary (`⌈s / 1920⌉`), and the model makes
+//! frame `f` only once the audio side has queued every note before its start. The
+//! audio comes out [`LATENCY_SAMPLES`] later (reported to the host, which
+//! compensates), so a stream rendered from the host's start is the same, sample
+//! for sample, as `rill generate` with the same notes, seed and settings.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use rill_mrt2::conditioning::CfgScales;
+use rill_mrt2::Mrt2;
+use rill_spectrostream::Codec;
+use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
+
+/// Samples per channel of one 40 ms frame at 48 kHz.
+pub const FRAME_SAMPLES: usize = FRAME_PCM / 2;
+/// Frames the audio lags the notes: room for the model to work ahead of the
+/// callback (a frame takes ≈ 26 ms of a 2-core machine at int8).
+pub const LATENCY_FRAMES: usize = 4;
+/// The latency reported to the host, in samples at 48 kHz (160 ms).
+pub const LATENCY_SAMPLES: u32 = (LATENCY_FRAMES * FRAME_SAMPLES) as u32;
+/// Frames the ring holds.
+const RING_FRAMES: usize = 16;
+/// Note events queued between the sides.
+const EVENT_CAPACITY: usize = 4096;
+
+/// A note event from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note {
+    On(u8),
+    Off(u8),
+    /// Every note released (a note-off for any key).
+    AllOff,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Timed {
+    /// The frame the event reaches.
+    frame: u64,
+    note: Note,
+}
+
+/// The values the model takes at each frame boundary (the plugin's parameters).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    pub temperature: f32,
+    pub top_k: usize,
+    pub cfg: CfgScales,
+    /// Drums on / off / masked.
+    pub drums: Option<bool>,
+    /// A change gives the sampler a new key (the music continues).
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    /// `rill generate`'s defaults (upstream Python's).
+    fn default() -> Self {
+        let s = rill_mrt2::sampler::SamplingParams::default();
+        Settings {
+            temperature: s.temperature,
+            top_k: s.top_k,
+            cfg: CfgScales::default(),
+            drums: None,
+            seed: rill_mrt2::DEFAULT_SEED,
+        }
+    }
+}
+
+/// Where the model thread reads the settings (the plugin's parameters, read from
+/// atomics).
+pub trait SettingsSource: Send + Sync {
+    fn settings(&self) -> Settings;
+}
+
+impl SettingsSource for Settings {
+    fn settings(&self) -> Settings {
+        *self
+    }
+}
+
+/// What the model thread is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelState {
+    Loading,
+    Ready,
+    /// Loading failed; the plugin plays silence.
+    Failed(String),
+}
+
+const LOADING: u8 = 0;
+const READY: u8 = 1;
+const FAILED: u8 = 2;
+
+/// State shared by both sides.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Host samples (per channel) whose notes have all been queued.
+    watermark: AtomicU64,
+    state: AtomicU8,
+    /// Why loading failed (read by the host's threads, never the audio thread).
+    error: Mutex<String>,
+    stop: AtomicBool,
+    underruns: AtomicU64,
+    frames: AtomicU64,
+    dropped_notes: AtomicU64,
+}
+
+/// Loads the model on the model thread.
+pub type Loader = Box<dyn FnOnce() -> Result<(Arc<Mrt2>, Arc<Codec>), String> + Send>;
+
+/// How the model thread runs.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelConfig {
+    /// Worker threads of its pools.
+    pub threads: usize,
+    /// Test hook: sleep this long per frame, as a machine too slow would be.
+    pub slow_frame: Option<Duration>,
+}
+
+/// The model thread; dropping it stops the thread and waits for it.
+pub struct ModelThread {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ModelThread {
+    pub fn state(&self) -> ModelState {
+        state(&self.shared)
+    }
+
+    /// Underruns counted by the audio side so far.
+    pub fn underruns(&self) -> u64 {
+        self.shared.underruns.load(Ordering::Relaxed)
+    }
+
+    /// Frames the model has made.
+    pub fn frames(&self) -> u64 {
+        self.shared.frames.load(Ordering::Relaxed)
+    }
+
+    /// Note events the audio side could not queue (more than [`EVENT_CAPACITY`]
+    /// ahead of the model).
+    pub fn dropped_notes(&self) -> u64 {
+        self.shared.dropped_notes.load(Ordering::Relaxed)
+    }
+}
+
+fn state(shared: &Shared) -> ModelState {
+    match shared.state.load(Ordering::Acquire) {
+        LOADING => ModelState::Loading,
+        READY => ModelState::Ready,
+        _ => ModelState::Failed(
+            shared
+                .error
+                .lock()
+                .map(|e| e.clone())
+                .unwrap_or_else(|e| e.into_inner().clone()),
+        ),
+    }
+}
+
+impl Drop for ModelThread {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the model thread (loading with `load` first) and returns both sides.
+pub fn start(
+    load: Loader,
+    settings: Arc<dyn SettingsSource>,
+    config: ModelConfig,
+) -> std::io::Result<(AudioSide, ModelThread)> {
+    let shared = Arc::new(Shared::default());
+    let (events_tx, events_rx) = rtrb::RingBuffer::new(EVENT_CAPACITY);
+    let (audio_tx, audio_rx) = rtrb::RingBuffer::new(RING_FRAMES * FRAME_PCM);
+    let s = Arc::clone(&shared);
+    let thread = thread::Builder::new()
+        .name("rill-plugin-model".into())
+        .spawn(move || run_model(load, settings, config, &s, events_rx, audio_tx))?;
+    Ok((
+        AudioSide {
+            events: events_tx,
+            audio: audio_rx,
+            shared: Arc::clone(&shared),
+            pos: 0,
+            debt: 0,
+        },
+        ModelThread {
+            shared,
+            thread: Some(thread),
+        },
+    ))
+}
+
+fn run_model(
+    load: Loader,
+    settings: Arc<dyn SettingsSource>,
+    config: ModelConfig,
+    shared: &Shared,
+    mut events: rtrb::Consumer<Timed>,
+    mut audio: rtrb::Producer<f32>,
+) {
+    let (lm, codec) = match load() {
+        Ok(v) => v,
+        Err(e) => {
+            if let Ok(mut m) = shared.error.lock() {
+                *m = e;
+            }
+            shared.state.store(FAILED, Ordering::Release);
+            return;
+        }
+    };
+    let threads = config.threads.max(1);
+    let pools = StagePools::new(Stages::auto(threads), threads, None);
+    let first = settings.settings();
+    let mut generator = Generator::new(lm, codec, first.seed, &pools);
+    let mut applied = Settings {
+        seed: first.seed,
+        ..Settings::default()
+    };
+    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut held: Option<Timed> = None;
+    let mut frame = 0u64;
+    shared.state.store(READY, Ordering::Release);
+    while !shared.stop.load(Ordering::Acquire) {
+        // Frame `frame` starts at host sample 1920·frame: every note at or before
+        // it must be queued (the watermark is past it) and its audio must fit.
+        let watermark = shared.watermark.load(Ordering::Acquire);
+        if watermark <= frame * FRAME_SAMPLES as u64 || audio.slots() < FRAME_PCM {
+            thread::sleep(Duration::from_micros(500));
+            continue;
+        }
+        while let Some(e) = held.take().or_else(|| events.pop().ok()) {
+            if e.frame > frame {
+                held = Some(e);
+                break;
+            }
+            let c = match e.note {
+                Note::On(p) => Control::NoteOn(p),
+                Note::Off(p) => Control::NoteOff(p),
+                Note::AllOff => Control::HeldNotes(Vec::new()),
+            };
+            // Pitches outside the pianoroll are refused by the generator and
+            // change nothing.
+            let _ = generator.apply(c);
+        }
+        apply_settings(&mut generator, &mut applied, settings.settings());
+        let info = generator.step(&pools, &mut pcm);
+        if let Some(d) = config.slow_frame {
+            thread::sleep(d);
+        }
+        if info.decoded {
+            if let Ok(mut chunk) = audio.write_chunk(FRAME_PCM) {
+                let (a, b) = chunk.as_mut_slices();
+                let n = a.len();
+                for (o, &s) in a.iter_mut().chain(b.iter_mut()).zip(&pcm) {
+                    *o = f32::from(s) / 32768.0;
+                }
+                debug_assert_eq!(n + b.len(), FRAME_PCM);
+                chunk.commit_all();
+            }
+            shared.frames.fetch_add(1, Ordering::Relaxed);
+        }
+        frame += 1;
+    }
+}
+
+/// Applies what changed between `applied` and `now` (each at this frame boundary).
+fn apply_settings(g: &mut Generator, applied: &mut Settings, now: Settings) {
+    if now == *applied {
+        return;
+    }
+    let mut controls = [None, None, None, None, None, None, None];
+    if now.temperature != applied.temperature {
+        controls[0] = Some(Control::Temperature(now.temperature));
+    }
+    if now.top_k != applied.top_k {
+        controls[1] = Some(Control::TopK(now.top_k));
+    }
+    if now.cfg.musiccoca != applied.cfg.musiccoca {
+        controls[2] = Some(Control::CfgMusiccoca(now.cfg.musiccoca));
+    }
+    if now.cfg.notes != applied.cfg.notes {
+        controls[3] = Some(Control::CfgNotes(now.cfg.notes));
+    }
+    if now.cfg.drums != applied.cfg.drums {
+        controls[4] = Some(Control::CfgDrums(now.cfg.drums));
+    }
+    if now.drums != applied.drums {
+        controls[5] = Some(Control::Drums(now.drums));
+    }
+    if now.seed != applied.seed {
+        controls[6] = Some(Control::Seed(now.seed));
+    }
+    for c in controls.into_iter().flatten() {
+        // The parameters' ranges are inside the model's; a refused value changes
+        // nothing.
+        let _ = g.apply(c);
+    }
+    *applied = now;
+}
+
+/// The audio callback's side (see the module docs).
+pub struct AudioSide {
+    events: rtrb::Producer<Timed>,
+    audio: rtrb::Consumer<f32>,
+    shared: Arc<Shared>,
+    /// Host samples rendered since the model became ready.
+    pos: u64,
+    /// Samples played as silence in an underrun, to skip when the audio comes
+    /// (the stream stays on the host's timeline).
+    debt: u64,
+}
+
+impl AudioSide {
+    /// Queues a note at `offset` samples into the block about to be rendered.
+    pub fn note(&mut self, offset: u32, note: Note) {
+        let s = self.pos + u64::from(offset);
+        let frame = s.div_ceil(FRAME_SAMPLES as u64);
+        if self.events.push(Timed { frame, note }).is_err() {
+            self.shared.dropped_notes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Renders one block into `left` and `right` (the same length). `wait`: offline,
+    /// wait for the model (and for loading) instead of playing silence.
+    pub fn render(&mut self, left: &mut [f32], right: &mut [f32], wait: bool) {
+        let n = left.len().min(right.len());
+        let mut st = self.shared.state.load(Ordering::Acquire);
+        while wait && st == LOADING {
+            thread::sleep(Duration::from_micros(200));
+            st = self.shared.state.load(Ordering::Acquire);
+        }
+        if st != READY {
+            // Loading (in real time) or failed: silence, and the timeline waits.
+            left.fill(0.0);
+            right.fill(0.0);
+            return;
+        }
+        self.shared
+            .watermark
+            .store(self.pos + n as u64, Ordering::Release);
+        // Host samples before the latency are silence; the rest come from the ring.
+        let first = (LATENCY_SAMPLES as u64)
+            .saturating_sub(self.pos)
+            .min(n as u64) as usize;
+        left[..first].fill(0.0);
+        right[..first].fill(0.0);
+        let want = n - first;
+        self.skip_debt();
+        if wait {
+            while self.debt == 0 && self.audio.slots() < 2 * want {
+                if self.shared.stop.load(Ordering::Acquire) {
+                    break;
+                }
+                thread::sleep(Duration::from_micros(100));
+            }
+        }
+        let have = if self.debt > 0 {
+            0
+        } else {
+            (self.audio.slots() / 2).min(want)
+        };
+        if let Ok(chunk) = self.audio.read_chunk(2 * have) {
+            let (a, b) = chunk.as_slices();
+            let mut it = a.iter().chain(b);
+            for i in first..first + have {
+                left[i] = *it.next().unwrap_or(&0.0);
+                right[i] = *it.next().unwrap_or(&0.0);
+            }
+            chunk.commit_all();
+        }
+        if have < want {
+            left[first + have..n].fill(0.0);
+            right[first + have..n].fill(0.0);
+            self.debt += (want - have) as u64;
+            self.shared.underruns.fetch_add(1, Ordering::Relaxed);
+        }
+        self.pos += n as u64;
+    }
+
+    /// Drops the audio that an underrun already played as silence.
+    fn skip_debt(&mut self) {
+        if self.debt == 0 {
+            return;
+        }
+        let skip = (self.audio.slots() / 2).min(self.debt as usize);
+        if let Ok(chunk) = self.audio.read_chunk(2 * skip) {
+            chunk.commit_all();
+        }
+        self.debt -= skip as u64;
+    }
+}

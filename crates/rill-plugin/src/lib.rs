@@ -1,0 +1,162 @@
+//! rill's MRT2 instrument as a CLAP and VST3 plugin (nice-plug): MIDI notes in,
+//! 48 kHz stereo out. The model loads and runs on its own threads
+//! ([`bridge`]); the audio callback only queues notes and reads a lock-free ring.
+//! Bundles: `scripts/bundle-plugin` (docs/plugin.md).
+
+use std::sync::Arc;
+
+use nice_plug::prelude::*;
+
+pub mod bridge;
+pub mod load;
+pub mod params;
+
+use bridge::{AudioSide, ModelConfig, ModelThread, Note, LATENCY_SAMPLES};
+pub use params::RillParams;
+
+/// The model's native rate; other host rates are refused at activation for now.
+pub const SAMPLE_RATE: f32 = 48_000.0;
+
+/// The instrument.
+pub struct RillInstrument {
+    params: Arc<RillParams>,
+    audio: Option<AudioSide>,
+    model: Option<ModelThread>,
+    /// The host renders offline (a bounce): wait for the model.
+    offline: bool,
+    /// The host runs at 48 kHz (else silence).
+    rate_ok: bool,
+}
+
+impl Default for RillInstrument {
+    fn default() -> Self {
+        RillInstrument {
+            params: Arc::new(RillParams::default()),
+            audio: None,
+            model: None,
+            offline: false,
+            rate_ok: false,
+        }
+    }
+}
+
+impl Plugin for RillInstrument {
+    const NAME: &'static str = "rill MRT2";
+    const VENDOR: &'static str = "rill";
+    const URL: &'static str = "https://example.invalid/rill";
+    const EMAIL: &'static str = "";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = &[AudioIOLayout {
+        main_input_channels: None,
+        main_output_channels: NonZeroU32::new(2),
+        ..AudioIOLayout::const_default()
+    }];
+    const MIDI_INPUT: MidiConfig = MidiConfig::Basic;
+    type SysExMessage = ();
+    type BackgroundTask = ();
+    type Editor = ();
+
+    fn params(&self) -> Arc<dyn Params> {
+        self.params.clone()
+    }
+
+    fn activate(
+        &mut self,
+        _layout: &AudioIOLayout,
+        config: &BufferConfig,
+        context: &mut impl ActivateContext<Self>,
+    ) -> bool {
+        // A failed activation is not an option: hosts may still call process.
+        self.rate_ok = config.sample_rate == SAMPLE_RATE;
+        if !self.rate_ok {
+            nice_error!(
+                "rill runs at 48 kHz; the host asks for {} Hz, so it plays silence (set the project to 48 kHz)",
+                config.sample_rate
+            );
+            return true;
+        }
+        self.offline = config.process_mode == ProcessMode::Offline;
+        context.set_latency_samples(LATENCY_SAMPLES);
+        if self.model.is_none() {
+            // Loading starts here, after the host restored the state (never in a
+            // plugin scan, which does not activate), on the model thread.
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let config = ModelConfig {
+                threads,
+                slow_frame: None,
+            };
+            let settings: Arc<dyn bridge::SettingsSource> = self.params.clone();
+            match bridge::start(
+                load::loader(self.params.checkpoint_path()),
+                settings,
+                config,
+            ) {
+                Ok((audio, model)) => {
+                    self.audio = Some(audio);
+                    self.model = Some(model);
+                }
+                Err(e) => {
+                    // Silence, as without a model.
+                    nice_error!("rill: cannot start the model thread: {e}");
+                }
+            }
+        }
+        true
+    }
+
+    fn process(
+        &mut self,
+        buffer: &mut Buffer,
+        _aux: &mut AuxiliaryBuffers,
+        context: &mut impl ProcessContext<Self>,
+    ) -> ProcessStatus {
+        let wait = self.offline || self.params.offline_render.value();
+        let slices = buffer.as_slice();
+        let audio = self.audio.as_mut().filter(|_| self.rate_ok);
+        let Some(audio) = audio else {
+            for ch in slices.iter_mut() {
+                ch.fill(0.0);
+            }
+            return ProcessStatus::KeepAlive;
+        };
+        while let Some(event) = context.next_event() {
+            match event {
+                NoteEvent::NoteOn { timing, key, .. } => {
+                    if let Some(k) = key.number() {
+                        audio.note(timing, Note::On(k));
+                    }
+                }
+                NoteEvent::NoteOff { timing, key, .. } => {
+                    audio.note(timing, key.number().map_or(Note::AllOff, Note::Off))
+                }
+                _ => {}
+            }
+        }
+        if let [left, right, ..] = slices {
+            audio.render(left, right, wait);
+        }
+        ProcessStatus::KeepAlive
+    }
+}
+
+impl ClapPlugin for RillInstrument {
+    const CLAP_ID: &'static str = "org.rill.mrt2";
+    const CLAP_DESCRIPTION: Option<&'static str> =
+        Some("Magenta RealTime 2 on the CPU: MIDI notes in, endless 48 kHz stereo out");
+    const CLAP_MANUAL_URL: Option<&'static str> = None;
+    const CLAP_SUPPORT_URL: Option<&'static str> = None;
+    const CLAP_FEATURES: &'static [ClapFeature] = &[
+        ClapFeature::Instrument,
+        ClapFeature::Synthesizer,
+        ClapFeature::Stereo,
+    ];
+}
+
+impl Vst3Plugin for RillInstrument {
+    const VST3_CLASS_ID: [u8; 16] = *b"rill-mrt2-instr1";
+    const VST3_SUBCATEGORIES: &'static [Vst3SubCategory] =
+        &[Vst3SubCategory::Instrument, Vst3SubCategory::Synth];
+}
+
+nice_export_clap!(RillInstrument);
+nice_export_vst3!(RillInstrument);

@@ -1,0 +1,40 @@
+//! Finding and loading the model, on the model thread (never during a host's
+//! plugin scan): the checkpoint saved in the project, else `$RILL_CHECKPOINT`, else
+//! upstream's download locations; the live precision (int8 of a full-precision
+//! checkpoint, quantised at load; a pre-quantised file as it is).
+
+use std::path::PathBuf;
+
+use rill_mrt2::ModelKind;
+use rill_stream::source::{self, Hints};
+
+use crate::bridge::Loader;
+
+const HINTS: Hints = Hints {
+    pass_checkpoint: "its path in the plugin's state (the checkpoint field)",
+    try_random: "To try without a download: any `rill … --random-weights` run writes a \
+                 random-weight checkpoint into rill's cache (~/.cache/rill/mrt2_small_random_seed0.safetensors); \
+                 name that file (noise, not music).",
+};
+
+/// Loads the checkpoint at `explicit` (else the default ones) when called.
+pub fn loader(explicit: Option<PathBuf>) -> Loader {
+    Box::new(move || {
+        let env = std::env::var_os("RILL_CHECKPOINT").map(PathBuf::from);
+        let path = source::resolve_checkpoint(
+            explicit.as_deref().or(env.as_deref()),
+            ModelKind::Small,
+            &HINTS,
+        )
+        .map_err(|e| e.to_string())?;
+        let (ckpt, _) = source::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let precision = match ckpt.quantized_precision() {
+            Some(_) => source::precision(None, &ckpt).map_err(|e| e.to_string())?,
+            None => rill_stream::live::LIVE_PRECISION,
+        };
+        let lm = source::load_lm(&ckpt, precision).map_err(|e| e.to_string())?;
+        let codec = source::load_codec(&ckpt, source::codec_precision(None, precision, true))
+            .map_err(|e| e.to_string())?;
+        Ok((lm, codec))
+    })
+}

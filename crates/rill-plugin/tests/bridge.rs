@@ -1,0 +1,214 @@
+//! The plugin's core without a host ([`rill_plugin::bridge`]): a bounce (offline)
+//! equals the generator run directly, sample for sample, behind the reported
+//! latency, whatever the block sizes; the audio callback allocates nothing and
+//! never waits for a model that is too slow (silence, counted underruns); a
+//! checkpoint that cannot be loaded plays silence and says why.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rill_checkpoint::Checkpoint;
+use rill_mrt2::{ModelKind, Mrt2, Precision};
+use rill_plugin::bridge::{
+    self, AudioSide, ModelConfig, ModelState, ModelThread, Note, Settings, FRAME_SAMPLES,
+    LATENCY_SAMPLES,
+};
+use rill_spectrostream::Codec;
+use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
+
+/// Counts the allocations of threads that set [`GUARD`] (the audio callback's).
+struct GuardedAlloc;
+
+thread_local! {
+    static GUARD: Cell<bool> = const { Cell::new(false) };
+}
+static GUARDED_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+fn note_allocation() {
+    if GUARD.with(Cell::get) {
+        GUARDED_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator; only counts them.
+unsafe impl std::alloc::GlobalAlloc for GuardedAlloc {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+        unsafe { std::alloc::System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: GuardedAlloc = GuardedAlloc;
+
+/// The small synthetic checkpoint's int8 LM and i16 codec (the plugin's live
+/// precisions), loaded once.
+fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
+    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
+    W.get_or_init(|| {
+        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
+        let ck = Checkpoint::open(path).unwrap();
+        let precision = rill_stream::source::codec_precision(None, Precision::Int8, true);
+        (
+            rill_stream::source::load_lm(&ck, Precision::Int8).unwrap(),
+            rill_stream::source::load_codec(&ck, precision).unwrap(),
+        )
+    })
+    .clone()
+}
+
+fn start(slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
+    bridge::start(
+        Box::new(|| Ok(weights())),
+        Arc::new(Settings::default()),
+        ModelConfig {
+            threads: 2,
+            slow_frame,
+        },
+    )
+    .unwrap()
+}
+
+const CHORD: [u8; 3] = [60, 64, 67];
+
+/// `frames` frames of the generator run directly with the chord held from the
+/// first frame: `rill generate --notes 60,64,67`'s samples, as floats.
+fn reference(frames: usize) -> Vec<f32> {
+    let (lm, codec) = weights();
+    let pools = StagePools::new(Stages::Sequential, 2, None);
+    let mut g = Generator::new(lm, codec, rill_mrt2::DEFAULT_SEED, &pools);
+    for p in CHORD {
+        g.apply(Control::NoteOn(p)).unwrap();
+    }
+    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut out = Vec::new();
+    for _ in 0..frames {
+        g.step(&pools, &mut pcm);
+        out.extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+    }
+    out
+}
+
+/// Renders `samples` per channel in blocks cycling through `blocks`, the chord
+/// held from the first sample; interleaved stereo.
+fn render(audio: &mut AudioSide, samples: usize, blocks: &[usize], wait: bool) -> Vec<f32> {
+    let (mut l, mut r) = (vec![0f32; 4096], vec![0f32; 4096]);
+    let mut out = Vec::with_capacity(2 * samples);
+    let mut i = 0;
+    while out.len() < 2 * samples {
+        let n = blocks[i % blocks.len()].min(samples - out.len() / 2);
+        if i == 0 {
+            for p in CHORD {
+                audio.note(0, Note::On(p));
+            }
+        }
+        audio.render(&mut l[..n], &mut r[..n], wait);
+        for k in 0..n {
+            out.push(l[k]);
+            out.push(r[k]);
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn a_bounce_is_the_generators_stream_behind_the_latency() {
+    let frames = 30;
+    let want = reference(frames);
+    let latency = LATENCY_SAMPLES as usize;
+    for blocks in [&[512usize][..], &[333, 1920, 7, 4096]] {
+        let (mut audio, model) = start(None);
+        let got = render(&mut audio, latency + frames * FRAME_SAMPLES, blocks, true);
+        assert!(
+            got[..2 * latency].iter().all(|&s| s == 0.0),
+            "silence for the latency"
+        );
+        assert!(
+            got[2 * latency..] == want[..],
+            "blocks {blocks:?}: the bounce differs from the generator"
+        );
+        assert_eq!(model.underruns(), 0);
+        assert_eq!(model.state(), ModelState::Ready);
+    }
+}
+
+#[test]
+fn the_audio_callback_allocates_nothing_and_never_waits_for_a_slow_model() {
+    // A model at 250 ms per 40 ms frame: hopelessly slow.
+    let (mut audio, model) = start(Some(Duration::from_millis(250)));
+    let (mut l, mut r) = (vec![0f32; 512], vec![0f32; 512]);
+    while model.state() == ModelState::Loading {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let blocks = 400; // 4.3 s of audio at 512 samples
+    let mut sounding = 0;
+    GUARD.with(|g| g.set(true));
+    for i in 0..blocks {
+        if i == 0 {
+            for p in CHORD {
+                audio.note(0, Note::On(p));
+            }
+        }
+        if i == 200 {
+            audio.note(100, Note::AllOff);
+        }
+        audio.render(&mut l, &mut r, false);
+        if l.iter().any(|&s| s != 0.0) {
+            sounding += 1;
+        }
+    }
+    GUARD.with(|g| g.set(false));
+    assert_eq!(
+        GUARDED_ALLOCATIONS.load(Ordering::Relaxed),
+        0,
+        "the audio callback allocated"
+    );
+    // The callback ran ahead of the model: it did not wait for it. Made within 4.3 s
+    // of callbacks would be 107 frames; the model made a handful.
+    let made = model.frames();
+    assert!(
+        made < (blocks * 512 / FRAME_SAMPLES) as u64 / 2,
+        "the model made {made} frames: the callback waited for it"
+    );
+    assert!(model.underruns() > 0, "the dry ring was not counted");
+    assert!(sounding < blocks, "silence where the ring ran dry");
+}
+
+#[test]
+fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
+    let missing = std::path::PathBuf::from("/nonexistent/rill/checkpoint.safetensors");
+    let (mut audio, model) = bridge::start(
+        rill_plugin::load::loader(Some(missing)),
+        Arc::new(Settings::default()),
+        ModelConfig {
+            threads: 1,
+            slow_frame: None,
+        },
+    )
+    .unwrap();
+    let (mut l, mut r) = (vec![1f32; 256], vec![1f32; 256]);
+    // Offline, the callback waits for loading to end, then plays silence.
+    audio.note(0, Note::On(60));
+    audio.render(&mut l, &mut r, true);
+    assert!(l.iter().chain(&r).all(|&s| s == 0.0));
+    match model.state() {
+        ModelState::Failed(why) => {
+            assert!(why.contains("does not exist"), "{why}");
+            assert!(why.contains("RILL_CHECKPOINT"), "{why}");
+        }
+        other => panic!("loading a missing checkpoint: {other:?}"),
+    }
+}
