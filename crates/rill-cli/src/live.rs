@@ -146,39 +146,31 @@ fn live_weights(
     ckpt: rill_checkpoint::Checkpoint,
     explicit: Option<Precision>,
 ) -> Result<(rill_checkpoint::Checkpoint, Precision)> {
-    if explicit.is_some() || ckpt.quantized_precision().is_some() {
-        let precision = model_source::precision(explicit, &ckpt)?;
-        return Ok((ckpt, precision));
-    }
-    let live = rill_stream::live::LIVE_PRECISION;
-    let made = rill_stream::live::live_copy(&ckpt, live, &mut |copy| {
+    use rill_stream::live::{LiveSource, LIVE_PRECISION as LIVE};
+    let source = ckpt.path().to_path_buf();
+    let (ckpt, precision, how) = rill_stream::live::live_weights(ckpt, explicit, &mut |copy| {
         eprintln!(
-            "quantising {} to {live} once for live use (real time; `--precision f32` runs it as is), \
+            "quantising {} to {LIVE} once for live use (real time; `--precision f32` runs it as is), \
              keeping the copy at {}…",
-            ckpt.path().display(),
+            source.display(),
             copy.display()
         )
-    });
-    match made {
-        Ok(copy) => {
-            match copy.made_in {
-                Some(s) => eprintln!("quantised in {s:.1} s"),
-                None => eprintln!(
-                    "using the {live} copy of {} made earlier ({}; `--precision f32` runs the original)",
-                    ckpt.path().display(),
-                    copy.path.display()
-                ),
-            }
-            let (copy_ckpt, _) = model_source::open(&copy.path)?;
-            Ok((copy_ckpt, copy.precision))
-        }
-        Err(e) => {
-            eprintln!(
-                "warning: cannot keep a {live} copy in the cache ({e}); quantising at load instead"
-            );
-            Ok((ckpt, live))
-        }
+    })?;
+    match how {
+        LiveSource::AsGiven => {}
+        LiveSource::Copy(copy) => match copy.made_in {
+            Some(s) => eprintln!("quantised in {s:.1} s"),
+            None => eprintln!(
+                "using the {LIVE} copy of {} made earlier ({}; `--precision f32` runs the original)",
+                source.display(),
+                copy.path.display()
+            ),
+        },
+        LiveSource::QuantisedAtLoad(e) => eprintln!(
+            "warning: cannot keep a {LIVE} copy in the cache ({e}); quantising at load instead"
+        ),
     }
+    Ok((ckpt, precision))
 }
 
 /// What to try when the machine is too slow, never the settings already in use.

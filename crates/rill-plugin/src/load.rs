@@ -1,7 +1,7 @@
 //! Finding and loading the model, on the model thread (never during a host's
 //! plugin scan): the checkpoint saved in the project, else `$RILL_CHECKPOINT`, else
-//! upstream's download locations; the live precision (int8 of a full-precision
-//! checkpoint, quantised at load; a pre-quantised file as it is).
+//! upstream's download locations; the live precision (`rill play`'s: the cached
+//! int8 copy of a full-precision checkpoint; a pre-quantised file as it is).
 
 use std::path::PathBuf;
 
@@ -28,10 +28,10 @@ pub fn loader(explicit: Option<PathBuf>) -> Loader {
         )
         .map_err(|e| e.to_string())?;
         let (ckpt, _) = source::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let precision = match ckpt.quantized_precision() {
-            Some(_) => source::precision(None, &ckpt).map_err(|e| e.to_string())?,
-            None => rill_stream::live::LIVE_PRECISION,
-        };
+        // As `rill play`: a full-precision checkpoint's int8 copy from the cache
+        // (made once), else quantised at load.
+        let (ckpt, precision, _) = rill_stream::live::live_weights(ckpt, None, &mut |_| {})
+            .map_err(|e| e.to_string())?;
         let lm = source::load_lm(&ckpt, precision).map_err(|e| e.to_string())?;
         let codec = source::load_codec(&ckpt, source::codec_precision(None, precision, true))
             .map_err(|e| e.to_string())?;

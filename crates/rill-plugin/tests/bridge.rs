@@ -212,3 +212,4 @@ fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
         other => panic!("loading a missing checkpoint: {other:?}"),
     }
 }
+

@@ -109,6 +109,39 @@ pub fn live_copy(
     })
 }
 
+/// How [`live_weights`] came by the weights it returns (for the host to say).
+#[derive(Debug)]
+pub enum LiveSource {
+    /// A precision was asked for, or the file is pre-quantised: as given.
+    AsGiven,
+    /// The cached copy, found or made now.
+    Copy(LiveCopy),
+    /// The copy could not be written: quantised at load instead (the same weights).
+    QuantisedAtLoad(SourceError),
+}
+
+/// The checkpoint and precision live use runs: `explicit` or a pre-quantised
+/// file's own as given; a full-precision checkpoint as its cached
+/// [`LIVE_PRECISION`] copy ([`live_copy`]; `making` is told when one is made), or
+/// quantised at load if the copy cannot be written.
+pub fn live_weights(
+    ckpt: Checkpoint,
+    explicit: Option<Precision>,
+    making: &mut dyn FnMut(&Path),
+) -> Result<(Checkpoint, Precision, LiveSource), SourceError> {
+    if explicit.is_some() || ckpt.quantized_precision().is_some() {
+        let precision = crate::source::precision(explicit, &ckpt)?;
+        return Ok((ckpt, precision, LiveSource::AsGiven));
+    }
+    match live_copy(&ckpt, LIVE_PRECISION, making) {
+        Ok(copy) => {
+            let (copy_ckpt, _) = crate::source::open(&copy.path)?;
+            Ok((copy_ckpt, copy.precision, LiveSource::Copy(copy)))
+        }
+        Err(e) => Ok((ckpt, LIVE_PRECISION, LiveSource::QuantisedAtLoad(e))),
+    }
+}
+
 /// Removes the copies at `precision` of the same source path but another
 /// version (the source was replaced).
 fn remove_stale(current: &Path, prefix: &str, precision: Precision) {
