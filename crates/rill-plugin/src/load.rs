@@ -30,8 +30,8 @@ pub fn loader(explicit: Option<PathBuf>) -> Loader {
         let (ckpt, _) = source::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         // As `rill play`: a full-precision checkpoint's int8 copy from the cache
         // (made once), else quantised at load.
-        let (ckpt, precision, _) = rill_stream::live::live_weights(ckpt, None, &mut |_| {})
-            .map_err(|e| e.to_string())?;
+        let (ckpt, precision, _) =
+            rill_stream::live::live_weights(ckpt, None, &mut |_| {}).map_err(|e| e.to_string())?;
         let lm = source::load_lm(&ckpt, precision).map_err(|e| e.to_string())?;
         let codec = source::load_codec(&ckpt, source::codec_precision(None, precision, true))
             .map_err(|e| e.to_string())?;

@@ -212,4 +212,3 @@ fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
         other => panic!("loading a missing checkpoint: {other:?}"),
     }
 }
-
