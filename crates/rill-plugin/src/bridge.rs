@@ -53,6 +53,8 @@ struct Timed {
     /// The frame the event reaches.
     frame: u64,
     note: Note,
+    /// The stream it belongs to (see [`AudioSide::restart`]).
+    epoch: u64,
 }
 
 /// The values the model takes at each frame boundary (the plugin's parameters).
@@ -115,6 +117,13 @@ struct Shared {
     /// Why loading failed (read by the host's threads, never the audio thread).
     error: Mutex<String>,
     stop: AtomicBool,
+    /// The stream the audio side asks for: bumped by [`AudioSide::restart`].
+    epoch: AtomicU64,
+    /// The stream the model thread runs (it has reset to it).
+    running_epoch: AtomicU64,
+    /// Samples the model pushed into the ring before it reset to `running_epoch`:
+    /// the audio side drops them.
+    stale_until: AtomicU64,
     underruns: AtomicU64,
     frames: AtomicU64,
     dropped_notes: AtomicU64,
@@ -203,6 +212,8 @@ pub fn start(
             shared: Arc::clone(&shared),
             pos: 0,
             debt: 0,
+            epoch: 0,
+            popped: 0,
         },
         ModelThread {
             shared,
@@ -231,17 +242,35 @@ fn run_model(
     };
     let threads = config.threads.max(1);
     let pools = StagePools::new(Stages::auto(threads), threads, None);
-    let first = settings.settings();
-    let mut generator = Generator::new(lm, codec, first.seed, &pools);
-    let mut applied = Settings {
-        seed: first.seed,
-        ..Settings::default()
+    // A stream from its start: a fresh generator with the settings' seed.
+    let fresh = |seed: u64| {
+        let g = Generator::new(lm.clone(), codec.clone(), seed, &pools);
+        let applied = Settings {
+            seed,
+            ..Settings::default()
+        };
+        (g, applied)
     };
+    let (mut generator, mut applied) = fresh(settings.settings().seed);
     let mut pcm = vec![0i16; FRAME_PCM];
     let mut held: Option<Timed> = None;
     let mut frame = 0u64;
+    let mut epoch = 0u64;
+    // Samples pushed into the ring so far.
+    let mut pushed = 0u64;
     shared.state.store(READY, Ordering::Release);
     while !shared.stop.load(Ordering::Acquire) {
+        let asked = shared.epoch.load(Ordering::Acquire);
+        if asked != epoch {
+            // The host restarted the stream: from its start, on a new timeline
+            // (the audio side reset the watermark before asking).
+            (generator, applied) = fresh(settings.settings().seed);
+            epoch = asked;
+            frame = 0;
+            held = None;
+            shared.stale_until.store(pushed, Ordering::Release);
+            shared.running_epoch.store(epoch, Ordering::Release);
+        }
         // Frame `frame` starts at host sample 1920·frame: every note at or before
         // it must be queued (the watermark is past it) and its audio must fit.
         let watermark = shared.watermark.load(Ordering::Acquire);
@@ -250,7 +279,10 @@ fn run_model(
             continue;
         }
         while let Some(e) = held.take().or_else(|| events.pop().ok()) {
-            if e.frame > frame {
+            if e.epoch < epoch {
+                continue; // A note of the stream before the restart.
+            }
+            if e.epoch > epoch || e.frame > frame {
                 held = Some(e);
                 break;
             }
@@ -271,12 +303,11 @@ fn run_model(
         if info.decoded {
             if let Ok(mut chunk) = audio.write_chunk(FRAME_PCM) {
                 let (a, b) = chunk.as_mut_slices();
-                let n = a.len();
                 for (o, &s) in a.iter_mut().chain(b.iter_mut()).zip(&pcm) {
                     *o = f32::from(s) / 32768.0;
                 }
-                debug_assert_eq!(n + b.len(), FRAME_PCM);
                 chunk.commit_all();
+                pushed += FRAME_PCM as u64;
             }
             shared.frames.fetch_add(1, Ordering::Relaxed);
         }
@@ -329,6 +360,10 @@ pub struct AudioSide {
     /// Samples played as silence in an underrun, to skip when the audio comes
     /// (the stream stays on the host's timeline).
     debt: u64,
+    /// The stream this side plays (see [`AudioSide::restart`]).
+    epoch: u64,
+    /// Ring samples read or dropped so far.
+    popped: u64,
 }
 
 impl AudioSide {
@@ -336,9 +371,53 @@ impl AudioSide {
     pub fn note(&mut self, offset: u32, note: Note) {
         let s = self.pos + u64::from(offset);
         let frame = s.div_ceil(FRAME_SAMPLES as u64);
-        if self.events.push(Timed { frame, note }).is_err() {
+        let timed = Timed {
+            frame,
+            note,
+            epoch: self.epoch,
+        };
+        if self.events.push(timed).is_err() {
             self.shared.dropped_notes.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Starts the stream again from its beginning (the host's transport started,
+    /// or it reset the plugin): a fresh generator with the current seed and
+    /// settings, the notes queued from now on, the latency's silence first. Bounces
+    /// from the host's start are therefore the same each time. Allocates nothing;
+    /// the model thread does the work before its next frame.
+    pub fn restart(&mut self) {
+        // The watermark first: the model reads it after it sees the new epoch.
+        self.shared.watermark.store(0, Ordering::Release);
+        self.epoch += 1;
+        self.shared.epoch.store(self.epoch, Ordering::Release);
+        self.pos = 0;
+        self.debt = 0;
+    }
+
+    /// Whether the model runs this side's stream; drops what it made before.
+    fn synced(&mut self, wait: bool) -> bool {
+        loop {
+            if self.shared.running_epoch.load(Ordering::Acquire) == self.epoch {
+                break;
+            }
+            if !wait || self.shared.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            thread::sleep(Duration::from_micros(100));
+        }
+        let stale = self.shared.stale_until.load(Ordering::Acquire);
+        while self.popped < stale {
+            let n = (self.audio.slots() as u64).min(stale - self.popped) as usize;
+            if n == 0 {
+                break; // Pushed before the reset, so already visible: never here.
+            }
+            if let Ok(chunk) = self.audio.read_chunk(n) {
+                chunk.commit_all();
+            }
+            self.popped += n as u64;
+        }
+        true
     }
 
     /// Renders one block into `left` and `right` (the same length). `wait`: offline,
@@ -350,8 +429,9 @@ impl AudioSide {
             thread::sleep(Duration::from_micros(200));
             st = self.shared.state.load(Ordering::Acquire);
         }
-        if st != READY {
-            // Loading (in real time) or failed: silence, and the timeline waits.
+        if st != READY || !self.synced(wait) {
+            // Loading or restarting (in real time), or failed: silence, and the
+            // timeline waits.
             left.fill(0.0);
             right.fill(0.0);
             return;
@@ -388,6 +468,7 @@ impl AudioSide {
                 right[i] = *it.next().unwrap_or(&0.0);
             }
             chunk.commit_all();
+            self.popped += 2 * have as u64;
         }
         if have < want {
             left[first + have..n].fill(0.0);
@@ -406,6 +487,7 @@ impl AudioSide {
         let skip = (self.audio.slots() / 2).min(self.debt as usize);
         if let Ok(chunk) = self.audio.read_chunk(2 * skip) {
             chunk.commit_all();
+            self.popped += 2 * skip as u64;
         }
         self.debt -= skip as u64;
     }

@@ -26,6 +26,8 @@ pub struct RillInstrument {
     offline: bool,
     /// The host runs at 48 kHz (else silence).
     rate_ok: bool,
+    /// The host's transport was playing in the last block.
+    was_playing: bool,
 }
 
 impl Default for RillInstrument {
@@ -36,6 +38,7 @@ impl Default for RillInstrument {
             model: None,
             offline: false,
             rate_ok: false,
+            was_playing: false,
         }
     }
 }
@@ -104,6 +107,14 @@ impl Plugin for RillInstrument {
         true
     }
 
+    /// The host resets the plugin (after activation, or when it asks): the stream
+    /// starts again from its beginning.
+    fn reset(&mut self) {
+        if let Some(audio) = self.audio.as_mut() {
+            audio.restart();
+        }
+    }
+
     fn process(
         &mut self,
         buffer: &mut Buffer,
@@ -119,6 +130,11 @@ impl Plugin for RillInstrument {
             }
             return ProcessStatus::KeepAlive;
         };
+        let playing = context.transport().playing;
+        if playing && !self.was_playing && self.params.restart_on_play.value() {
+            audio.restart();
+        }
+        self.was_playing = playing;
         while let Some(event) = context.next_event() {
             match event {
                 NoteEvent::NoteOn { timing, key, .. } => {

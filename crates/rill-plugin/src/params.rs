@@ -41,6 +41,10 @@ pub struct RillParams {
     /// bounce (a host's offline render always waits).
     #[id = "offline_render"]
     pub offline_render: BoolParam,
+    /// When the host's transport starts, start the stream again from its beginning
+    /// (the same stream each time for a fixed seed); off: it continues.
+    #[id = "restart_on_play"]
+    pub restart_on_play: BoolParam,
 }
 
 /// A CFG scale: upstream bins −1..7 in whole steps.
@@ -87,6 +91,7 @@ impl Default for RillParams {
                 },
             ),
             offline_render: BoolParam::new("Offline render", false),
+            restart_on_play: BoolParam::new("Restart on play", true),
         }
     }
 }

@@ -146,6 +146,24 @@ fn a_bounce_is_the_generators_stream_behind_the_latency() {
 }
 
 #[test]
+fn a_restart_plays_the_stream_from_its_beginning_again() {
+    let frames = 12;
+    let want = reference(frames);
+    let latency = LATENCY_SAMPLES as usize;
+    let (mut audio, _model) = start(None);
+    let first = render(&mut audio, latency + frames * FRAME_SAMPLES, &[700], true);
+    // Mid-stream, with more notes queued for the old stream than it played.
+    audio.note(5, Note::On(72));
+    audio.restart();
+    let second = render(&mut audio, latency + frames * FRAME_SAMPLES, &[512], true);
+    assert!(first[2 * latency..] == want[..], "the first bounce");
+    assert!(
+        second[2 * latency..] == want[..],
+        "the bounce after the restart"
+    );
+}
+
+#[test]
 fn the_audio_callback_allocates_nothing_and_never_waits_for_a_slow_model() {
     // A model at 250 ms per 40 ms frame: hopelessly slow.
     let (mut audio, model) = start(Some(Duration::from_millis(250)));

@@ -2,7 +2,8 @@
 hosting) loads target/bundled/rill.vst3 and renders 4 s at 48 kHz offline from a
 chord held from the first sample. Behind the latency the plugin reports, its
 samples equal `rill generate`'s for the same notes, seed and precisions (int8
-language model, int16-weight codec: the plugin's live defaults).
+language model, int16-weight codec: the plugin's live defaults). A render after the
+host's reset starts the same stream again; one without continues it.
 
 Run by .ci/run after scripts/bundle-plugin, with RILL_BIN (the `rill` binary) and
 XDG_CACHE_HOME (where the random-weight checkpoint is written) set.
@@ -71,6 +72,14 @@ def test_a_bounce_equals_rill_generate(tmp_path):
     assert np.abs(want).max() > 0, "rill generate made silence"
     differ = np.nonzero(np.any(got16 != want, axis=0))[0]
     assert differ.size == 0, f"{differ.size} samples differ, the first at {differ[0]}"
+    # pedalboard resets the plugin before each render: the stream starts again, the
+    # same; without the reset it continues.
+    short = SECONDS / 4 + LATENCY / 48000
+    again = plugin(notes, duration=short, sample_rate=48000, num_channels=2, buffer_size=512)
+    assert np.array_equal(again, got[:, :again.shape[1]])
+    more = plugin([], duration=short, sample_rate=48000, num_channels=2, buffer_size=512,
+                  reset=False)
+    assert np.any(more) and not np.array_equal(more, again)
 
 
 def test_the_wrong_sample_rate_plays_silence_not_a_crash():
