@@ -64,6 +64,15 @@ impl StreamResampler {
         })
     }
 
+    /// The most output samples the resampler can owe for the input pushed so far:
+    /// one FFT block of output plus the filter delay (0 at equal rates). A live
+    /// host adds it to the latency it reports.
+    pub fn max_lag(&self) -> usize {
+        self.fft
+            .as_ref()
+            .map_or(0, |f| f.output_frames_max() + f.output_delay())
+    }
+
     /// Appends the resampled audio of `input` that is complete to `out`.
     pub fn push(&mut self, input: &[f32], out: &mut Vec<f32>) -> Result<(), ResampleError> {
         self.total_in += input.len();

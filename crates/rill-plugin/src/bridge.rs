@@ -10,12 +10,15 @@
 //!   counted as an underrun, never waited for; offline (a bounce) it waits for the
 //!   model, so a bounce is complete and deterministic.
 //!
-//! Timing is sample-exact on the host's timeline: a note at host sample `s` reaches
-//! the frame starting at the next frame boundary (`⌈s / 1920⌉`), and the model makes
-//! frame `f` only once the audio side has queued every note before its start. The
-//! audio comes out [`LATENCY_SAMPLES`] later (reported to the host, which
-//! compensates), so a stream rendered from the host's start is the same, sample
-//! for sample, as `rill generate` with the same notes, seed and settings.
+//! Timing is sample-exact on the host's timeline ([`Timeline`]): a note at host
+//! sample `s` reaches the frame starting at the next frame boundary (`⌈s / F⌉`, `F`
+//! the host's samples per 40 ms: 1920 at 48 kHz), and the model makes frame `f` only
+//! once the audio side has queued every note before its start. The audio comes out
+//! the timeline's latency later (reported to the host, which compensates), so a
+//! stream rendered from the host's start is the same, sample for sample, as `rill
+//! generate` with the same notes, seed and settings. At other rates the model's
+//! 48 kHz frames are resampled on the model thread (`rill_io::StreamResampler`,
+//! rubato's FFT resampler; its lag is added to the latency).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,11 +32,50 @@ use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
 
 /// Samples per channel of one 40 ms frame at 48 kHz.
 pub const FRAME_SAMPLES: usize = FRAME_PCM / 2;
+/// The model's rate.
+pub const MODEL_RATE: u32 = 48_000;
 /// Frames the audio lags the notes: room for the model to work ahead of the
 /// callback (a frame takes ≈ 26 ms of a 2-core machine at int8).
 pub const LATENCY_FRAMES: usize = 4;
-/// The latency reported to the host, in samples at 48 kHz (160 ms).
+/// The latency reported to the host at 48 kHz, in samples (160 ms); other rates add
+/// the resampler's ([`Timeline::latency`]).
 pub const LATENCY_SAMPLES: u32 = (LATENCY_FRAMES * FRAME_SAMPLES) as u32;
+
+/// The host's timeline: its rate, samples per 40 ms frame and the latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeline {
+    pub rate: u32,
+    /// Host samples per frame (`rate / 25`).
+    pub frame: usize,
+    /// Host samples the audio lags the notes.
+    pub latency: usize,
+}
+
+impl Timeline {
+    /// The timeline at `rate` Hz: a rate the 40 ms frames divide (a multiple of
+    /// 25 Hz: 44.1, 48, 88.2, 96, 192 kHz, …), else the reason.
+    pub fn at(rate: u32) -> Result<Timeline, String> {
+        if rate == 0 || rate % 25 != 0 {
+            return Err(format!(
+                "the host runs at {rate} Hz; rill needs a rate that is a multiple of 25 Hz \
+                 (44.1, 48, 88.2 or 96 kHz)"
+            ));
+        }
+        let lag = if rate == MODEL_RATE {
+            0
+        } else {
+            rill_io::StreamResampler::new(MODEL_RATE, rate)
+                .map_err(|e| e.to_string())?
+                .max_lag()
+        };
+        let frame = (rate / 25) as usize;
+        Ok(Timeline {
+            rate,
+            frame,
+            latency: LATENCY_FRAMES * frame + lag,
+        })
+    }
+}
 /// Frames the ring holds.
 const RING_FRAMES: usize = 16;
 /// Note events queued between the sides.
@@ -135,6 +177,8 @@ pub type Loader = Box<dyn FnOnce() -> Result<(Arc<Mrt2>, Arc<Codec>), String> + 
 /// How the model thread runs.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelConfig {
+    /// The host's timeline ([`Timeline::at`] its rate).
+    pub timeline: Timeline,
     /// Worker threads of its pools.
     pub threads: usize,
     /// Test hook: sleep this long per frame, as a machine too slow would be.
@@ -145,9 +189,15 @@ pub struct ModelConfig {
 pub struct ModelThread {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    timeline: Timeline,
 }
 
 impl ModelThread {
+    /// The timeline it runs on (its latency is the host's to compensate).
+    pub fn timeline(&self) -> Timeline {
+        self.timeline
+    }
+
     pub fn state(&self) -> ModelState {
         state(&self.shared)
     }
@@ -200,7 +250,9 @@ pub fn start(
 ) -> std::io::Result<(AudioSide, ModelThread)> {
     let shared = Arc::new(Shared::default());
     let (events_tx, events_rx) = rtrb::RingBuffer::new(EVENT_CAPACITY);
-    let (audio_tx, audio_rx) = rtrb::RingBuffer::new(RING_FRAMES * FRAME_PCM);
+    let t = config.timeline;
+    let ring = 2 * (RING_FRAMES * t.frame + t.latency);
+    let (audio_tx, audio_rx) = rtrb::RingBuffer::new(ring);
     let s = Arc::clone(&shared);
     let thread = thread::Builder::new()
         .name("rill-plugin-model".into())
@@ -210,6 +262,7 @@ pub fn start(
             events: events_tx,
             audio: audio_rx,
             shared: Arc::clone(&shared),
+            timeline: config.timeline,
             pos: 0,
             debt: 0,
             epoch: 0,
@@ -218,6 +271,7 @@ pub fn start(
         ModelThread {
             shared,
             thread: Some(thread),
+            timeline: config.timeline,
         },
     ))
 }
@@ -232,6 +286,17 @@ fn run_model(
 ) {
     let (lm, codec) = match load() {
         Ok(v) => v,
+        Err(e) => {
+            if let Ok(mut m) = shared.error.lock() {
+                *m = e;
+            }
+            shared.state.store(FAILED, Ordering::Release);
+            return;
+        }
+    };
+    let timeline = config.timeline;
+    let mut out = match Output::new(timeline) {
+        Ok(o) => o,
         Err(e) => {
             if let Ok(mut m) = shared.error.lock() {
                 *m = e;
@@ -265,6 +330,7 @@ fn run_model(
             // The host restarted the stream: from its start, on a new timeline
             // (the audio side reset the watermark before asking).
             (generator, applied) = fresh(settings.settings().seed);
+            out.reset(timeline);
             epoch = asked;
             frame = 0;
             held = None;
@@ -274,7 +340,7 @@ fn run_model(
         // Frame `frame` starts at host sample 1920·frame: every note at or before
         // it must be queued (the watermark is past it) and its audio must fit.
         let watermark = shared.watermark.load(Ordering::Acquire);
-        if watermark <= frame * FRAME_SAMPLES as u64 || audio.slots() < FRAME_PCM {
+        if watermark <= frame * timeline.frame as u64 || audio.slots() < out.most_per_frame() {
             thread::sleep(Duration::from_micros(500));
             continue;
         }
@@ -301,18 +367,99 @@ fn run_model(
             thread::sleep(d);
         }
         if info.decoded {
-            if let Ok(mut chunk) = audio.write_chunk(FRAME_PCM) {
-                let (a, b) = chunk.as_mut_slices();
-                for (o, &s) in a.iter_mut().chain(b.iter_mut()).zip(&pcm) {
-                    *o = f32::from(s) / 32768.0;
-                }
-                chunk.commit_all();
-                pushed += FRAME_PCM as u64;
-            }
+            pushed += out.push(&pcm, &mut audio) as u64;
             shared.frames.fetch_add(1, Ordering::Relaxed);
         }
         frame += 1;
     }
+}
+
+/// The model's frames on their way to the ring, resampled to the host's rate.
+struct Output {
+    /// Left and right resamplers (`None` at 48 kHz).
+    resamplers: Option<[rill_io::StreamResampler; 2]>,
+    /// A frame's channels, and their resampled audio.
+    channels: [Vec<f32>; 2],
+    resampled: [Vec<f32>; 2],
+    most: usize,
+}
+
+impl Output {
+    fn new(t: Timeline) -> Result<Output, String> {
+        let make = || rill_io::StreamResampler::new(MODEL_RATE, t.rate).map_err(|e| e.to_string());
+        let resamplers = if t.rate == MODEL_RATE {
+            None
+        } else {
+            Some([make()?, make()?])
+        };
+        let lag = resamplers.as_ref().map_or(0, |r| r[0].max_lag());
+        // Room for the most one frame can release (a frame and the resampler's
+        // owed samples), reserved now: the per-frame path allocates nothing.
+        let most = t.frame + lag + 1;
+        Ok(Output {
+            resamplers,
+            channels: [
+                Vec::with_capacity(FRAME_SAMPLES),
+                Vec::with_capacity(FRAME_SAMPLES),
+            ],
+            resampled: [Vec::with_capacity(most), Vec::with_capacity(most)],
+            most: 2 * most,
+        })
+    }
+
+    /// Ring room one frame may need (interleaved samples).
+    fn most_per_frame(&self) -> usize {
+        self.most.max(FRAME_PCM)
+    }
+
+    /// Back to a stream's start (fresh resamplers).
+    fn reset(&mut self, t: Timeline) {
+        if let Ok(fresh) = Output::new(t) {
+            self.resamplers = fresh.resamplers;
+        }
+    }
+
+    /// Pushes one decoded frame (interleaved 16-bit at 48 kHz) into the ring at
+    /// the host's rate; the samples pushed.
+    fn push(&mut self, pcm: &[i16], ring: &mut rtrb::Producer<f32>) -> usize {
+        let Some(rs) = self.resamplers.as_mut() else {
+            return write(ring, pcm.iter().map(|&s| f32::from(s) / 32768.0), pcm.len());
+        };
+        for (c, ch) in self.channels.iter_mut().enumerate() {
+            ch.clear();
+            ch.extend(
+                pcm.iter()
+                    .skip(c)
+                    .step_by(2)
+                    .map(|&s| f32::from(s) / 32768.0),
+            );
+        }
+        for ((r, ch), out) in rs.iter_mut().zip(&self.channels).zip(&mut self.resampled) {
+            out.clear();
+            // The rates were checked when the resampler was made.
+            let _ = r.push(ch, out);
+        }
+        let [l, r] = &self.resampled;
+        let n = l.len().min(r.len());
+        write(
+            ring,
+            l[..n].iter().zip(&r[..n]).flat_map(|(&a, &b)| [a, b]),
+            2 * n,
+        )
+    }
+}
+
+/// Writes `n` samples into a ring known to have room; the samples written.
+fn write(ring: &mut rtrb::Producer<f32>, samples: impl Iterator<Item = f32>, n: usize) -> usize {
+    let Ok(mut chunk) = ring.write_chunk(n) else {
+        return 0;
+    };
+    let (a, b) = chunk.as_mut_slices();
+    for (o, s) in a.iter_mut().chain(b.iter_mut()).zip(samples) {
+        *o = s;
+    }
+    chunk.commit_all();
+    n
 }
 
 /// Applies what changed between `applied` and `now` (each at this frame boundary).
@@ -355,6 +502,7 @@ pub struct AudioSide {
     events: rtrb::Producer<Timed>,
     audio: rtrb::Consumer<f32>,
     shared: Arc<Shared>,
+    timeline: Timeline,
     /// Host samples rendered since the model became ready.
     pos: u64,
     /// Samples played as silence in an underrun, to skip when the audio comes
@@ -370,7 +518,7 @@ impl AudioSide {
     /// Queues a note at `offset` samples into the block about to be rendered.
     pub fn note(&mut self, offset: u32, note: Note) {
         let s = self.pos + u64::from(offset);
-        let frame = s.div_ceil(FRAME_SAMPLES as u64);
+        let frame = s.div_ceil(self.timeline.frame as u64);
         let timed = Timed {
             frame,
             note,
@@ -440,7 +588,7 @@ impl AudioSide {
             .watermark
             .store(self.pos + n as u64, Ordering::Release);
         // Host samples before the latency are silence; the rest come from the ring.
-        let first = (LATENCY_SAMPLES as u64)
+        let first = (self.timeline.latency as u64)
             .saturating_sub(self.pos)
             .min(n as u64) as usize;
         left[..first].fill(0.0);

@@ -1,5 +1,5 @@
 //! rill's MRT2 instrument as a CLAP and VST3 plugin (nice-plug): MIDI notes in,
-//! 48 kHz stereo out. The model loads and runs on its own threads
+//! stereo out at the host's rate (48 kHz native, others resampled). The model loads and runs on its own threads
 //! ([`bridge`]); the audio callback only queues notes and reads a lock-free ring.
 //! Bundles: `scripts/bundle-plugin` (docs/plugin.md).
 
@@ -11,11 +11,8 @@ pub mod bridge;
 pub mod load;
 pub mod params;
 
-use bridge::{AudioSide, ModelConfig, ModelThread, Note, LATENCY_SAMPLES};
+use bridge::{AudioSide, ModelConfig, ModelThread, Note, Timeline};
 pub use params::RillParams;
-
-/// The model's native rate; other host rates are refused at activation for now.
-pub const SAMPLE_RATE: f32 = 48_000.0;
 
 /// The instrument.
 pub struct RillInstrument {
@@ -24,7 +21,7 @@ pub struct RillInstrument {
     model: Option<ModelThread>,
     /// The host renders offline (a bounce): wait for the model.
     offline: bool,
-    /// The host runs at 48 kHz (else silence).
+    /// The host's rate is one rill can play at (else silence).
     rate_ok: bool,
     /// The host's transport was playing in the last block.
     was_playing: bool,
@@ -70,21 +67,26 @@ impl Plugin for RillInstrument {
         context: &mut impl ActivateContext<Self>,
     ) -> bool {
         // A failed activation is not an option: hosts may still call process.
-        self.rate_ok = config.sample_rate == SAMPLE_RATE;
-        if !self.rate_ok {
-            nice_error!(
-                "rill runs at 48 kHz; the host asks for {} Hz, so it plays silence (set the project to 48 kHz)",
-                config.sample_rate
-            );
-            return true;
-        }
+        let timeline = match Timeline::at(config.sample_rate.round() as u32) {
+            Ok(t) => t,
+            Err(e) => {
+                nice_error!("rill plays silence: {e}");
+                self.rate_ok = false;
+                return true;
+            }
+        };
+        self.rate_ok = true;
         self.offline = config.process_mode == ProcessMode::Offline;
-        context.set_latency_samples(LATENCY_SAMPLES);
-        if self.model.is_none() {
+        context.set_latency_samples(timeline.latency as u32);
+        if self.model.as_ref().map(|m| m.timeline()) != Some(timeline) {
             // Loading starts here, after the host restored the state (never in a
-            // plugin scan, which does not activate), on the model thread.
+            // plugin scan, which does not activate), on the model thread; a new
+            // sample rate starts a new one.
+            self.audio = None;
+            self.model = None;
             let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
             let config = ModelConfig {
+                timeline,
                 threads,
                 slow_frame: None,
             };

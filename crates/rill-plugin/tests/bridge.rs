@@ -12,7 +12,7 @@ use std::time::Duration;
 use rill_checkpoint::Checkpoint;
 use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_plugin::bridge::{
-    self, AudioSide, ModelConfig, ModelState, ModelThread, Note, Settings, FRAME_SAMPLES,
+    self, AudioSide, ModelConfig, ModelState, ModelThread, Note, Settings, Timeline, FRAME_SAMPLES,
     LATENCY_SAMPLES,
 };
 use rill_spectrostream::Codec;
@@ -70,10 +70,15 @@ fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
 }
 
 fn start(slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
+    start_at(48_000, slow_frame)
+}
+
+fn start_at(rate: u32, slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
     bridge::start(
         Box::new(|| Ok(weights())),
         Arc::new(Settings::default()),
         ModelConfig {
+            timeline: Timeline::at(rate).unwrap(),
             threads: 2,
             slow_frame,
         },
@@ -146,6 +151,41 @@ fn a_bounce_is_the_generators_stream_behind_the_latency() {
 }
 
 #[test]
+fn at_44_1_khz_a_bounce_is_the_generators_stream_resampled() {
+    let frames = 20;
+    // Resampled whole, with frames to spare: the stream's tail is not flushed.
+    let whole = rill_io::resample(&reference(frames + 4), 48_000, 44_100, 2).unwrap();
+    let (mut audio, model) = start_at(44_100, None);
+    let t = model.timeline();
+    assert_eq!(t.frame, 1764);
+    assert!(
+        t.latency > 4 * 1764,
+        "the resampler's lag is part of the latency"
+    );
+    let got = render(&mut audio, t.latency + frames * t.frame, &[441, 2048], true);
+    let first = got.iter().position(|&s| s != 0.0).unwrap_or(got.len()) / 2;
+    let want_first = whole.iter().position(|&s| s != 0.0).unwrap_or(whole.len()) / 2;
+    assert_eq!(
+        first,
+        t.latency + want_first,
+        "where the sound starts ({t:?}, reference {want_first})"
+    );
+    let got = &got[2 * t.latency..];
+    let worst = got
+        .iter()
+        .zip(&whole)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    // Streamed and whole resampling are the same arithmetic (rill_io's test): a
+    // difference would be a misaligned timeline.
+    assert!(worst < 1e-6, "largest difference {worst}");
+    assert!(model.underruns() == 0);
+    // Rates the 40 ms frames do not divide are refused with the reason.
+    let e = Timeline::at(44_101).unwrap_err();
+    assert!(e.contains("multiple of 25 Hz"), "{e}");
+}
+
+#[test]
 fn a_restart_plays_the_stream_from_its_beginning_again() {
     let frames = 12;
     let want = reference(frames);
@@ -212,6 +252,7 @@ fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
         rill_plugin::load::loader(Some(missing)),
         Arc::new(Settings::default()),
         ModelConfig {
+            timeline: Timeline::at(48_000).unwrap(),
             threads: 1,
             slow_frame: None,
         },
