@@ -55,7 +55,7 @@ impl Timeline {
     /// The timeline at `rate` Hz: a rate the 40 ms frames divide (a multiple of
     /// 25 Hz: 44.1, 48, 88.2, 96, 192 kHz, …), else the reason.
     pub fn at(rate: u32) -> Result<Timeline, String> {
-        if rate == 0 || rate % 25 != 0 {
+        if rate == 0 || !rate.is_multiple_of(25) {
             return Err(format!(
                 "the host runs at {rate} Hz; rill needs a rate that is a multiple of 25 Hz \
                  (44.1, 48, 88.2 or 96 kHz)"
