@@ -109,6 +109,8 @@ pub struct Settings {
     pub drums: Option<bool>,
     /// A change gives the sampler a new key (the music continues).
     pub seed: u64,
+    /// The 12 MusicCoCa codes, or `None`: style masked.
+    pub style: Option<[u16; 12]>,
 }
 
 impl Default for Settings {
@@ -121,6 +123,7 @@ impl Default for Settings {
             cfg: CfgScales::default(),
             drums: None,
             seed: rill_mrt2::DEFAULT_SEED,
+            style: None,
         }
     }
 }
@@ -467,7 +470,7 @@ fn apply_settings(g: &mut Generator, applied: &mut Settings, now: Settings) {
     if now == *applied {
         return;
     }
-    let mut controls = [None, None, None, None, None, None, None];
+    let mut controls = [None, None, None, None, None, None, None, None];
     if now.temperature != applied.temperature {
         controls[0] = Some(Control::Temperature(now.temperature));
     }
@@ -488,6 +491,9 @@ fn apply_settings(g: &mut Generator, applied: &mut Settings, now: Settings) {
     }
     if now.seed != applied.seed {
         controls[6] = Some(Control::Seed(now.seed));
+    }
+    if now.style != applied.style {
+        controls[7] = Some(Control::Style(now.style));
     }
     for c in controls.into_iter().flatten() {
         // The parameters' ranges are inside the model's; a refused value changes

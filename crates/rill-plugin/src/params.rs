@@ -17,6 +17,26 @@ pub enum Drums {
     On,
 }
 
+/// One of the 12 MusicCoCa style codes (as `rill style "…"` prints them).
+#[derive(Params)]
+pub struct StyleCode {
+    #[id = "style_code"]
+    pub code: IntParam,
+}
+
+impl StyleCode {
+    /// Code `n` of 12 (named so in the host's list).
+    fn numbered(n: usize) -> StyleCode {
+        StyleCode {
+            code: IntParam::new(
+                format!("Style code {n}"),
+                0,
+                IntRange::Linear { min: 0, max: 1023 },
+            ),
+        }
+    }
+}
+
 #[derive(Params)]
 pub struct RillParams {
     /// The MRT2 checkpoint; empty: found like `rill` finds it (`$RILL_CHECKPOINT`,
@@ -35,6 +55,11 @@ pub struct RillParams {
     pub cfg_drums: FloatParam,
     #[id = "drums"]
     pub drums: EnumParam<Drums>,
+    /// Condition on the 12 style codes below; off: style masked (upstream's default).
+    #[id = "style"]
+    pub style: BoolParam,
+    #[nested(array, group = "Style code")]
+    pub style_codes: [StyleCode; 12],
     #[id = "seed"]
     pub seed: IntParam,
     /// Wait for the model in every block, for hosts that do not say when they
@@ -82,6 +107,8 @@ impl Default for RillParams {
             cfg_notes: cfg("CFG notes", c.notes),
             cfg_drums: cfg("CFG drums", c.drums),
             drums: EnumParam::new("Drums", Drums::Masked),
+            style: BoolParam::new("Style", false),
+            style_codes: std::array::from_fn(|i| StyleCode::numbered(i + 1)),
             seed: IntParam::new(
                 "Seed",
                 d.seed as i32,
@@ -124,6 +151,11 @@ impl SettingsSource for RillParams {
                 Drums::On => Some(true),
             },
             seed: self.seed.value().max(0) as u64,
+            style: self.style.value().then(|| {
+                self.style_codes
+                    .each_ref()
+                    .map(|c| c.code.value().clamp(0, 1023) as u16)
+            }),
         }
     }
 }

@@ -74,9 +74,13 @@ fn start(slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
 }
 
 fn start_at(rate: u32, slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
+    start_with(rate, slow_frame, Settings::default())
+}
+
+fn start_with(rate: u32, slow_frame: Option<Duration>, s: Settings) -> (AudioSide, ModelThread) {
     bridge::start(
         Box::new(|| Ok(weights())),
-        Arc::new(Settings::default()),
+        Arc::new(s),
         ModelConfig {
             timeline: Timeline::at(rate).unwrap(),
             threads: 2,
@@ -91,11 +95,25 @@ const CHORD: [u8; 3] = [60, 64, 67];
 /// `frames` frames of the generator run directly with the chord held from the
 /// first frame: `rill generate --notes 60,64,67`'s samples, as floats.
 fn reference(frames: usize) -> Vec<f32> {
+    reference_with(frames, &Settings::default())
+}
+
+/// As [`reference`], with these settings from the first frame.
+fn reference_with(frames: usize, s: &Settings) -> Vec<f32> {
     let (lm, codec) = weights();
     let pools = StagePools::new(Stages::Sequential, 2, None);
-    let mut g = Generator::new(lm, codec, rill_mrt2::DEFAULT_SEED, &pools);
+    let mut g = Generator::new(lm, codec, s.seed, &pools);
     for p in CHORD {
         g.apply(Control::NoteOn(p)).unwrap();
+    }
+    for c in [
+        Control::Style(s.style),
+        Control::Temperature(s.temperature),
+        Control::TopK(s.top_k),
+        Control::CfgMusiccoca(s.cfg.musiccoca),
+        Control::Drums(s.drums),
+    ] {
+        g.apply(c).unwrap();
     }
     let mut pcm = vec![0i16; FRAME_PCM];
     let mut out = Vec::new();
@@ -183,6 +201,28 @@ fn at_44_1_khz_a_bounce_is_the_generators_stream_resampled() {
     // Rates the 40 ms frames do not divide are refused with the reason.
     let e = Timeline::at(44_101).unwrap_err();
     assert!(e.contains("multiple of 25 Hz"), "{e}");
+}
+
+#[test]
+fn the_parameters_reach_the_first_frame() {
+    let settings = Settings {
+        style: Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]),
+        temperature: 0.9,
+        top_k: 64,
+        drums: Some(true),
+        seed: 7,
+        cfg: rill_mrt2::conditioning::CfgScales {
+            musiccoca: 4.0,
+            ..Default::default()
+        },
+    };
+    let frames = 12;
+    let want = reference_with(frames, &settings);
+    assert!(want != reference(frames), "the settings change the stream");
+    let (mut audio, _model) = start_with(48_000, None, settings);
+    let latency = LATENCY_SAMPLES as usize;
+    let got = render(&mut audio, latency + frames * FRAME_SAMPLES, &[512], true);
+    assert!(got[2 * latency..] == want[..]);
 }
 
 #[test]

@@ -27,13 +27,13 @@ CHORD = (60, 64, 67)
 SECONDS = 4
 
 
-def generate(tmp_path):
+def generate(tmp_path, seconds=SECONDS, extra=()):
     """`rill generate`'s 16-bit samples, [2, n], and the random checkpoint it used."""
     wav = tmp_path / "generate.wav"
     subprocess.run(
         [os.environ["RILL_BIN"], "generate", "--random-weights", "--precision", "int8",
-         "--codec", "i16", "--notes", ",".join(map(str, CHORD)), "--seconds", str(SECONDS),
-         "-o", str(wav)],
+         "--codec", "i16", "--notes", ",".join(map(str, CHORD)), "--seconds", str(seconds),
+         "-o", str(wav), *extra],
         check=True,
     )
     with wave.open(str(wav)) as w:
@@ -59,7 +59,8 @@ def test_a_bounce_equals_rill_generate(tmp_path):
     plugin = load()
     assert plugin.is_instrument
     for name in ("temperature", "top_k", "cfg_style", "cfg_notes", "cfg_drums", "drums",
-                 "seed", "offline_render"):
+                 "seed", "offline_render", "restart_on_play", "style", "style_code_1",
+                 "style_code_12"):
         assert name in plugin.parameters, name
     # pedalboard does not say it renders offline: the parameter makes the callback
     # wait for the model.
@@ -81,6 +82,31 @@ def test_a_bounce_equals_rill_generate(tmp_path):
     more = plugin([], duration=short, sample_rate=48000, num_channels=2, buffer_size=512,
                   reset=False)
     assert np.any(more) and not np.array_equal(more, again)
+
+
+STYLE = (660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22)
+
+
+def test_the_hosts_parameters_reach_the_audio(tmp_path):
+    """Style codes and drums set by the host: `rill generate --style-codes … --drums on`."""
+    seconds = 1
+    want, checkpoint = generate(tmp_path, seconds, [
+        "--style-codes", ",".join(map(str, STYLE)), "--drums", "on"])
+    os.environ["RILL_CHECKPOINT"] = str(checkpoint)
+    plugin = load()
+    plugin.offline_render = True
+    plugin.style = True
+    for i, code in enumerate(STYLE):
+        # The normalised value: pedalboard's own mapping of a 1024-step value
+        # misses some codes by one (22 became 21).
+        plugin.parameters[f"style_code_{i + 1}"].raw_value = code / 1023
+    assert [getattr(plugin, f"style_code_{i + 1}") for i in range(12)] == list(STYLE)
+    plugin.drums = "On"
+    notes = [Message("note_on", note=n, velocity=100, time=0) for n in CHORD]
+    got = plugin(notes, duration=seconds + LATENCY / 48000, sample_rate=48000,
+                 num_channels=2, buffer_size=512)
+    got16 = np.round(got[:, LATENCY:] * 32768).astype(np.int32)
+    assert np.array_equal(got16, want), "the host's settings did not reach the stream"
 
 
 def test_at_44_1_khz_it_plays_resampled_behind_its_latency():
