@@ -10,10 +10,12 @@
 //!   counted as an underrun, never waited for; offline (a bounce) it waits for the
 //!   model, so a bounce is complete and deterministic.
 //!
-//! Timing is sample-exact on the host's timeline ([`Timeline`]): a note at host
-//! sample `s` reaches the frame starting at the next frame boundary (`⌈s / F⌉`, `F`
-//! the host's samples per 40 ms: 1920 at 48 kHz), and the model makes frame `f` only
-//! once the audio side has queued every note before its start. The audio comes out
+//! Offline, timing is sample-exact on the host's timeline ([`Timeline`]): a note at
+//! host sample `s` reaches the frame starting at the next frame boundary (`⌈s / F⌉`,
+//! `F` the host's samples per 40 ms: 1920 at 48 kHz), and the model makes frame `f`
+//! only once the audio side has queued every note before its start. In real time the
+//! model works up to the latency ahead of the callback (its buffer against a slow
+//! frame), and a note reaches the next frame it makes. The audio comes out
 //! the timeline's latency later (reported to the host, which compensates), so a
 //! stream rendered from the host's start is the same, sample for sample, as `rill
 //! generate` with the same notes, seed and settings. At other rates the model's
@@ -158,6 +160,9 @@ const FAILED: u8 = 2;
 struct Shared {
     /// Host samples (per channel) whose notes have all been queued.
     watermark: AtomicU64,
+    /// The callback renders offline (it waits for the model): frames follow the
+    /// watermark exactly.
+    offline: AtomicBool,
     state: AtomicU8,
     /// Why loading failed (read by the host's threads, never the audio thread).
     error: Mutex<String>,
@@ -340,10 +345,18 @@ fn run_model(
             shared.stale_until.store(pushed, Ordering::Release);
             shared.running_epoch.store(epoch, Ordering::Release);
         }
-        // Frame `frame` starts at host sample 1920·frame: every note at or before
-        // it must be queued (the watermark is past it) and its audio must fit.
+        // Frame `frame` starts at host sample F·frame. Offline, every note at or
+        // before it must be queued first (the watermark is past it): the bounce is
+        // exact. In real time the model works up to the latency ahead of the
+        // callback (its buffer), and a note reaches the next frame it makes.
         let watermark = shared.watermark.load(Ordering::Acquire);
-        if watermark <= frame * timeline.frame as u64 || audio.slots() < out.most_per_frame() {
+        let start = frame * timeline.frame as u64;
+        let due = if shared.offline.load(Ordering::Acquire) {
+            watermark > start
+        } else {
+            watermark > 0 && start < watermark + timeline.latency as u64
+        };
+        if !due || audio.slots() < out.most_per_frame() {
             thread::sleep(Duration::from_micros(500));
             continue;
         }
@@ -590,6 +603,7 @@ impl AudioSide {
             right.fill(0.0);
             return;
         }
+        self.shared.offline.store(wait, Ordering::Release);
         self.shared
             .watermark
             .store(self.pos + n as u64, Ordering::Release);
