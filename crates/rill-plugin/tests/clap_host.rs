@@ -169,3 +169,81 @@ fn a_clap_host_bounces_the_generators_stream() {
         .position(|(a, b)| a != b);
     assert_eq!(differ, None, "the CLAP bounce differs from the generator");
 }
+
+/// The JSON of a nice-plug CLAP state.
+fn json_of(state: &[u8]) -> String {
+    assert!(state.len() > 8, "a state of {} bytes", state.len());
+    let len = u64::from_le_bytes(state[..8].try_into().unwrap()) as usize;
+    assert_eq!(len, state.len() - 8, "the length prefix");
+    String::from_utf8(state[8..].to_vec()).unwrap()
+}
+
+/// `json` as a nice-plug CLAP state.
+fn framed(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u64).to_le_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+/// The plugin's state through CLAP's state extension: it saves its parameters and
+/// the checkpoint path, takes them back, and refuses a blob that is not its state
+/// (the instance keeps its values).
+#[test]
+fn the_state_round_trips_and_a_foreign_blob_is_refused() {
+    use clack_extensions::state::PluginState;
+
+    // SAFETY: the library is this crate's own plugin, built by cargo for this test.
+    let entry = unsafe { PluginEntry::load(library()) }.expect("loading the CLAP entry");
+    let factory = entry.get_plugin_factory().expect("a plugin factory");
+    let id = factory
+        .plugin_descriptors()
+        .find_map(|d| d.id().filter(|id| id.to_bytes() == b"org.rill.mrt2"))
+        .expect("the rill instrument in the factory")
+        .to_owned();
+    let host = HostInfo::new("rill test host", "rill", "https://example.invalid", "0.1").unwrap();
+    let mut instance =
+        PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &id, &host).unwrap();
+    let state = instance
+        .plugin_handle()
+        .get_extension::<PluginState>()
+        .expect("the state extension");
+    let mut saved = Vec::new();
+    state.save(&instance.plugin_handle(), &mut saved).unwrap();
+    // nice-plug's CLAP state: the JSON's length (8 bytes, little-endian), the JSON.
+    let text = json_of(&saved);
+    assert!(text.contains("checkpoint"), "{text}");
+    assert!(text.contains("temperature"), "{text}");
+
+    // A project that names its checkpoint.
+    let named = text.replacen(
+        r#""checkpoint":"\"\"""#,
+        r#""checkpoint":"\"/models/mrt2_small.safetensors\"""#,
+        1,
+    );
+    assert_ne!(named, text, "the checkpoint field as saved: {text}");
+    state
+        .load(&instance.plugin_handle(), &mut &framed(&named)[..])
+        .expect("its own state, edited");
+    let mut again = Vec::new();
+    state.save(&instance.plugin_handle(), &mut again).unwrap();
+    assert!(json_of(&again).contains("/models/mrt2_small.safetensors"));
+
+    let foreign: [&[u8]; 5] = [
+        b"not a rill state",
+        b"",
+        &[0xff; 64],
+        &framed("not json at all"),
+        &framed(r#"{"version": 3, "params": []}"#),
+    ];
+    for blob in foreign {
+        assert!(
+            state
+                .load(&instance.plugin_handle(), &mut &blob[..])
+                .is_err(),
+            "a foreign blob was taken: {blob:?}"
+        );
+    }
+    let mut kept = Vec::new();
+    state.save(&instance.plugin_handle(), &mut kept).unwrap();
+    assert_eq!(kept, again, "a refused blob changed the state");
+}
