@@ -92,11 +92,19 @@ pub enum Note {
     AllOff,
 }
 
+/// What the audio side tells the model, for a frame.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Note(Note),
+    /// The parameters changed (the host's automation, or a knob).
+    Settings(Settings),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Timed {
     /// The frame the event reaches.
     frame: u64,
-    note: Note,
+    event: Event,
     /// The stream it belongs to (see [`AudioSide::restart`]).
     epoch: u64,
 }
@@ -130,8 +138,8 @@ impl Default for Settings {
     }
 }
 
-/// Where the model thread reads the settings (the plugin's parameters, read from
-/// atomics).
+/// Where the audio side reads the settings at each block (the plugin's parameters,
+/// read from atomics; it must not allocate or lock).
 pub trait SettingsSource: Send + Sync {
     fn settings(&self) -> Settings;
 }
@@ -262,15 +270,18 @@ pub fn start(
     let ring = 2 * (RING_FRAMES * t.frame + t.latency);
     let (audio_tx, audio_rx) = rtrb::RingBuffer::new(ring);
     let s = Arc::clone(&shared);
+    let first = settings.settings();
     let thread = thread::Builder::new()
         .name("rill-plugin-model".into())
-        .spawn(move || run_model(load, settings, config, &s, events_rx, audio_tx))?;
+        .spawn(move || run_model(load, first, config, &s, events_rx, audio_tx))?;
     Ok((
         AudioSide {
             events: events_tx,
             audio: audio_rx,
             shared: Arc::clone(&shared),
             timeline: config.timeline,
+            settings,
+            sent: None,
             pos: 0,
             debt: 0,
             epoch: 0,
@@ -286,7 +297,7 @@ pub fn start(
 
 fn run_model(
     load: Loader,
-    settings: Arc<dyn SettingsSource>,
+    first: Settings,
     config: ModelConfig,
     shared: &Shared,
     mut events: rtrb::Consumer<Timed>,
@@ -324,7 +335,9 @@ fn run_model(
         };
         (g, applied)
     };
-    let (mut generator, mut applied) = fresh(settings.settings().seed);
+    let (mut generator, mut applied) = fresh(first.seed);
+    // The settings as of the last frame's events.
+    let mut current = first;
     let mut pcm = vec![0i16; FRAME_PCM];
     let mut held: Option<Timed> = None;
     let mut frame = 0u64;
@@ -337,7 +350,7 @@ fn run_model(
         if asked != epoch {
             // The host restarted the stream: from its start, on a new timeline
             // (the audio side reset the watermark before asking).
-            (generator, applied) = fresh(settings.settings().seed);
+            (generator, applied) = fresh(current.seed);
             out.reset(timeline);
             epoch = asked;
             frame = 0;
@@ -368,16 +381,20 @@ fn run_model(
                 held = Some(e);
                 break;
             }
-            let c = match e.note {
-                Note::On(p) => Control::NoteOn(p),
-                Note::Off(p) => Control::NoteOff(p),
-                Note::AllOff => Control::HeldNotes(Vec::new()),
+            let c = match e.event {
+                Event::Settings(now) => {
+                    current = now;
+                    continue;
+                }
+                Event::Note(Note::On(p)) => Control::NoteOn(p),
+                Event::Note(Note::Off(p)) => Control::NoteOff(p),
+                Event::Note(Note::AllOff) => Control::HeldNotes(Vec::new()),
             };
             // Pitches outside the pianoroll are refused by the generator and
             // change nothing.
             let _ = generator.apply(c);
         }
-        apply_settings(&mut generator, &mut applied, settings.settings());
+        apply_settings(&mut generator, &mut applied, current);
         let info = generator.step(&pools, &mut pcm);
         if let Some(d) = config.slow_frame {
             thread::sleep(d);
@@ -522,6 +539,9 @@ pub struct AudioSide {
     audio: rtrb::Consumer<f32>,
     shared: Arc<Shared>,
     timeline: Timeline,
+    settings: Arc<dyn SettingsSource>,
+    /// The settings last queued for this stream.
+    sent: Option<Settings>,
     /// Host samples rendered since the model became ready.
     pos: u64,
     /// Samples played as silence in an underrun, to skip when the audio comes
@@ -538,14 +558,21 @@ impl AudioSide {
     pub fn note(&mut self, offset: u32, note: Note) {
         let s = self.pos + u64::from(offset);
         let frame = s.div_ceil(self.timeline.frame as u64);
+        self.queue(frame, Event::Note(note));
+    }
+
+    /// Queues `event` for `frame`; whether there was room.
+    fn queue(&mut self, frame: u64, event: Event) -> bool {
         let timed = Timed {
             frame,
-            note,
+            event,
             epoch: self.epoch,
         };
-        if self.events.push(timed).is_err() {
+        let queued = self.events.push(timed).is_ok();
+        if !queued {
             self.shared.dropped_notes.fetch_add(1, Ordering::Relaxed);
         }
+        queued
     }
 
     /// Starts the stream again from its beginning (the host's transport started,
@@ -560,6 +587,7 @@ impl AudioSide {
         self.shared.epoch.store(self.epoch, Ordering::Release);
         self.pos = 0;
         self.debt = 0;
+        self.sent = None;
     }
 
     /// Whether the model runs this side's stream; drops what it made before.
@@ -602,6 +630,14 @@ impl AudioSide {
             left.fill(0.0);
             right.fill(0.0);
             return;
+        }
+        // Parameter changes reach the next frame boundary, as notes do.
+        let now = self.settings.settings();
+        if self.sent != Some(now) {
+            let frame = self.pos.div_ceil(self.timeline.frame as u64);
+            if self.queue(frame, Event::Settings(now)) {
+                self.sent = Some(now);
+            }
         }
         self.shared.offline.store(wait, Ordering::Release);
         self.shared

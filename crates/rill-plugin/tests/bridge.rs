@@ -225,6 +225,81 @@ fn the_parameters_reach_the_first_frame() {
     assert!(got[2 * latency..] == want[..]);
 }
 
+/// Settings a test turns like a knob between blocks.
+struct Knobs(std::sync::Mutex<Settings>);
+
+impl bridge::SettingsSource for Knobs {
+    fn settings(&self) -> Settings {
+        *self.0.lock().unwrap()
+    }
+}
+
+#[test]
+fn a_parameter_change_reaches_the_next_frame_boundary() {
+    let knobs = Arc::new(Knobs(std::sync::Mutex::new(Settings::default())));
+    let (mut audio, _model) = bridge::start(
+        Box::new(|| Ok(weights())),
+        knobs.clone(),
+        ModelConfig {
+            timeline: Timeline::at(48_000).unwrap(),
+            threads: 2,
+            slow_frame: None,
+        },
+    )
+    .unwrap();
+    let latency = LATENCY_SAMPLES as usize;
+    let frames = 14;
+    let (mut l, mut r) = (vec![0f32; 700], vec![0f32; 700]);
+    let mut got = Vec::new();
+    let mut pos = 0;
+    let mut changed_at = None;
+    while pos < latency + frames * FRAME_SAMPLES {
+        if pos == 0 {
+            for p in CHORD {
+                audio.note(0, Note::On(p));
+            }
+        }
+        if changed_at.is_none() && pos >= 5 * FRAME_SAMPLES {
+            // Mid-stream, between two frame boundaries.
+            let mut k = knobs.0.lock().unwrap();
+            k.style = Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]);
+            k.temperature = 0.8;
+            changed_at = Some(pos);
+        }
+        audio.render(&mut l, &mut r, true);
+        for i in 0..700 {
+            got.push(l[i]);
+            got.push(r[i]);
+        }
+        pos += 700;
+    }
+    // The change reaches the frame that starts at or after the block it came with.
+    let boundary = changed_at.unwrap().div_ceil(FRAME_SAMPLES);
+    let (lm, codec) = weights();
+    let pools = StagePools::new(Stages::Sequential, 2, None);
+    let mut g = Generator::new(lm, codec, rill_mrt2::DEFAULT_SEED, &pools);
+    for p in CHORD {
+        g.apply(Control::NoteOn(p)).unwrap();
+    }
+    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut want = Vec::new();
+    for f in 0..frames {
+        if f == boundary {
+            g.apply(Control::Style(knobs.0.lock().unwrap().style))
+                .unwrap();
+            g.apply(Control::Temperature(0.8)).unwrap();
+        }
+        g.step(&pools, &mut pcm);
+        want.extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+    }
+    let got = &got[2 * latency..2 * latency + want.len()];
+    assert!(
+        got == &want[..],
+        "the change did not land on frame {boundary}"
+    );
+    assert!(want != reference(frames), "the change changes the stream");
+}
+
 #[test]
 fn a_restart_plays_the_stream_from_its_beginning_again() {
     let frames = 12;
