@@ -5,7 +5,7 @@
 //!   runs a [`Generator`] one 40 ms frame at a time on its own worker pools and
 //!   pushes the audio into a lock-free ring;
 //! * the **audio side** ([`AudioSide`], called from the host's audio callback)
-//!   queues the block's notes, then reads the ring. It allocates nothing, takes no
+//!   queues the block's notes and parameter changes, then reads the ring. It allocates nothing, takes no
 //!   lock and does no I/O; in real time a ring that runs dry plays silence and is
 //!   counted as an underrun, never waited for; offline (a bounce) it waits for the
 //!   model, so a bounce is complete and deterministic.
