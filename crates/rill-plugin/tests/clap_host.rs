@@ -70,6 +70,20 @@ fn library() -> std::path::PathBuf {
     lib
 }
 
+/// The rill instrument, instantiated from the plugin library cargo built.
+fn instantiate() -> PluginInstance<TestHost> {
+    // SAFETY: the library is this crate's own plugin, built by cargo for this test.
+    let entry = unsafe { PluginEntry::load(library()) }.expect("loading the CLAP entry");
+    let factory = entry.get_plugin_factory().expect("a plugin factory");
+    let id = factory
+        .plugin_descriptors()
+        .find_map(|d| d.id().filter(|id| id.to_bytes() == b"org.rill.mrt2"))
+        .expect("the rill instrument in the factory")
+        .to_owned();
+    let host = HostInfo::new("rill test host", "rill", "https://example.invalid", "0.1").unwrap();
+    PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &id, &host).unwrap()
+}
+
 #[test]
 fn a_clap_host_bounces_the_generators_stream() {
     let checkpoint = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
@@ -79,18 +93,7 @@ fn a_clap_host_bounces_the_generators_stream() {
     std::env::set_var("XDG_CACHE_HOME", rill_testkit::user_cache_home());
     let want = reference(&checkpoint);
 
-    // SAFETY: the library is this crate's own plugin, built by cargo for this test.
-    let entry = unsafe { PluginEntry::load(library()) }.expect("loading the CLAP entry");
-    let factory = entry.get_plugin_factory().expect("a plugin factory");
-    let id = factory
-        .plugin_descriptors()
-        .find(|d| d.id().is_some_and(|id| id.to_bytes() == b"org.rill.mrt2"))
-        .and_then(|d| d.id())
-        .expect("the rill instrument in the factory")
-        .to_owned();
-    let host = HostInfo::new("rill test host", "rill", "https://example.invalid", "0.1").unwrap();
-    let mut instance =
-        PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &id, &host).unwrap();
+    let mut instance = instantiate();
     let render = instance
         .plugin_handle()
         .get_extension::<PluginRender>()
@@ -192,17 +195,7 @@ fn framed(json: &str) -> Vec<u8> {
 fn the_state_round_trips_and_a_foreign_blob_is_refused() {
     use clack_extensions::state::PluginState;
 
-    // SAFETY: the library is this crate's own plugin, built by cargo for this test.
-    let entry = unsafe { PluginEntry::load(library()) }.expect("loading the CLAP entry");
-    let factory = entry.get_plugin_factory().expect("a plugin factory");
-    let id = factory
-        .plugin_descriptors()
-        .find_map(|d| d.id().filter(|id| id.to_bytes() == b"org.rill.mrt2"))
-        .expect("the rill instrument in the factory")
-        .to_owned();
-    let host = HostInfo::new("rill test host", "rill", "https://example.invalid", "0.1").unwrap();
-    let mut instance =
-        PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &id, &host).unwrap();
+    let mut instance = instantiate();
     let state = instance
         .plugin_handle()
         .get_extension::<PluginState>()

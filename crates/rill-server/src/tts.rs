@@ -278,12 +278,16 @@ impl ChannelSink {
         self.resampled.clear();
         r.push(&self.floats, &mut self.resampled)
             .map_err(|e| TtsError::Invalid(e.to_string()))?;
-        let out: Vec<i16> = self
+        self.send_resampled()
+    }
+
+    /// Sends what the resampler gave, as 16-bit PCM.
+    fn send_resampled(&self) -> Result<(), TtsError> {
+        let pcm = self
             .resampled
             .iter()
-            .map(|&x| rill_nanocodec::float_to_int16(x))
-            .collect();
-        self.send_pcm(out.into_iter())
+            .map(|&x| rill_nanocodec::float_to_int16(x));
+        self.send_pcm(pcm)
     }
 
     /// The resampler's tail, once the speech is complete.
@@ -294,12 +298,7 @@ impl ChannelSink {
         self.resampled.clear();
         r.finish(&mut self.resampled)
             .map_err(|e| TtsError::Invalid(e.to_string()))?;
-        let pcm: Vec<i16> = self
-            .resampled
-            .iter()
-            .map(|&x| rill_nanocodec::float_to_int16(x))
-            .collect();
-        self.send_pcm(pcm.into_iter())
+        self.send_resampled()
     }
 }
 
