@@ -6,17 +6,18 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rill_checkpoint::Checkpoint;
-use rill_mrt2::{ModelKind, Mrt2, Precision};
 use rill_plugin::bridge::{
     self, AudioSide, ModelConfig, ModelState, ModelThread, Note, Settings, Timeline, FRAME_SAMPLES,
     LATENCY_SAMPLES,
 };
-use rill_spectrostream::Codec;
-use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
+use rill_stream::Control;
+
+#[allow(dead_code)]
+mod common;
+use common::{weights, CHORD};
 
 /// Counts the allocations of threads that set [`GUARD`] (the audio callback's).
 struct GuardedAlloc;
@@ -53,22 +54,6 @@ unsafe impl std::alloc::GlobalAlloc for GuardedAlloc {
 #[global_allocator]
 static GLOBAL: GuardedAlloc = GuardedAlloc;
 
-/// The small synthetic checkpoint's int8 LM and i16 codec (the plugin's live
-/// precisions), loaded once.
-fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
-    static W: OnceLock<(Arc<Mrt2>, Arc<Codec>)> = OnceLock::new();
-    W.get_or_init(|| {
-        let path = rill_testkit::synthetic_checkpoint(ModelKind::Small.synth_file(0));
-        let ck = Checkpoint::open(path).unwrap();
-        let precision = rill_stream::source::codec_precision(None, Precision::Int8, true);
-        (
-            rill_stream::source::load_lm(&ck, Precision::Int8).unwrap(),
-            rill_stream::source::load_codec(&ck, precision).unwrap(),
-        )
-    })
-    .clone()
-}
-
 fn start(slow_frame: Option<Duration>) -> (AudioSide, ModelThread) {
     start_at(48_000, slow_frame)
 }
@@ -90,38 +75,10 @@ fn start_with(rate: u32, slow_frame: Option<Duration>, s: Settings) -> (AudioSid
     .unwrap()
 }
 
-const CHORD: [u8; 3] = [60, 64, 67];
-
 /// `frames` frames of the generator run directly with the chord held from the
 /// first frame: `rill generate --notes 60,64,67`'s samples, as floats.
 fn reference(frames: usize) -> Vec<f32> {
-    reference_with(frames, &Settings::default())
-}
-
-/// As [`reference`], with these settings from the first frame.
-fn reference_with(frames: usize, s: &Settings) -> Vec<f32> {
-    let (lm, codec) = weights();
-    let pools = StagePools::new(Stages::Sequential, 2, None);
-    let mut g = Generator::new(lm, codec, s.seed, &pools);
-    for p in CHORD {
-        g.apply(Control::NoteOn(p)).unwrap();
-    }
-    for c in [
-        Control::Style(s.style),
-        Control::Temperature(s.temperature),
-        Control::TopK(s.top_k),
-        Control::CfgMusiccoca(s.cfg.musiccoca),
-        Control::Drums(s.drums),
-    ] {
-        g.apply(c).unwrap();
-    }
-    let mut pcm = vec![0i16; FRAME_PCM];
-    let mut out = Vec::new();
-    for _ in 0..frames {
-        g.step(&pools, &mut pcm);
-        out.extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
-    }
-    out
+    common::reference_with(frames, &Settings::default())
 }
 
 /// Renders `samples` per channel in blocks cycling through `blocks`, the chord
@@ -217,7 +174,7 @@ fn the_parameters_reach_the_first_frame() {
         },
     };
     let frames = 12;
-    let want = reference_with(frames, &settings);
+    let want = common::reference_with(frames, &settings);
     assert!(want != reference(frames), "the settings change the stream");
     let (mut audio, _model) = start_with(48_000, None, settings);
     let latency = LATENCY_SAMPLES as usize;
@@ -275,13 +232,7 @@ fn a_parameter_change_reaches_the_next_frame_boundary() {
     }
     // The change reaches the frame that starts at or after the block it came with.
     let boundary = changed_at.unwrap().div_ceil(FRAME_SAMPLES);
-    let (lm, codec) = weights();
-    let pools = StagePools::new(Stages::Sequential, 2, None);
-    let mut g = Generator::new(lm, codec, rill_mrt2::DEFAULT_SEED, &pools);
-    for p in CHORD {
-        g.apply(Control::NoteOn(p)).unwrap();
-    }
-    let mut pcm = vec![0i16; FRAME_PCM];
+    let (mut g, pools) = common::chord_generator(&Settings::default());
     let mut want = Vec::new();
     for f in 0..frames {
         if f == boundary {
@@ -289,8 +240,7 @@ fn a_parameter_change_reaches_the_next_frame_boundary() {
                 .unwrap();
             g.apply(Control::Temperature(0.8)).unwrap();
         }
-        g.step(&pools, &mut pcm);
-        want.extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+        common::next_frame(&mut g, &pools, &mut want);
     }
     let got = &got[2 * latency..2 * latency + want.len()];
     assert!(

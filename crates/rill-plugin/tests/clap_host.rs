@@ -8,10 +8,12 @@ use clack_extensions::latency::PluginLatency;
 use clack_extensions::render::{PluginRender, RenderMode};
 use clack_host::events::event_types::NoteOnEvent;
 use clack_host::prelude::*;
-use rill_checkpoint::Checkpoint;
-use rill_mrt2::{ModelKind, Precision};
-use rill_plugin::bridge::{FRAME_SAMPLES, LATENCY_SAMPLES};
-use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
+use rill_mrt2::ModelKind;
+use rill_plugin::bridge::{Settings, FRAME_SAMPLES, LATENCY_SAMPLES};
+
+#[allow(dead_code)]
+mod common;
+use common::CHORD;
 
 struct Shared;
 
@@ -29,32 +31,8 @@ impl HostHandlers for TestHost {
     type AudioProcessor<'a> = ();
 }
 
-const CHORD: [u8; 3] = [60, 64, 67];
 const FRAMES: usize = 50;
 const BLOCK: usize = 512;
-
-/// The generator run directly (the plugin's precisions), interleaved floats.
-fn reference(checkpoint: &std::path::Path) -> Vec<f32> {
-    let ck = Checkpoint::open(checkpoint).unwrap();
-    let lm = rill_stream::source::load_lm(&ck, Precision::Int8).unwrap();
-    let codec = rill_stream::source::load_codec(
-        &ck,
-        rill_stream::source::codec_precision(None, Precision::Int8, true),
-    )
-    .unwrap();
-    let pools = StagePools::new(Stages::Sequential, 2, None);
-    let mut g = Generator::new(lm, codec, rill_mrt2::DEFAULT_SEED, &pools);
-    for p in CHORD {
-        g.apply(Control::NoteOn(p)).unwrap();
-    }
-    let mut pcm = vec![0i16; FRAME_PCM];
-    let mut out = Vec::new();
-    for _ in 0..FRAMES {
-        g.step(&pools, &mut pcm);
-        out.extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
-    }
-    out
-}
 
 /// The plugin library cargo built beside this test.
 fn library() -> std::path::PathBuf {
@@ -91,7 +69,7 @@ fn a_clap_host_bounces_the_generators_stream() {
     // the tests' cache, not the user's.
     std::env::set_var("RILL_CHECKPOINT", &checkpoint);
     std::env::set_var("XDG_CACHE_HOME", rill_testkit::user_cache_home());
-    let want = reference(&checkpoint);
+    let want = common::reference_with(FRAMES, &Settings::default());
 
     let mut instance = instantiate();
     let render = instance

@@ -266,30 +266,27 @@ impl Vocoder for Option<CodecStage> {
     }
 }
 
-/// One step of MRT2's language model as the pipeline's [`FrameModel`]: sampled, or
-/// teacher-forced with `forced`.
-struct LmStep<'a, 't> {
+/// One step of MRT2's language model as the pipeline's [`FrameModel`]: `step`
+/// samples or teacher-forces the session's next tokens (its error type is the
+/// step's: none when sampling).
+struct LmStep<'a, F> {
     session: &'a mut Session,
-    forced: Option<&'a [u32; LEVELS]>,
-    trace: Option<&'t mut FrameTrace>,
+    step: F,
+    /// The tokens of the step made.
+    tokens: [u32; LEVELS],
 }
 
-impl FrameModel for LmStep<'_, '_> {
+impl<F, E> FrameModel for LmStep<'_, F>
+where
+    F: FnMut(&mut Session, &Pool) -> Result<[u32; LEVELS], E> + Send,
+    E: Send,
+{
     type Frame = [u32; LEVELS];
-    type Error = ModelError;
+    type Error = E;
     /// One frame (music never ends).
-    fn make(
-        &mut self,
-        pool: &Pool,
-        _n: usize,
-        made: &mut Vec<[u32; LEVELS]>,
-    ) -> Result<bool, ModelError> {
-        let trace = self.trace.take();
-        let tokens = match self.forced {
-            Some(ids) => self.session.step_forced(ids, pool, trace)?,
-            None => self.session.step(pool, trace),
-        };
-        made.push(tokens);
+    fn make(&mut self, pool: &Pool, _n: usize, made: &mut Vec<[u32; LEVELS]>) -> Result<bool, E> {
+        self.tokens = (self.step)(self.session, pool)?;
+        made.push(self.tokens);
         Ok(false)
     }
 }
@@ -416,8 +413,12 @@ impl FramePipeline {
     /// One LM step (sampling) and (sequential) the codec of the same frame, or
     /// (two-stage) the codec of the previous frame at the same time.
     pub fn step(&mut self, trace: Option<&mut FrameTrace>, pools: &StagePools) -> StepReport {
-        self.run(None, trace, pools)
-            .expect("a sampled LM step has no error path")
+        let mut trace = trace;
+        let Ok(r) = self.run(
+            |s: &mut Session, pool: &Pool| Ok::<_, Infallible>(s.step(pool, trace.take())),
+            pools,
+        );
+        r
     }
 
     /// As [`Self::step`], teacher-forcing `ids` (the logits are still computed
@@ -429,15 +430,18 @@ impl FramePipeline {
         trace: Option<&mut FrameTrace>,
         pools: &StagePools,
     ) -> Result<StepReport, ModelError> {
-        self.run(Some(ids), trace, pools)
+        let mut trace = trace;
+        self.run(
+            |s: &mut Session, pool: &Pool| s.step_forced(ids, pool, trace.take()),
+            pools,
+        )
     }
 
-    fn run(
+    fn run<E: Send>(
         &mut self,
-        forced: Option<&[u32; LEVELS]>,
-        trace: Option<&mut FrameTrace>,
+        step: impl FnMut(&mut Session, &Pool) -> Result<[u32; LEVELS], E> + Send,
         pools: &StagePools,
-    ) -> Result<StepReport, ModelError> {
+    ) -> Result<StepReport, E> {
         let Self {
             session,
             codec,
@@ -448,20 +452,19 @@ impl FramePipeline {
         // stages, the frame decoded meanwhile stays in `audio`).
         let mut lm = LmStep {
             session,
-            forced,
-            trace,
+            step,
+            tokens: [0; LEVELS],
         };
         let cycle = staging.step(pools, &mut lm, 1, codec);
         let Ok(()) = cycle.decoded;
         let decoded = codec.is_some() && !staging.decoded().is_empty();
-        let tokens = staging.made().first().copied();
         if codec.is_none() {
             // Tokens only: nothing waits for a codec.
             staging.clear();
         }
         cycle.made?;
         Ok(StepReport {
-            tokens: tokens.expect("a successful LM step makes a frame"),
+            tokens: lm.tokens,
             decoded,
             nonfinite: codec
                 .as_ref()

@@ -293,8 +293,8 @@ impl Voicing {
         stats: &mut SpeakStats,
         sink: &mut dyn SpeakSink,
     ) -> Result<(), TtsError> {
-        for (c, a) in codes.iter().zip(self.audio.chunks_exact(SAMPLES_PER_FRAME)) {
-            let a: &[f32; SAMPLES_PER_FRAME] = a.try_into().expect("whole frames");
+        let (frames, _) = self.audio.as_chunks::<SAMPLES_PER_FRAME>();
+        for (c, a) in codes.iter().zip(frames) {
             rill_nanocodec::frame_to_int16(a, &mut self.pcm);
             sink.frame(c, a, &self.pcm)?;
             stats
