@@ -22,6 +22,7 @@
 //! 48 kHz frames are resampled on the model thread (`rill_io::StreamResampler`,
 //! rubato's FFT resampler; its lag is added to the latency).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -31,6 +32,10 @@ use rill_mrt2::conditioning::CfgScales;
 use rill_mrt2::Mrt2;
 use rill_spectrostream::Codec;
 use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
+
+pub use crate::audio_side::AudioSide;
+use crate::output::Output;
+use crate::style::{Lookup, PresetCodes, Style};
 
 /// Samples per channel of one 40 ms frame at 48 kHz.
 pub const FRAME_SAMPLES: usize = FRAME_PCM / 2;
@@ -94,19 +99,19 @@ pub enum Note {
 
 /// What the audio side tells the model, for a frame.
 #[derive(Debug, Clone, Copy)]
-enum Event {
+pub(crate) enum Event {
     Note(Note),
     /// The parameters changed (the host's automation, or a knob).
     Settings(Settings),
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Timed {
+pub(crate) struct Timed {
     /// The frame the event reaches.
-    frame: u64,
-    event: Event,
+    pub(crate) frame: u64,
+    pub(crate) event: Event,
     /// The stream it belongs to (see [`AudioSide::restart`]).
-    epoch: u64,
+    pub(crate) epoch: u64,
 }
 
 /// The values the model takes at each frame boundary (the plugin's parameters).
@@ -119,8 +124,8 @@ pub struct Settings {
     pub drums: Option<bool>,
     /// A change gives the sampler a new key (the music continues).
     pub seed: u64,
-    /// The 12 MusicCoCa codes, or `None`: style masked.
-    pub style: Option<[u16; 12]>,
+    /// Masked, the 12 MusicCoCa codes, or a preset.
+    pub style: Style,
 }
 
 impl Default for Settings {
@@ -133,7 +138,7 @@ impl Default for Settings {
             cfg: CfgScales::default(),
             drums: None,
             seed: rill_mrt2::DEFAULT_SEED,
-            style: None,
+            style: Style::Masked,
         }
     }
 }
@@ -159,44 +164,56 @@ pub enum ModelState {
     Failed(String),
 }
 
-const LOADING: u8 = 0;
-const READY: u8 = 1;
+pub(crate) const LOADING: u8 = 0;
+pub(crate) const READY: u8 = 1;
 const FAILED: u8 = 2;
 
 /// State shared by both sides.
 #[derive(Debug, Default)]
-struct Shared {
+pub(crate) struct Shared {
     /// Host samples (per channel) whose notes have all been queued.
-    watermark: AtomicU64,
+    pub(crate) watermark: AtomicU64,
     /// The callback renders offline (it waits for the model): frames follow the
     /// watermark exactly.
-    offline: AtomicBool,
-    state: AtomicU8,
+    pub(crate) offline: AtomicBool,
+    pub(crate) state: AtomicU8,
     /// Why loading failed (read by the host's threads, never the audio thread).
-    error: Mutex<String>,
-    stop: AtomicBool,
+    pub(crate) error: Mutex<String>,
+    pub(crate) stop: AtomicBool,
     /// The stream the audio side asks for: bumped by [`AudioSide::restart`].
-    epoch: AtomicU64,
+    pub(crate) epoch: AtomicU64,
     /// The stream the model thread runs (it has reset to it).
-    running_epoch: AtomicU64,
+    pub(crate) running_epoch: AtomicU64,
     /// Samples the model pushed into the ring before it reset to `running_epoch`:
     /// the audio side drops them.
-    stale_until: AtomicU64,
-    underruns: AtomicU64,
-    frames: AtomicU64,
-    dropped_notes: AtomicU64,
+    pub(crate) stale_until: AtomicU64,
+    pub(crate) underruns: AtomicU64,
+    pub(crate) frames: AtomicU64,
+    pub(crate) dropped_notes: AtomicU64,
+    /// Why a style preset could not be had (empty: none failed).
+    pub(crate) style_error: Arc<Mutex<String>>,
+}
+
+/// What the model thread loads.
+pub struct Loaded {
+    pub lm: Arc<Mrt2>,
+    pub codec: Arc<Codec>,
+    /// The checkpoint file, if any: MusicCoCa is looked for beside it.
+    pub checkpoint: Option<PathBuf>,
 }
 
 /// Loads the model on the model thread.
-pub type Loader = Box<dyn FnOnce() -> Result<(Arc<Mrt2>, Arc<Codec>), String> + Send>;
+pub type Loader = Box<dyn FnOnce() -> Result<Loaded, String> + Send>;
 
 /// How the model thread runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ModelConfig {
     /// The host's timeline ([`Timeline::at`] its rate).
     pub timeline: Timeline,
     /// Worker threads of its pools.
     pub threads: usize,
+    /// MusicCoCa's folder for the text presets (`None`: found as `rill` finds it).
+    pub musiccoca: Option<PathBuf>,
     /// Test hook: sleep this long per frame, as a machine too slow would be.
     pub slow_frame: Option<Duration>,
 }
@@ -226,6 +243,17 @@ impl ModelThread {
     /// Frames the model has made.
     pub fn frames(&self) -> u64 {
         self.shared.frames.load(Ordering::Relaxed)
+    }
+
+    /// Why a style preset could not be had (MusicCoCa missing or failing).
+    pub fn style_error(&self) -> Option<String> {
+        let e = self
+            .shared
+            .style_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
+        (!e.is_empty()).then_some(e)
     }
 
     /// Note events the audio side could not queue (more than [`EVENT_CAPACITY`]
@@ -275,22 +303,11 @@ pub fn start(
         .name("rill-plugin-model".into())
         .spawn(move || run_model(load, first, config, &s, events_rx, audio_tx))?;
     Ok((
-        AudioSide {
-            events: events_tx,
-            audio: audio_rx,
-            shared: Arc::clone(&shared),
-            timeline: config.timeline,
-            settings,
-            sent: None,
-            pos: 0,
-            debt: 0,
-            epoch: 0,
-            popped: 0,
-        },
+        AudioSide::new(events_tx, audio_rx, Arc::clone(&shared), t, settings),
         ModelThread {
             shared,
             thread: Some(thread),
-            timeline: config.timeline,
+            timeline: t,
         },
     ))
 }
@@ -303,7 +320,11 @@ fn run_model(
     mut events: rtrb::Consumer<Timed>,
     mut audio: rtrb::Producer<f32>,
 ) {
-    let (lm, codec) = match load() {
+    let Loaded {
+        lm,
+        codec,
+        checkpoint,
+    } = match load() {
         Ok(v) => v,
         Err(e) => {
             if let Ok(mut m) = shared.error.lock() {
@@ -329,13 +350,21 @@ fn run_model(
     // A stream from its start: a fresh generator with the settings' seed.
     let fresh = |seed: u64| {
         let g = Generator::new(lm.clone(), codec.clone(), seed, &pools);
-        let applied = Settings {
-            seed,
-            ..Settings::default()
+        let applied = Applied {
+            settings: Settings {
+                seed,
+                ..Settings::default()
+            },
+            style: None,
         };
         (g, applied)
     };
     let (mut generator, mut applied) = fresh(first.seed);
+    let mut presets = PresetCodes::new(
+        config.musiccoca.clone(),
+        checkpoint,
+        Arc::clone(&shared.style_error),
+    );
     // The settings as of the last frame's events.
     let mut current = first;
     let mut pcm = vec![0i16; FRAME_PCM];
@@ -394,7 +423,13 @@ fn run_model(
             // change nothing.
             let _ = generator.apply(c);
         }
-        apply_settings(&mut generator, &mut applied, current);
+        let offline = shared.offline.load(Ordering::Acquire);
+        let style = match resolve(&mut presets, current.style, offline, shared) {
+            Some(Lookup::Ready(codes)) => Some(codes),
+            Some(_) => None, // Pending or failed: the style stays as it is.
+            None => break,   // Stopped while MusicCoCa worked.
+        };
+        apply_settings(&mut generator, &mut applied, current, style);
         let info = generator.step(&pools, &mut pcm);
         if let Some(d) = config.slow_frame {
             thread::sleep(d);
@@ -407,292 +442,68 @@ fn run_model(
     }
 }
 
-/// The model's frames on their way to the ring, resampled to the host's rate.
-struct Output {
-    /// Left and right resamplers (`None` at 48 kHz).
-    resamplers: Option<[rill_io::StreamResampler; 2]>,
-    /// A frame's channels, and their resampled audio.
-    channels: [Vec<f32>; 2],
-    resampled: [Vec<f32>; 2],
-    most: usize,
+/// What the generator runs with.
+struct Applied {
+    /// Every setting but the style.
+    settings: Settings,
+    /// The style's codes (`None`: masked).
+    style: Option<[u16; 12]>,
 }
 
-impl Output {
-    fn new(t: Timeline) -> Result<Output, String> {
-        let make = || rill_io::StreamResampler::new(MODEL_RATE, t.rate).map_err(|e| e.to_string());
-        let resamplers = if t.rate == MODEL_RATE {
-            None
-        } else {
-            Some([make()?, make()?])
-        };
-        let lag = resamplers.as_ref().map_or(0, |r| r[0].max_lag());
-        // Room for the most one frame can release (a frame and the resampler's
-        // owed samples), reserved now: the per-frame path allocates nothing.
-        let most = t.frame + lag + 1;
-        Ok(Output {
-            resamplers,
-            channels: [
-                Vec::with_capacity(FRAME_SAMPLES),
-                Vec::with_capacity(FRAME_SAMPLES),
-            ],
-            resampled: [Vec::with_capacity(most), Vec::with_capacity(most)],
-            most: 2 * most,
-        })
-    }
-
-    /// Ring room one frame may need (interleaved samples).
-    fn most_per_frame(&self) -> usize {
-        self.most.max(FRAME_PCM)
-    }
-
-    /// Back to a stream's start (fresh resamplers).
-    fn reset(&mut self, t: Timeline) {
-        if let Ok(fresh) = Output::new(t) {
-            self.resamplers = fresh.resamplers;
-        }
-    }
-
-    /// Pushes one decoded frame (interleaved 16-bit at 48 kHz) into the ring at
-    /// the host's rate; the samples pushed.
-    fn push(&mut self, pcm: &[i16], ring: &mut rtrb::Producer<f32>) -> usize {
-        let Some(rs) = self.resamplers.as_mut() else {
-            return write(ring, pcm.iter().map(|&s| f32::from(s) / 32768.0), pcm.len());
-        };
-        for (c, ch) in self.channels.iter_mut().enumerate() {
-            ch.clear();
-            ch.extend(
-                pcm.iter()
-                    .skip(c)
-                    .step_by(2)
-                    .map(|&s| f32::from(s) / 32768.0),
-            );
-        }
-        for ((r, ch), out) in rs.iter_mut().zip(&self.channels).zip(&mut self.resampled) {
-            out.clear();
-            // The rates were checked when the resampler was made.
-            let _ = r.push(ch, out);
-        }
-        let [l, r] = &self.resampled;
-        let n = l.len().min(r.len());
-        write(
-            ring,
-            l[..n].iter().zip(&r[..n]).flat_map(|(&a, &b)| [a, b]),
-            2 * n,
-        )
+/// The codes `style` stands for: at once, or (offline) once MusicCoCa has them;
+/// `None` if the thread was stopped meanwhile.
+fn resolve(
+    presets: &mut PresetCodes,
+    style: Style,
+    offline: bool,
+    shared: &Shared,
+) -> Option<Lookup> {
+    if offline {
+        presets.wait(style, &shared.stop)
+    } else {
+        Some(presets.lookup(style))
     }
 }
 
-/// Writes `n` samples into a ring known to have room; the samples written.
-fn write(ring: &mut rtrb::Producer<f32>, samples: impl Iterator<Item = f32>, n: usize) -> usize {
-    let Ok(mut chunk) = ring.write_chunk(n) else {
-        return 0;
-    };
-    let (a, b) = chunk.as_mut_slices();
-    for (o, s) in a.iter_mut().chain(b.iter_mut()).zip(samples) {
-        *o = s;
-    }
-    chunk.commit_all();
-    n
-}
-
-/// Applies what changed between `applied` and `now` (each at this frame boundary).
-fn apply_settings(g: &mut Generator, applied: &mut Settings, now: Settings) {
-    if now == *applied {
-        return;
-    }
+/// Applies what changed between `applied` and `now` (each at this frame boundary);
+/// `style`: the codes of `now`'s style, `None` to leave the style as it is.
+fn apply_settings(
+    g: &mut Generator,
+    applied: &mut Applied,
+    now: Settings,
+    style: Option<Option<[u16; 12]>>,
+) {
+    let was = applied.settings;
     let mut controls = [None, None, None, None, None, None, None, None];
-    if now.temperature != applied.temperature {
+    if now.temperature != was.temperature {
         controls[0] = Some(Control::Temperature(now.temperature));
     }
-    if now.top_k != applied.top_k {
+    if now.top_k != was.top_k {
         controls[1] = Some(Control::TopK(now.top_k));
     }
-    if now.cfg.musiccoca != applied.cfg.musiccoca {
+    if now.cfg.musiccoca != was.cfg.musiccoca {
         controls[2] = Some(Control::CfgMusiccoca(now.cfg.musiccoca));
     }
-    if now.cfg.notes != applied.cfg.notes {
+    if now.cfg.notes != was.cfg.notes {
         controls[3] = Some(Control::CfgNotes(now.cfg.notes));
     }
-    if now.cfg.drums != applied.cfg.drums {
+    if now.cfg.drums != was.cfg.drums {
         controls[4] = Some(Control::CfgDrums(now.cfg.drums));
     }
-    if now.drums != applied.drums {
+    if now.drums != was.drums {
         controls[5] = Some(Control::Drums(now.drums));
     }
-    if now.seed != applied.seed {
+    if now.seed != was.seed {
         controls[6] = Some(Control::Seed(now.seed));
     }
-    if now.style != applied.style {
-        controls[7] = Some(Control::Style(now.style));
+    if let Some(codes) = style.filter(|c| *c != applied.style) {
+        controls[7] = Some(Control::Style(codes));
+        applied.style = codes;
     }
     for c in controls.into_iter().flatten() {
         // The parameters' ranges are inside the model's; a refused value changes
         // nothing.
         let _ = g.apply(c);
     }
-    *applied = now;
-}
-
-/// The audio callback's side (see the module docs).
-pub struct AudioSide {
-    events: rtrb::Producer<Timed>,
-    audio: rtrb::Consumer<f32>,
-    shared: Arc<Shared>,
-    timeline: Timeline,
-    settings: Arc<dyn SettingsSource>,
-    /// The settings last queued for this stream.
-    sent: Option<Settings>,
-    /// Host samples rendered since the model became ready.
-    pos: u64,
-    /// Samples played as silence in an underrun, to skip when the audio comes
-    /// (the stream stays on the host's timeline).
-    debt: u64,
-    /// The stream this side plays (see [`AudioSide::restart`]).
-    epoch: u64,
-    /// Ring samples read or dropped so far.
-    popped: u64,
-}
-
-impl AudioSide {
-    /// Queues a note at `offset` samples into the block about to be rendered.
-    pub fn note(&mut self, offset: u32, note: Note) {
-        let s = self.pos + u64::from(offset);
-        let frame = s.div_ceil(self.timeline.frame as u64);
-        self.queue(frame, Event::Note(note));
-    }
-
-    /// Queues `event` for `frame`; whether there was room.
-    fn queue(&mut self, frame: u64, event: Event) -> bool {
-        let timed = Timed {
-            frame,
-            event,
-            epoch: self.epoch,
-        };
-        let queued = self.events.push(timed).is_ok();
-        if !queued {
-            self.shared.dropped_notes.fetch_add(1, Ordering::Relaxed);
-        }
-        queued
-    }
-
-    /// Starts the stream again from its beginning (the host's transport started,
-    /// or it reset the plugin): a fresh generator with the current seed and
-    /// settings, the notes queued from now on, the latency's silence first. Bounces
-    /// from the host's start are therefore the same each time. Allocates nothing;
-    /// the model thread does the work before its next frame.
-    pub fn restart(&mut self) {
-        // The watermark first: the model reads it after it sees the new epoch.
-        self.shared.watermark.store(0, Ordering::Release);
-        self.epoch += 1;
-        self.shared.epoch.store(self.epoch, Ordering::Release);
-        self.pos = 0;
-        self.debt = 0;
-        self.sent = None;
-    }
-
-    /// Whether the model runs this side's stream; drops what it made before.
-    fn synced(&mut self, wait: bool) -> bool {
-        loop {
-            if self.shared.running_epoch.load(Ordering::Acquire) == self.epoch {
-                break;
-            }
-            if !wait || self.shared.stop.load(Ordering::Acquire) {
-                return false;
-            }
-            thread::sleep(Duration::from_micros(100));
-        }
-        let stale = self.shared.stale_until.load(Ordering::Acquire);
-        while self.popped < stale {
-            let n = (self.audio.slots() as u64).min(stale - self.popped) as usize;
-            if n == 0 {
-                break; // Pushed before the reset, so already visible: never here.
-            }
-            if let Ok(chunk) = self.audio.read_chunk(n) {
-                chunk.commit_all();
-            }
-            self.popped += n as u64;
-        }
-        true
-    }
-
-    /// Renders one block into `left` and `right` (the same length). `wait`: offline,
-    /// wait for the model (and for loading) instead of playing silence.
-    pub fn render(&mut self, left: &mut [f32], right: &mut [f32], wait: bool) {
-        let n = left.len().min(right.len());
-        let mut st = self.shared.state.load(Ordering::Acquire);
-        while wait && st == LOADING {
-            thread::sleep(Duration::from_micros(200));
-            st = self.shared.state.load(Ordering::Acquire);
-        }
-        if st != READY || !self.synced(wait) {
-            // Loading or restarting (in real time), or failed: silence, and the
-            // timeline waits.
-            left.fill(0.0);
-            right.fill(0.0);
-            return;
-        }
-        // Parameter changes reach the next frame boundary, as notes do.
-        let now = self.settings.settings();
-        if self.sent != Some(now) {
-            let frame = self.pos.div_ceil(self.timeline.frame as u64);
-            if self.queue(frame, Event::Settings(now)) {
-                self.sent = Some(now);
-            }
-        }
-        self.shared.offline.store(wait, Ordering::Release);
-        self.shared
-            .watermark
-            .store(self.pos + n as u64, Ordering::Release);
-        // Host samples before the latency are silence; the rest come from the ring.
-        let first = (self.timeline.latency as u64)
-            .saturating_sub(self.pos)
-            .min(n as u64) as usize;
-        left[..first].fill(0.0);
-        right[..first].fill(0.0);
-        let want = n - first;
-        self.skip_debt();
-        if wait {
-            while self.debt == 0 && self.audio.slots() < 2 * want {
-                if self.shared.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                thread::sleep(Duration::from_micros(100));
-            }
-        }
-        let have = if self.debt > 0 {
-            0
-        } else {
-            (self.audio.slots() / 2).min(want)
-        };
-        if let Ok(chunk) = self.audio.read_chunk(2 * have) {
-            let (a, b) = chunk.as_slices();
-            let mut it = a.iter().chain(b);
-            for i in first..first + have {
-                left[i] = *it.next().unwrap_or(&0.0);
-                right[i] = *it.next().unwrap_or(&0.0);
-            }
-            chunk.commit_all();
-            self.popped += 2 * have as u64;
-        }
-        if have < want {
-            left[first + have..n].fill(0.0);
-            right[first + have..n].fill(0.0);
-            self.debt += (want - have) as u64;
-            self.shared.underruns.fetch_add(1, Ordering::Relaxed);
-        }
-        self.pos += n as u64;
-    }
-
-    /// Drops the audio that an underrun already played as silence.
-    fn skip_debt(&mut self) {
-        if self.debt == 0 {
-            return;
-        }
-        let skip = (self.audio.slots() / 2).min(self.debt as usize);
-        if let Ok(chunk) = self.audio.read_chunk(2 * skip) {
-            chunk.commit_all();
-            self.popped += 2 * skip as u64;
-        }
-        self.debt -= skip as u64;
-    }
+    applied.settings = now;
 }

@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use nice_plug::prelude::*;
 
+mod audio_side;
 pub mod bridge;
 pub mod load;
+mod output;
 pub mod params;
+pub mod style;
 
 use bridge::{AudioSide, ModelConfig, ModelThread, Note, Timeline};
 pub use params::RillParams;
@@ -88,6 +91,7 @@ impl Plugin for RillInstrument {
             let config = ModelConfig {
                 timeline,
                 threads,
+                musiccoca: self.params.musiccoca_path(),
                 slow_frame: None,
             };
             let settings: Arc<dyn bridge::SettingsSource> = self.params.clone();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use rill_mrt2::ModelKind;
 use rill_stream::source::{self, Hints};
 
-use crate::bridge::Loader;
+use crate::bridge::{Loaded, Loader};
 
 const HINTS: Hints = Hints {
     pass_checkpoint: "its path in the plugin's state (the checkpoint field)",
@@ -35,6 +35,10 @@ pub fn loader(explicit: Option<PathBuf>) -> Loader {
         let lm = source::load_lm(&ckpt, precision).map_err(|e| e.to_string())?;
         let codec = source::load_codec(&ckpt, source::codec_precision(None, precision, true))
             .map_err(|e| e.to_string())?;
-        Ok((lm, codec))
+        Ok(Loaded {
+            lm,
+            codec,
+            checkpoint: Some(path),
+        })
     })
 }

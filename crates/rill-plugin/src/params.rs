@@ -1,5 +1,5 @@
 //! The plugin's parameters (automatable, saved with the project) and its saved
-//! state: the checkpoint path.
+//! state: the checkpoint and MusicCoCa paths.
 
 use std::sync::RwLock;
 
@@ -7,6 +7,7 @@ use nice_plug::prelude::*;
 use rill_mrt2::conditioning::CfgScales;
 
 use crate::bridge::{Settings, SettingsSource};
+use crate::style::StyleChoice;
 
 /// Drums as MRT2's drums control takes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -43,6 +44,10 @@ pub struct RillParams {
     /// then upstream's download locations).
     #[persist = "checkpoint"]
     pub checkpoint: RwLock<String>,
+    /// MusicCoCa's folder, for the text presets; empty: found like `rill` finds it
+    /// (`$RILL_MUSICCOCA`, beside the checkpoint, upstream's download location).
+    #[persist = "musiccoca"]
+    pub musiccoca: RwLock<String>,
     #[id = "temperature"]
     pub temperature: FloatParam,
     #[id = "top_k"]
@@ -55,9 +60,9 @@ pub struct RillParams {
     pub cfg_drums: FloatParam,
     #[id = "drums"]
     pub drums: EnumParam<Drums>,
-    /// Condition on the 12 style codes below; off: style masked (upstream's default).
+    /// Off (masked, upstream's default), the 12 style codes below, or a preset.
     #[id = "style"]
-    pub style: BoolParam,
+    pub style: EnumParam<StyleChoice>,
     #[nested(array, group = "Style code")]
     pub style_codes: [StyleCode; 12],
     #[id = "seed"]
@@ -92,6 +97,7 @@ impl Default for RillParams {
         let c = CfgScales::default();
         RillParams {
             checkpoint: RwLock::new(String::new()),
+            musiccoca: RwLock::new(String::new()),
             temperature: FloatParam::new(
                 "Temperature",
                 d.temperature,
@@ -107,7 +113,7 @@ impl Default for RillParams {
             cfg_notes: cfg("CFG notes", c.notes),
             cfg_drums: cfg("CFG drums", c.drums),
             drums: EnumParam::new("Drums", Drums::Masked),
-            style: BoolParam::new("Style", false),
+            style: EnumParam::new("Style", StyleChoice::OFF),
             style_codes: std::array::from_fn(|i| StyleCode::numbered(i + 1)),
             seed: IntParam::new(
                 "Seed",
@@ -126,12 +132,12 @@ impl Default for RillParams {
 impl RillParams {
     /// The checkpoint path saved in the project (`None` when empty).
     pub fn checkpoint_path(&self) -> Option<std::path::PathBuf> {
-        let p = self
-            .checkpoint
-            .read()
-            .map(|p| p.clone())
-            .unwrap_or_else(|e| e.into_inner().clone());
-        (!p.trim().is_empty()).then(|| p.trim().into())
+        saved_path(&self.checkpoint)
+    }
+
+    /// MusicCoCa's folder saved in the project (`None` when empty).
+    pub fn musiccoca_path(&self) -> Option<std::path::PathBuf> {
+        saved_path(&self.musiccoca)
     }
 }
 
@@ -151,11 +157,20 @@ impl SettingsSource for RillParams {
                 Drums::On => Some(true),
             },
             seed: self.seed.value().max(0) as u64,
-            style: self.style.value().then(|| {
+            style: self.style.value().style(
                 self.style_codes
                     .each_ref()
-                    .map(|c| c.code.value().clamp(0, 1023) as u16)
-            }),
+                    .map(|c| c.code.value().clamp(0, 1023) as u16),
+            ),
         }
     }
+}
+
+/// A path field of the saved state (`None` when blank).
+fn saved_path(field: &RwLock<String>) -> Option<std::path::PathBuf> {
+    let p = field
+        .read()
+        .map(|p| p.clone())
+        .unwrap_or_else(|e| e.into_inner().clone());
+    (!p.trim().is_empty()).then(|| p.trim().into())
 }

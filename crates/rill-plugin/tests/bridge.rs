@@ -2,7 +2,8 @@
 //! equals the generator run directly, sample for sample, behind the reported
 //! latency, whatever the block sizes; the audio callback allocates nothing and
 //! never waits for a model that is too slow (silence, counted underruns); a
-//! checkpoint that cannot be loaded plays silence and says why.
+//! checkpoint that cannot be loaded plays silence and says why; a style preset
+//! (upstream's codes, or a text through MusicCoCa) plays as its codes do.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,11 +14,12 @@ use rill_plugin::bridge::{
     self, AudioSide, ModelConfig, ModelState, ModelThread, Note, Settings, Timeline, FRAME_SAMPLES,
     LATENCY_SAMPLES,
 };
+use rill_plugin::style::{Source, Style, PRESETS};
 use rill_stream::Control;
 
 #[allow(dead_code)]
 mod common;
-use common::{weights, CHORD};
+use common::CHORD;
 
 /// Counts the allocations of threads that set [`GUARD`] (the audio callback's).
 struct GuardedAlloc;
@@ -63,12 +65,22 @@ fn start_at(rate: u32, slow_frame: Option<Duration>) -> (AudioSide, ModelThread)
 }
 
 fn start_with(rate: u32, slow_frame: Option<Duration>, s: Settings) -> (AudioSide, ModelThread) {
+    start_full(rate, slow_frame, s, None)
+}
+
+fn start_full(
+    rate: u32,
+    slow_frame: Option<Duration>,
+    s: Settings,
+    musiccoca: Option<std::path::PathBuf>,
+) -> (AudioSide, ModelThread) {
     bridge::start(
-        Box::new(|| Ok(weights())),
+        Box::new(|| Ok(common::loaded())),
         Arc::new(s),
         ModelConfig {
             timeline: Timeline::at(rate).unwrap(),
             threads: 2,
+            musiccoca,
             slow_frame,
         },
     )
@@ -163,7 +175,7 @@ fn at_44_1_khz_a_bounce_is_the_generators_stream_resampled() {
 #[test]
 fn the_parameters_reach_the_first_frame() {
     let settings = Settings {
-        style: Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]),
+        style: Style::Codes([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]),
         temperature: 0.9,
         top_k: 64,
         drums: Some(true),
@@ -195,11 +207,12 @@ impl bridge::SettingsSource for Knobs {
 fn a_parameter_change_reaches_the_next_frame_boundary() {
     let knobs = Arc::new(Knobs(std::sync::Mutex::new(Settings::default())));
     let (mut audio, _model) = bridge::start(
-        Box::new(|| Ok(weights())),
+        Box::new(|| Ok(common::loaded())),
         knobs.clone(),
         ModelConfig {
             timeline: Timeline::at(48_000).unwrap(),
             threads: 2,
+            musiccoca: None,
             slow_frame: None,
         },
     )
@@ -219,7 +232,7 @@ fn a_parameter_change_reaches_the_next_frame_boundary() {
         if changed_at.is_none() && pos >= 5 * FRAME_SAMPLES {
             // Mid-stream, between two frame boundaries.
             let mut k = knobs.0.lock().unwrap();
-            k.style = Some([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]);
+            k.style = Style::Codes([660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22]);
             k.temperature = 0.8;
             changed_at = Some(pos);
         }
@@ -236,7 +249,7 @@ fn a_parameter_change_reaches_the_next_frame_boundary() {
     let mut want = Vec::new();
     for f in 0..frames {
         if f == boundary {
-            g.apply(Control::Style(knobs.0.lock().unwrap().style))
+            g.apply(Control::Style(common::codes(knobs.0.lock().unwrap().style)))
                 .unwrap();
             g.apply(Control::Temperature(0.8)).unwrap();
         }
@@ -319,6 +332,7 @@ fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
         ModelConfig {
             timeline: Timeline::at(48_000).unwrap(),
             threads: 1,
+            musiccoca: None,
             slow_frame: None,
         },
     )
@@ -335,4 +349,84 @@ fn a_checkpoint_that_cannot_load_plays_silence_and_says_why() {
         }
         other => panic!("loading a missing checkpoint: {other:?}"),
     }
+}
+
+/// A bounce with `style` equals the generator with `codes`.
+fn bounce_equals(style: Style, codes: [u16; 12], musiccoca: Option<std::path::PathBuf>) {
+    let frames = 8;
+    let settings = Settings {
+        style,
+        ..Settings::default()
+    };
+    let want = common::reference_with(
+        frames,
+        &Settings {
+            style: Style::Codes(codes),
+            ..settings
+        },
+    );
+    assert!(want != reference(frames), "the style changes the stream");
+    let (mut audio, model) = start_full(48_000, None, settings, musiccoca);
+    let latency = LATENCY_SAMPLES as usize;
+    let got = render(&mut audio, latency + frames * FRAME_SAMPLES, &[512], true);
+    assert_eq!(model.style_error(), None);
+    assert!(got[2 * latency..] == want[..]);
+}
+
+#[test]
+fn upstreams_piano_preset_plays_its_codes() {
+    let Source::Codes(piano) = PRESETS[0].source else {
+        panic!("preset 0 is upstream's piano codes")
+    };
+    assert_eq!(
+        piano,
+        [325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782]
+    );
+    bounce_equals(Style::Preset(0), piano, None);
+}
+
+#[test]
+fn a_text_preset_plays_musiccocas_codes_for_its_text() {
+    // Random-weight MusicCoCa (the server's style tests use the same one).
+    let dir = rill_musiccoca::synth::random_assets_dir(&rill_testkit::rill_cache(), 1).unwrap();
+    let (i, text) = PRESETS
+        .iter()
+        .enumerate()
+        .find_map(|(i, p)| match p.source {
+            Source::Text(t) => Some((i, t)),
+            Source::Codes(_) => None,
+        })
+        .unwrap();
+    // Upstream's embed_style(text, mapper seed 0) then tokenize_style, as `rill
+    // generate --prompt TEXT` does.
+    let m = rill_musiccoca::StyleModel::load(&dir, rill_kernels::isa::active()).unwrap();
+    let pool = rill_kernels::Pool::new(2);
+    let e = m
+        .embed_text(text, rill_musiccoca::Mapper::Seed(0), &pool)
+        .unwrap();
+    let codes = m.tokenize(&e, &pool).unwrap().tokens;
+    drop(m);
+    // Offline, the first frame waits for MusicCoCa to load and encode the text.
+    bounce_equals(Style::Preset(i), codes, Some(dir));
+}
+
+#[test]
+fn without_musiccoca_a_text_preset_says_why_and_the_music_goes_on() {
+    let i = PRESETS
+        .iter()
+        .position(|p| matches!(p.source, Source::Text(_)))
+        .unwrap();
+    let settings = Settings {
+        style: Style::Preset(i),
+        ..Settings::default()
+    };
+    let missing = std::env::temp_dir().join("rill-plugin-test-no-musiccoca");
+    let (mut audio, model) = start_full(48_000, None, settings, Some(missing));
+    let frames = 6;
+    let latency = LATENCY_SAMPLES as usize;
+    let got = render(&mut audio, latency + frames * FRAME_SAMPLES, &[512], true);
+    // The style stays masked: the default stream.
+    assert!(got[2 * latency..] == reference(frames)[..]);
+    let why = model.style_error().expect("the failure is reported");
+    assert!(why.contains("MusicCoCa"), "{why}");
 }

@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use rill_checkpoint::Checkpoint;
 use rill_mrt2::{ModelKind, Mrt2, Precision};
-use rill_plugin::bridge::Settings;
+use rill_plugin::bridge::{Loaded, Settings};
+use rill_plugin::style::Style;
 use rill_spectrostream::Codec;
 use rill_stream::{Control, Generator, StagePools, Stages, FRAME_PCM};
 
@@ -28,6 +29,25 @@ pub fn weights() -> (Arc<Mrt2>, Arc<Codec>) {
     .clone()
 }
 
+/// What the plugin's loader gives the model thread: these weights.
+pub fn loaded() -> Loaded {
+    let (lm, codec) = weights();
+    Loaded {
+        lm,
+        codec,
+        checkpoint: None,
+    }
+}
+
+/// The codes of a style given as codes (`None`: masked).
+pub fn codes(style: Style) -> Option<[u16; 12]> {
+    match style {
+        Style::Masked => None,
+        Style::Codes(c) => Some(c),
+        Style::Preset(i) => panic!("preset {i}: give the reference its codes"),
+    }
+}
+
 /// A generator with the chord held and `s` applied before its first frame.
 pub fn chord_generator(s: &Settings) -> (Generator, StagePools) {
     let (lm, codec) = weights();
@@ -37,7 +57,7 @@ pub fn chord_generator(s: &Settings) -> (Generator, StagePools) {
         g.apply(Control::NoteOn(p)).unwrap();
     }
     for c in [
-        Control::Style(s.style),
+        Control::Style(codes(s.style)),
         Control::Temperature(s.temperature),
         Control::TopK(s.top_k),
         Control::CfgMusiccoca(s.cfg.musiccoca),

@@ -3,7 +3,8 @@ hosting) loads target/bundled/rill.vst3 and renders 4 s at 48 kHz offline from a
 chord held from the first sample. Behind the latency the plugin reports, its
 samples equal `rill generate`'s for the same notes, seed and precisions (int8
 language model, int16-weight codec: the plugin's live defaults). A render after the
-host's reset starts the same stream again; one without continues it. At 44.1 kHz it
+host's reset starts the same stream again; one without continues it. Style codes,
+a style preset and drums set as host parameters reach the audio. At 44.1 kHz it
 plays, resampled, behind its longer latency.
 
 Run by .ci/run after scripts/bundle-plugin, with RILL_BIN (the `rill` binary) and
@@ -95,7 +96,7 @@ def test_the_hosts_parameters_reach_the_audio(tmp_path):
     os.environ["RILL_CHECKPOINT"] = str(checkpoint)
     plugin = load()
     plugin.offline_render = True
-    plugin.style = True
+    plugin.style = "Codes (Style code 1-12)"
     for i, code in enumerate(STYLE):
         # The normalised value: pedalboard's own mapping of a 1024-step value
         # misses some codes by one (22 became 21).
@@ -107,6 +108,26 @@ def test_the_hosts_parameters_reach_the_audio(tmp_path):
                  num_channels=2, buffer_size=512)
     got16 = np.round(got[:, LATENCY:] * 32768).astype(np.int32)
     assert np.array_equal(got16, want), "the host's settings did not reach the stream"
+
+
+PIANO = (325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782)
+
+
+def test_a_style_preset_plays_its_codes(tmp_path):
+    """The preset "Piano" (upstream's default codes), chosen by name in the host."""
+    seconds = 1
+    want, checkpoint = generate(tmp_path, seconds, ["--style-codes", ",".join(map(str, PIANO))])
+    os.environ["RILL_CHECKPOINT"] = str(checkpoint)
+    plugin = load()
+    plugin.offline_render = True
+    choices = plugin.parameters["style"].valid_values
+    assert "Off (masked)" in choices and "Text: disco funk" in choices, choices
+    plugin.style = "Piano (upstream's default codes)"
+    notes = [Message("note_on", note=n, velocity=100, time=0) for n in CHORD]
+    got = plugin(notes, duration=seconds + LATENCY / 48000, sample_rate=48000,
+                 num_channels=2, buffer_size=512)
+    got16 = np.round(got[:, LATENCY:] * 32768).astype(np.int32)
+    assert np.array_equal(got16, want), "the preset's codes did not reach the stream"
 
 
 def test_at_44_1_khz_it_plays_resampled_behind_its_latency():
