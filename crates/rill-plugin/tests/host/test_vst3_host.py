@@ -28,13 +28,13 @@ CHORD = (60, 64, 67)
 SECONDS = 4
 
 
-def generate(tmp_path, seconds=SECONDS, extra=()):
+def generate(tmp_path, seconds=SECONDS, extra=(), notes=CHORD):
     """`rill generate`'s 16-bit samples, [2, n], and the random checkpoint it used."""
     wav = tmp_path / "generate.wav"
+    held = ["--notes", ",".join(map(str, notes))] if notes else []
     subprocess.run(
         [os.environ["RILL_BIN"], "generate", "--random-weights", "--precision", "int8",
-         "--codec", "i16", "--notes", ",".join(map(str, CHORD)), "--seconds", str(seconds),
-         "-o", str(wav), *extra],
+         "--codec", "i16", *held, "--seconds", str(seconds), "-o", str(wav), *extra],
         check=True,
     )
     with wave.open(str(wav)) as w:
