@@ -176,6 +176,46 @@ fn without_config_json_the_typed_gguf_keys_are_used() {
 }
 
 #[test]
+fn v2602s_tokenizers_listed_sorted_in_a_gguf_are_read_in_v2602s_order() {
+    // NeMo-Speech.cpp writes config_json with sorted keys: NVIDIA's v2602 GGUF lists
+    // the ten text tokenizers alphabetically. Rewrite the fixture's JSON so (the new
+    // string padded to keep the data section's alignment: its offsets stay valid).
+    let mut bytes = std::fs::read(common::require("loaders/tiny_magpie.f16.gguf")).unwrap();
+    let key = b"magpietts.config_json";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    assert_eq!(
+        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()),
+        8,
+        "a string"
+    );
+    let len = u64::from_le_bytes(bytes[at + 4..at + 12].try_into().unwrap()) as usize;
+    let start = at + 12;
+    let mut config: Value = serde_json::from_slice(&bytes[start..start + len]).unwrap();
+    let mut names: Vec<&str> = rill_text::v2602_tokenizer_names().to_vec();
+    names.sort_unstable();
+    let sorted: String = names
+        .iter()
+        .map(|n| format!("\"{n}\": {{}}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    config["text_tokenizers"] = Value::String(String::new());
+    let json = serde_json::to_string(&config).unwrap().replace(
+        "\"text_tokenizers\":\"\"",
+        &format!("\"text_tokenizers\": {{{sorted}}}"),
+    );
+    let mut json = json.into_bytes();
+    let grown = (json.len().max(len) - len).div_ceil(32) * 32;
+    json.resize(len + grown, b' ');
+    bytes.splice(
+        at + 4..start + len,
+        [(json.len() as u64).to_le_bytes().to_vec(), json].concat(),
+    );
+    let g = rill_checkpoint::gguf::Gguf::from_bytes("sorted.gguf", bytes).unwrap();
+    let m = gguf::from_gguf(&g).unwrap();
+    assert_eq!(m.text_tokenizers, rill_text::v2602_tokenizer_names());
+}
+
+#[test]
 fn nemo_loads_exact_tensors_config_parameters_and_lexicon() {
     let e = expected();
     let n = MagpieNemo::open(common::require("loaders/tiny_magpie.nemo")).unwrap();

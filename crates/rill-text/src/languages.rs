@@ -205,6 +205,24 @@ pub fn v2602_tokenizer_names() -> [&'static str; 10] {
     v2602_tokenizers().map(|t| t.name)
 }
 
+/// `names` from a config whose key order carries nothing, in v2602's order when they
+/// are v2602's ten names; any other list as it is. NeMo-Speech.cpp's converter writes
+/// a GGUF's `magpietts.config_json` with sorted keys, so NVIDIA's own GGUF of v2602
+/// lists its tokenizers alphabetically; its runtime, like NeMo, then uses v2602's
+/// offsets. (A `.nemo`'s YAML keeps NeMo's order, which is read as it is.)
+pub fn v2602_order_of_unordered(names: Vec<String>) -> Vec<String> {
+    let v2602 = v2602_tokenizer_names();
+    let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    let mut want = v2602;
+    want.sort_unstable();
+    if sorted == want {
+        v2602.iter().map(|n| n.to_string()).collect()
+    } else {
+        names
+    }
+}
+
 impl Language {
     /// Every language, in table order.
     pub const ALL: [Language; 9] = [
@@ -285,6 +303,29 @@ impl fmt::Display for Language {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v2602_names_in_any_order_are_put_in_v2602_order() {
+        let v2602: Vec<String> = v2602_tokenizer_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        let mut sorted = v2602.clone();
+        sorted.sort();
+        assert_ne!(sorted, v2602, "v2602's order is not alphabetical");
+        assert_eq!(v2602_order_of_unordered(sorted.clone()), v2602);
+        assert_eq!(v2602_order_of_unordered(v2602.clone()), v2602);
+        // Another list (one missing, or another name) stays as it is.
+        let nine = sorted[1..].to_vec();
+        assert_eq!(v2602_order_of_unordered(nine.clone()), nine);
+        let mut other = sorted.clone();
+        other[0] = "klingon_phoneme".into();
+        assert_eq!(v2602_order_of_unordered(other.clone()), other);
+        assert_eq!(
+            v2602_order_of_unordered(vec!["english_phoneme".into()]),
+            ["english_phoneme"]
+        );
+    }
 
     #[test]
     fn table_is_contiguous_and_ends_at_bos() {

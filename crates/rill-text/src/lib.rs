@@ -70,8 +70,8 @@ use std::sync::Arc;
 
 pub use front_end::{describe_dropped, TextFrontEnd, Utterances};
 pub use languages::{
-    v2602_tokenizer_names, v2602_tokenizers, valid_codes, FrontEnd, Language, LanguageInfo,
-    SplitUnit, Tokenizer, LANGUAGES, TEXT_CE, V2602_BOS, V2602_EOS,
+    v2602_order_of_unordered, v2602_tokenizer_names, v2602_tokenizers, valid_codes, FrontEnd,
+    Language, LanguageInfo, SplitUnit, Tokenizer, LANGUAGES, TEXT_CE, V2602_BOS, V2602_EOS,
 };
 
 pub use ipa::{any_locale_text_preprocessing, Encoded, IpaFrontEnd, SymbolTable};

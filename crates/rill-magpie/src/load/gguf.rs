@@ -8,7 +8,9 @@
 //! `magpietts.inference.*` keys are written by the converter from the new key
 //! names only, so for a v2602-era config with the legacy names
 //! (`prior_epsilon`, `lookahead_window_size`) they hold the converter's defaults.
-//! Without `config_json` the typed keys are used.
+//! Without `config_json` the typed keys are used. The converter writes `config_json`
+//! with sorted keys, so v2602's ten text tokenizers arrive alphabetically; they are
+//! put back in v2602's order (`rill_text::v2602_order_of_unordered`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -248,7 +250,11 @@ pub fn from_gguf(g: &Gguf) -> Result<LoadedModel> {
         None => Value::Null,
         Some(MetaValue::Str(s)) => match serde_json::from_str::<Value>(s) {
             Ok(v) if v.is_object() => {
-                text_tokenizers = super::json_top_level_keys(s, "text_tokenizers");
+                // Written with sorted keys: the order is the set's, not NeMo's.
+                text_tokenizers = rill_text::v2602_order_of_unordered(super::json_top_level_keys(
+                    s,
+                    "text_tokenizers",
+                ));
                 v
             }
             _ => {
