@@ -351,7 +351,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
     let seconds = frames as f64 * SAMPLES_PER_FRAME as f64 / SAMPLE_RATE as f64;
     let wall = stats.wall_seconds;
     eprintln!(
-        "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.1} s: first audio after \
+        "wrote {} ({frames} frames, {seconds:.2} s of audio) in {wall:.2} s: first audio after \
          {:.2} s (text encoder, prefill, first frame), {:.1} ms per frame (decoder + codec), \
          real-time factor {:.2}",
         output.display(),
