@@ -289,3 +289,24 @@ fn misaligned_row_ranges_keep_the_bits_of_whole_products() {
         }
     }
 }
+
+#[test]
+fn all_exact_f16_agrees_with_rounding_one_value_at_a_time() {
+    let one = |v: f32| half::f16::from_f32(v).to_f32().to_bits() == v.to_bits();
+    // Every half widened is exact; a value between two halves is not, wherever it
+    // sits in the blocks of 1024.
+    let halves: Vec<f32> = (0..=u16::MAX)
+        .map(|b| half::f16::from_bits(b).to_f32())
+        .filter(|v| !v.is_nan())
+        .collect();
+    assert!(all_exact_f16(&halves));
+    for at in [0, 1023, 1024, 5000, halves.len() - 1] {
+        let mut v = halves.clone();
+        v[at] = 1.0 + 1.0 / 4096.0;
+        assert!(!one(v[at]));
+        assert!(!all_exact_f16(&v), "{at}");
+    }
+    for v in [0.1f32, 1.0 / 3.0, 65520.0, 1e-8, f32::MAX, 6.0e-8, -0.0] {
+        assert_eq!(all_exact_f16(&[v]), one(v), "{v}");
+    }
+}
