@@ -204,9 +204,16 @@ impl<'a> RawTensor<'a> {
             ));
         }
         let mut out = Vec::with_capacity(self.numel());
-        if self.is_contiguous() {
-            let s = self.dtype.size();
-            let bytes = &self.storage[self.offset * s..(self.offset + self.numel()) * s];
+        // A plain run of bytes (the constructor checked that a non-empty view lies
+        // inside its storage; an empty one may carry any offset).
+        let s = self.dtype.size();
+        let run = (self.numel() > 0 && self.is_contiguous())
+            .then(|| {
+                self.storage
+                    .get(self.offset * s..(self.offset + self.numel()) * s)
+            })
+            .flatten();
+        if let Some(bytes) = run {
             match self.dtype {
                 ElemType::F32 => {
                     out.extend(
@@ -309,5 +316,12 @@ mod tests {
             tr[1].to_bits(),
             half::f16::from_bits(256).to_f32().to_bits()
         );
+        // An empty view may carry any offset (a corrupt file's): no values, no panic.
+        for dtype in [ElemType::F16, ElemType::F32] {
+            let empty =
+                RawTensor::strided("e", dtype, vec![0, 4], vec![4, 1], usize::MAX / 8, &bytes)
+                    .unwrap();
+            assert_eq!(empty.to_f32().unwrap(), Vec::<f32>::new());
+        }
     }
 }

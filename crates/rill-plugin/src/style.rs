@@ -4,8 +4,8 @@
 //! MusicCoCa turns into codes, as `rill generate --prompt TEXT` does (mapper seed 0).
 //!
 //! MusicCoCa (0.95 GB) loads only when a text preset is first chosen, on a thread
-//! of its own below the model's priority ([`PresetCodes`]); the codes of each text
-//! are worked out once and kept. In real time the music keeps its style until the
+//! of its own below the model's priority ([`PresetCodes`]), and stays loaded while
+//! the plugin runs; the codes of each text are worked out once and kept. In real time the music keeps its style until the
 //! new codes are ready (a fraction of a second after the first load); in a bounce
 //! the model waits for them, so the preset reaches the exact frame its change
 //! reached and the bounce equals `rill generate --prompt TEXT`.
@@ -191,38 +191,56 @@ pub enum Lookup {
 /// A text preset's codes once MusicCoCa is done (`None`: it failed).
 type Cell = OnceLock<Option<[u16; LEVELS]>>;
 
-/// Where the text presets' codes come from: MusicCoCa on a thread of its own,
-/// started at the first text preset. Owned by the model thread.
+/// Where the text presets' codes come from: MusicCoCa on a thread of its own
+/// (started with the model thread, idle until asked; the model loads at the first
+/// text preset and stays loaded while the plugin runs). Owned by the model thread;
+/// dropping it stops and joins the thread (after a load under way: seconds).
 pub struct PresetCodes {
     cells: Arc<[Cell; PRESETS.len()]>,
     asked: [bool; PRESETS.len()],
     requests: Option<SyncSender<usize>>,
-    /// MusicCoCa's folder (`None`: found beside `checkpoint` as `rill` finds it).
-    musiccoca: Option<PathBuf>,
-    checkpoint: Option<PathBuf>,
-    /// The first failure's reason (empty: none).
-    error: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl PresetCodes {
-    /// `error` receives the reason of the first preset that cannot be had.
+    /// Starts MusicCoCa's thread: `musiccoca` its folder (`None`: found beside
+    /// `checkpoint` as `rill` finds it); `error` receives the reason of the first
+    /// preset that cannot be had.
     pub fn new(
         musiccoca: Option<PathBuf>,
         checkpoint: Option<PathBuf>,
         error: Arc<Mutex<String>>,
     ) -> PresetCodes {
+        let cells: Arc<[Cell; PRESETS.len()]> = Arc::new(std::array::from_fn(|_| OnceLock::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Every preset is asked for at most once: the channel holds them all.
+        let (tx, rx) = sync_channel(PRESETS.len());
+        let (c, e, st) = (Arc::clone(&cells), Arc::clone(&error), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("rill-plugin-style".into())
+            .spawn(move || encode_presets(musiccoca, checkpoint, &c, &e, &rx, &st));
+        let (requests, thread) = match thread {
+            Ok(t) => (Some(tx), Some(t)),
+            Err(e) => {
+                report(
+                    &error,
+                    format!("the text presets cannot start MusicCoCa's thread: {e}"),
+                );
+                (None, None)
+            }
+        };
         PresetCodes {
-            cells: Arc::new(std::array::from_fn(|_| OnceLock::new())),
+            cells,
             asked: [false; PRESETS.len()],
-            requests: None,
-            musiccoca,
-            checkpoint,
-            error,
+            requests,
+            stop,
+            thread,
         }
     }
 
     /// The codes of `style`; a text preset not yet worked out is asked for (once).
-    /// Allocates only when it asks.
+    /// Allocates nothing and takes no lock (the model thread calls it every frame).
     pub fn lookup(&mut self, style: Style) -> Lookup {
         let i = match style {
             Style::Masked => return Lookup::Ready(None),
@@ -240,8 +258,13 @@ impl PresetCodes {
         }
         if !self.asked[i] {
             self.asked[i] = true;
-            if let Err(e) = self.ask(i) {
-                report(&self.error, e);
+            let sent = self
+                .requests
+                .as_ref()
+                .is_some_and(|tx| tx.try_send(i).is_ok());
+            if !sent {
+                // The thread could not start or has stopped (its reason is in the
+                // error slot already).
                 let _ = self.cells[i].set(None);
                 return Lookup::Failed;
             }
@@ -250,7 +273,8 @@ impl PresetCodes {
     }
 
     /// Like [`PresetCodes::lookup`], but waits while MusicCoCa works (a bounce);
-    /// `None` if `stop` was raised meanwhile.
+    /// `None` if `stop` was raised meanwhile. A thread that stops marks what it
+    /// had not done as failed, so this never waits for nothing.
     pub fn wait(&mut self, style: Style, stop: &AtomicBool) -> Option<Lookup> {
         loop {
             match self.lookup(style) {
@@ -262,25 +286,33 @@ impl PresetCodes {
             }
         }
     }
+}
 
-    fn ask(&mut self, i: usize) -> Result<(), String> {
-        if self.requests.is_none() {
-            let (tx, rx) = sync_channel(PRESETS.len());
-            let cells = Arc::clone(&self.cells);
-            let error = Arc::clone(&self.error);
-            let (dir, ckpt) = (self.musiccoca.clone(), self.checkpoint.clone());
-            std::thread::Builder::new()
-                .name("rill-plugin-style".into())
-                .spawn(move || encode_presets(dir, ckpt, &cells, &error, &rx))
-                .map_err(|e| format!("cannot start MusicCoCa's thread: {e}"))?;
-            self.requests = Some(tx);
+impl Drop for PresetCodes {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.requests = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
-        if let Some(tx) = &self.requests {
-            // Each preset is asked for at most once, and the channel holds them all.
-            tx.try_send(i)
-                .map_err(|e| format!("MusicCoCa's thread stopped: {e}"))?;
+    }
+}
+
+/// Marks every preset not yet encoded as failed when MusicCoCa's thread ends, however
+/// it ends (a panic included), so a bounce waiting for one goes on.
+struct FailTheRest<'a> {
+    cells: &'a [Cell; PRESETS.len()],
+    error: &'a Mutex<String>,
+}
+
+impl Drop for FailTheRest<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            report(self.error, "MusicCoCa's thread stopped on an error".into());
         }
-        Ok(())
+        for c in self.cells {
+            let _ = c.set(None);
+        }
     }
 }
 
@@ -292,36 +324,57 @@ fn encode_presets(
     cells: &[Cell; PRESETS.len()],
     error: &Mutex<String>,
     requests: &Receiver<usize>,
+    stop: &AtomicBool,
 ) {
+    let _rest = FailTheRest { cells, error };
     // Below the model: the music comes first.
     rill_kernels::pool::idle_thread_priority();
-    let pool = Pool::new(1);
-    let model = StyleModel::locate_and_load(dir.as_deref(), checkpoint.as_deref(), isa::active())
-        .map_err(|e| format!("the text presets need MusicCoCa: {e}"));
-    if let Err(e) = &model {
-        report(error, e.clone());
-    }
+    let mut loaded: Option<Result<(StyleModel, Pool), String>> = None;
     while let Ok(i) = requests.recv() {
-        let codes = match (&model, PRESETS.get(i).map(|p| p.source)) {
-            (Err(e), _) => Err(e.clone()),
-            (Ok(m), Some(Source::Text(t))) => m
-                .tokenize_prompts(&[(Prompt::Text(t), 1.0)], Mapper::Seed(0), &pool)
-                .map(|q| q.tokens)
-                .map_err(|e| format!("MusicCoCa could not read {t:?}: {e}")),
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let model = loaded.get_or_insert_with(|| {
+            let m =
+                StyleModel::locate_and_load(dir.as_deref(), checkpoint.as_deref(), isa::active())
+                    .map_err(|e| format!("the text presets need MusicCoCa: {e}"));
+            if let Err(e) = &m {
+                report(error, e.clone());
+            }
+            m.map(|m| (m, Pool::new(1)))
+        });
+        let codes = match (&*model, PRESETS.get(i).map(|p| p.source)) {
+            (Err(_), _) => None, // Reported once, at the load.
+            (Ok((m, pool)), Some(Source::Text(t))) => {
+                match m.tokenize_prompts(&[(Prompt::Text(t), 1.0)], Mapper::Seed(0), pool) {
+                    Ok(q) => {
+                        log(&format!(
+                            "style preset {:?}: codes {:?}",
+                            PRESETS[i].name, q.tokens
+                        ));
+                        Some(q.tokens)
+                    }
+                    Err(e) => {
+                        report(error, format!("MusicCoCa could not read {t:?}: {e}"));
+                        None
+                    }
+                }
+            }
             (Ok(_), _) => continue,
         };
-        match &codes {
-            Ok(c) => eprintln!("rill: style preset {:?}: codes {c:?}", PRESETS[i].name),
-            Err(e) if model.is_ok() => report(error, e.clone()),
-            Err(_) => {} // Reported once, above.
-        }
-        let _ = cells[i].set(codes.ok());
+        let _ = cells[i].set(codes);
     }
+}
+
+/// A line on the host's standard error (never a panic when it is closed).
+fn log(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "rill: {line}");
 }
 
 /// Keeps the first failure's reason and logs each.
 fn report(slot: &Mutex<String>, why: String) {
-    eprintln!("rill: {why}");
+    log(&why);
     let mut m = slot.lock().unwrap_or_else(|e| e.into_inner());
     if m.is_empty() {
         *m = why;

@@ -23,20 +23,19 @@ import subprocess
 import numpy as np
 import pytest
 
-from test_vst3_host import BUNDLE, generate
-
 HERE = pathlib.Path(__file__).resolve().parent
 # Debian's package is Ardour 7 in bookworm, 8 later: `ardourN-lua`, its libraries
 # and VST3 scanner in /usr/lib/ardourN, its settings in ~/.config/ardourN.
 ARDOUR_LUA, VERSION = next(((shutil.which(f"ardour{n}-lua"), n) for n in (9, 8, 7)
                             if shutil.which(f"ardour{n}-lua")), (None, None))
 LIB = pathlib.Path(f"/usr/lib/ardour{VERSION}")
-PIANO = (325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782)
 
 if not ARDOUR_LUA:
     if os.environ.get("RILL_ARDOUR_TEST") == "1":
         raise RuntimeError("RILL_ARDOUR_TEST=1 but no ardourN-lua is installed (apt-get install ardour)")
     pytest.skip("no ardourN-lua is installed (apt-get install ardour)", allow_module_level=True)
+
+from test_vst3_host import BUNDLE, PIANO, generate  # noqa: E402 (pedalboard, after the skip)
 
 
 def float_wav(path):
@@ -72,7 +71,8 @@ def test_an_ardour_export_equals_rill_generate(tmp_path):
                XDG_CACHE_HOME=str(home / "cache"), VST3_PATH=str(BUNDLE.parent),
                LD_LIBRARY_PATH=str(LIB), RILL_CHECKPOINT=str(checkpoint),
                RILL_OUT=str(tmp_path), RILL_SECONDS="4",
-               # Ardour shows the enum's index and the boolean as 0/1.
+               # Ardour takes a choice's index and a boolean as 0/1: Style 2 is the
+               # Piano preset (Off, Codes, then style.rs's PRESETS), Drums 2 is On.
                RILL_PARAMS="Style=2;Drums=2;Offline render=1")
     # Ardour lists a VST3 once its scanner has indexed the bundle (as its plugin
     # manager does at start-up in the GUI).
