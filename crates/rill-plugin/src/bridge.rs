@@ -423,8 +423,13 @@ fn run_model(
             // change nothing.
             let _ = generator.apply(c);
         }
-        let offline = shared.offline.load(Ordering::Acquire);
-        let style = match resolve(&mut presets, current.style, offline, shared) {
+        // A text preset's codes: offline (a bounce) waited for, in real time as they come.
+        let found = if shared.offline.load(Ordering::Acquire) {
+            presets.wait(current.style, &shared.stop)
+        } else {
+            Some(presets.lookup(current.style))
+        };
+        let style = match found {
             Some(Lookup::Ready(codes)) => Some(codes),
             Some(_) => None, // Pending or failed: the style stays as it is.
             None => break,   // Stopped while MusicCoCa worked.
@@ -448,21 +453,6 @@ struct Applied {
     settings: Settings,
     /// The style's codes (`None`: masked).
     style: Option<[u16; 12]>,
-}
-
-/// The codes `style` stands for: at once, or (offline) once MusicCoCa has them;
-/// `None` if the thread was stopped meanwhile.
-fn resolve(
-    presets: &mut PresetCodes,
-    style: Style,
-    offline: bool,
-    shared: &Shared,
-) -> Option<Lookup> {
-    if offline {
-        presets.wait(style, &shared.stop)
-    } else {
-        Some(presets.lookup(style))
-    }
 }
 
 /// Applies what changed between `applied` and `now` (each at this frame boundary);

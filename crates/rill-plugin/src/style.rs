@@ -101,29 +101,26 @@ pub const PRESETS: [Preset; 18] = [
 const FIXED: usize = 2;
 const CHOICES: usize = FIXED + PRESETS.len();
 
-const NAMES: [&str; CHOICES] = {
+/// The choices' names (`ids` false) or stable ids (true): the fixed two, then the
+/// presets in order.
+const fn choices(ids: bool) -> [&'static str; CHOICES] {
     let mut n = [""; CHOICES];
-    n[0] = "Off (masked)";
-    n[1] = "Codes (Style code 1-12)";
+    n[0] = if ids { "off" } else { "Off (masked)" };
+    n[1] = if ids {
+        "codes"
+    } else {
+        "Codes (Style code 1-12)"
+    };
     let mut i = 0;
     while i < PRESETS.len() {
-        n[FIXED + i] = PRESETS[i].name;
+        n[FIXED + i] = if ids { PRESETS[i].id } else { PRESETS[i].name };
         i += 1;
     }
     n
-};
+}
 
-const IDS: [&str; CHOICES] = {
-    let mut n = [""; CHOICES];
-    n[0] = "off";
-    n[1] = "codes";
-    let mut i = 0;
-    while i < PRESETS.len() {
-        n[FIXED + i] = PRESETS[i].id;
-        i += 1;
-    }
-    n
-};
+const NAMES: [&str; CHOICES] = choices(false);
+const IDS: [&str; CHOICES] = choices(true);
 
 /// The *Style* parameter's value: off, the codes, or preset `i` of [`PRESETS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

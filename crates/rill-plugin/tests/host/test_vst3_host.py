@@ -88,6 +88,15 @@ def test_a_bounce_equals_rill_generate(tmp_path):
 STYLE = (660, 1016, 295, 206, 857, 841, 391, 857, 619, 70, 401, 22)
 
 
+def chord_bounce(plugin, seconds):
+    """`seconds` from the chord held from the first sample, behind the latency, as
+    16-bit values [2, n]."""
+    notes = [Message("note_on", note=n, velocity=100, time=0) for n in CHORD]
+    got = plugin(notes, duration=seconds + LATENCY / 48000, sample_rate=48000,
+                 num_channels=2, buffer_size=512)
+    return np.round(got[:, LATENCY:] * 32768).astype(np.int32)
+
+
 def test_the_hosts_parameters_reach_the_audio(tmp_path):
     """Style codes and drums set by the host: `rill generate --style-codes … --drums on`."""
     seconds = 1
@@ -103,11 +112,8 @@ def test_the_hosts_parameters_reach_the_audio(tmp_path):
         plugin.parameters[f"style_code_{i + 1}"].raw_value = code / 1023
     assert [getattr(plugin, f"style_code_{i + 1}") for i in range(12)] == list(STYLE)
     plugin.drums = "On"
-    notes = [Message("note_on", note=n, velocity=100, time=0) for n in CHORD]
-    got = plugin(notes, duration=seconds + LATENCY / 48000, sample_rate=48000,
-                 num_channels=2, buffer_size=512)
-    got16 = np.round(got[:, LATENCY:] * 32768).astype(np.int32)
-    assert np.array_equal(got16, want), "the host's settings did not reach the stream"
+    assert np.array_equal(chord_bounce(plugin, seconds), want), \
+        "the host's settings did not reach the stream"
 
 
 PIANO = (325, 98, 979, 657, 802, 453, 475, 622, 729, 934, 567, 782)
@@ -123,11 +129,8 @@ def test_a_style_preset_plays_its_codes(tmp_path):
     choices = plugin.parameters["style"].valid_values
     assert "Off (masked)" in choices and "Text: disco funk" in choices, choices
     plugin.style = "Piano (upstream's default codes)"
-    notes = [Message("note_on", note=n, velocity=100, time=0) for n in CHORD]
-    got = plugin(notes, duration=seconds + LATENCY / 48000, sample_rate=48000,
-                 num_channels=2, buffer_size=512)
-    got16 = np.round(got[:, LATENCY:] * 32768).astype(np.int32)
-    assert np.array_equal(got16, want), "the preset's codes did not reach the stream"
+    assert np.array_equal(chord_bounce(plugin, seconds), want), \
+        "the preset's codes did not reach the stream"
 
 
 def test_at_44_1_khz_it_plays_resampled_behind_its_latency():
