@@ -1,6 +1,6 @@
 """Records NeMo's text normaliser for one language on the corpus normalize_{lang}.txt.
 
-Writes normalize_{lang}.json (--lang en, es, de, fr or it; English by default): every corpus sentence with NeMo's output, plus the package
+Writes normalize_{lang}.json (--lang en, es, de, fr, it, vi, hi or zh; English by default): every corpus sentence with NeMo's output, plus the package
 versions. This is the call NeMo 3.0.0's MagpieTTSModel.do_tts(apply_TN=True) makes
 (nemo/collections/tts/models/magpietts.py, _get_normalized_text):
 
@@ -30,7 +30,16 @@ from nemo_text_processing.text_normalization.normalize import Normalizer
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-NAMES = {"en": "English", "es": "Spanish", "de": "German", "fr": "French", "it": "Italian"}
+NAMES = {
+    "en": "English",
+    "es": "Spanish",
+    "de": "German",
+    "fr": "French",
+    "it": "Italian",
+    "vi": "Vietnamese",
+    "hi": "Hindi",
+    "zh": "Mandarin",
+}
 
 
 def main():

@@ -59,9 +59,8 @@ pub struct TtsArgs {
 
     /// Tokenise the text as written (NeMo's default, apply_TN=False) instead of
     /// reading numbers, money, dates, times and measures aloud first ("$3.50" →
-    /// "three dollars fifty cents", as NeMo's apply_TN=True). English has a
-    /// English, Spanish, German, French and Italian have normalisers; the other
-    /// languages are read as written for now.
+    /// "three dollars fifty cents", as NeMo's apply_TN=True). Every language rill
+    /// speaks has a normaliser.
     #[arg(long)]
     pub no_normalize: bool,
 

@@ -131,29 +131,44 @@ fn dumped_tokens(name: &str, args: &[&str]) -> Vec<i64> {
 }
 
 #[test]
-fn english_reads_numbers_aloud_unless_no_normalize() {
-    // NeMo's normaliser's output for a corpus sentence (normalize_en.json, recorded
+fn numbers_are_read_aloud_unless_no_normalize() {
+    // NeMo's normaliser's output for a corpus sentence (normalize_L.json, recorded
     // with nemo_text_processing): speaking the written text must give the tokens of
-    // speaking NeMo's spoken form as written.
-    let path = rill_testkit::repo_root().join("testdata/magpie/normalize_en.json");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
-    let case = rec["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["input"].as_str().unwrap().contains('$'))
-        .expect("a money sentence in the recording");
-    let (written, spoken) = (
-        case["input"].as_str().unwrap(),
-        case["expected"].as_str().unwrap(),
-    );
-    assert_ne!(written, spoken);
-    let normalized = dumped_tokens("tn", &["--text", written]);
-    let nemo = dumped_tokens("tn_nemo", &["--no-normalize", "--text", spoken]);
-    assert_eq!(normalized, nemo, "{written:?} → {spoken:?}");
-    let raw = dumped_tokens("tn_raw", &["--no-normalize", "--text", written]);
-    assert_ne!(raw, nemo, "--no-normalize reads the text as written");
+    // speaking NeMo's spoken form as written, in every language with a normaliser
+    // that rill speaks without a dictionary file.
+    for (code, mark) in [("en", "$"), ("vi", "đ"), ("hi", "₹"), ("zh", "元")] {
+        let path = rill_testkit::repo_root().join(format!("testdata/magpie/normalize_{code}.json"));
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+        let case = rec["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["input"].as_str().unwrap().contains(mark) && c["input"] != c["expected"])
+            .expect("a money sentence in the recording");
+        let (written, spoken) = (
+            case["input"].as_str().unwrap(),
+            case["expected"].as_str().unwrap(),
+        );
+        let lang = ["--language", code];
+        let normalized = dumped_tokens(
+            &format!("tn_{code}"),
+            &[&lang[..], &["--text", written]].concat(),
+        );
+        let nemo = dumped_tokens(
+            &format!("tn_nemo_{code}"),
+            &[&lang[..], &["--no-normalize", "--text", spoken]].concat(),
+        );
+        assert_eq!(normalized, nemo, "{code}: {written:?} → {spoken:?}");
+        let raw = dumped_tokens(
+            &format!("tn_raw_{code}"),
+            &[&lang[..], &["--no-normalize", "--text", written]].concat(),
+        );
+        assert_ne!(
+            raw, nemo,
+            "{code}: --no-normalize reads the text as written"
+        );
+    }
 }
 
 /// NeMo's previous German dictionary (the test stand-in for the checkpoint's, see

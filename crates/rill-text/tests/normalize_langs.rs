@@ -14,6 +14,10 @@ const BUILT: &[(Language, &str)] = &[
     (Language::Spanish, "es"),
     (Language::German, "de"),
     (Language::French, "fr"),
+    (Language::Italian, "it"),
+    (Language::Vietnamese, "vi"),
+    (Language::Hindi, "hi"),
+    (Language::Mandarin, "zh"),
 ];
 
 fn check(language: Language, code: &str) {
@@ -67,6 +71,21 @@ fn french_matches_nemo_on_the_corpus() {
 #[test]
 fn italian_matches_nemo_on_the_corpus() {
     check(Language::Italian, "it");
+}
+
+#[test]
+fn vietnamese_matches_nemo_on_the_corpus() {
+    check(Language::Vietnamese, "vi");
+}
+
+#[test]
+fn hindi_matches_nemo_on_the_corpus() {
+    check(Language::Hindi, "hi");
+}
+
+#[test]
+fn mandarin_matches_nemo_on_the_corpus() {
+    check(Language::Mandarin, "zh");
 }
 
 #[test]

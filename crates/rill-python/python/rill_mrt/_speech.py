@@ -141,7 +141,7 @@ class Speech:
         ``max_frames`` (frame cap per sentence, NeMo's ``max_decoder_steps``) default
         to the checkpoint's config. ``normalize=True`` reads numbers, money, dates,
         times and measures aloud first ("$3.50" → "three dollars fifty cents", NeMo's
-        ``apply_TN=True``) where rill has a normaliser for the language (English);
+        ``apply_TN=True``; every language rill speaks has a normaliser);
         ``False`` tokenises the text as written (NeMo's raw default).
 
         Characters the language's front end cannot encode are left out with one

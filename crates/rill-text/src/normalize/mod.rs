@@ -11,11 +11,11 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: English ([`Language::English`]), Spanish ([`Language::Spanish`]), German
-//! ([`Language::German`]), French ([`Language::French`]) and Italian
-//! ([`Language::Italian`]). Other languages return
-//! [`NormalizeError::NotAvailable`]; callers either report it or speak the raw text (NeMo's
-//! `apply_TN=False` path, which `--no-normalize` selects).
+//! Built: every language rill speaks: English, Spanish, German, French and Italian as
+//! rules word by word; Vietnamese, Hindi and Mandarin as NeMo's cheapest tagging of the
+//! whole sentence (each class's candidates with NeMo's weights, the cheapest path in one
+//! pass). Japanese returns [`NormalizeError::NotAvailable`]; callers either report it or
+//! speak the raw text (NeMo's `apply_TN=False` path, which `--no-normalize` selects).
 //!
 //! No panics on any input: words are processed one by one without recursion, digit
 //! strings too long for a cardinal are read digit by digit, and input is bounded by
@@ -35,9 +35,12 @@ mod en_forms;
 mod en_tables;
 mod es;
 mod fr;
+mod hi;
 mod it;
 mod numbers;
 mod scan;
+mod vi;
+mod zh;
 
 use std::ops::Range;
 
@@ -86,6 +89,9 @@ pub fn has_normalizer(language: Language) -> bool {
             | Language::German
             | Language::French
             | Language::Italian
+            | Language::Vietnamese
+            | Language::Hindi
+            | Language::Mandarin
     )
 }
 
@@ -106,6 +112,9 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
         Language::German => de::normalize(text, &mut changes),
         Language::French => fr::normalize(text, &mut changes),
         Language::Italian => it::normalize(text, &mut changes),
+        Language::Vietnamese => vi::normalize(text, &mut changes),
+        Language::Hindi => hi::normalize(text, &mut changes),
+        Language::Mandarin => zh::normalize(text, &mut changes),
         other => {
             let info = other.info();
             return Err(NormalizeError::NotAvailable {
