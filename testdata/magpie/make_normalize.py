@@ -1,6 +1,6 @@
 """Records NeMo's text normaliser for one language on the corpus normalize_{lang}.txt.
 
-Writes normalize_{lang}.json (--lang en, es, de, fr, it, vi, hi or zh; English by default): every corpus sentence with NeMo's output, plus the package
+Writes normalize_{lang}.json (--lang en, es, de, fr, it, vi, hi, zh or ja; English by default): every corpus sentence with NeMo's output, plus the package
 versions. This is the call NeMo 3.0.0's MagpieTTSModel.do_tts(apply_TN=True) makes
 (nemo/collections/tts/models/magpietts.py, _get_normalized_text):
 
@@ -39,6 +39,7 @@ NAMES = {
     "vi": "Vietnamese",
     "hi": "Hindi",
     "zh": "Mandarin",
+    "ja": "Japanese",
 }
 
 

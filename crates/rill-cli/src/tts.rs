@@ -285,13 +285,6 @@ pub fn run(args: TtsArgs) -> Result<()> {
         e @ TtsError::Model(rill_magpie::MagpieError::InvalidValue { .. }) => usage(e.to_string()),
         e => e.into(),
     })?;
-    if plan.not_normalized {
-        eprintln!(
-            "note: rill has no text normaliser for {} yet: numbers and symbols are read as \
-             written (as --no-normalize)",
-            language.name()
-        );
-    }
     if !plan.dropped.is_empty() {
         eprintln!(
             "warning: the {} front end cannot encode {} character(s) of the text; they are \

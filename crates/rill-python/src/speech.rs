@@ -106,11 +106,6 @@ impl Planned {
         rill_text::describe_dropped(&self.plan.dropped)
     }
 
-    /// Whether normalising was asked for but the language has no normaliser yet.
-    pub fn not_normalized(&self) -> bool {
-        self.plan.not_normalized
-    }
-
     pub fn language(&self) -> Language {
         self.plan.language
     }

@@ -89,9 +89,6 @@ pub struct SpeakPlan {
     /// Characters of the text the front end could not encode, each once: the
     /// host reports them (nothing is dropped silently).
     pub dropped: Vec<char>,
-    /// Normalising was asked for but the language has no normaliser yet: the
-    /// text was read as written (the host says so).
-    pub not_normalized: bool,
     pub params: InferenceParams,
     pub speaker: usize,
     pub seed: u64,
@@ -227,9 +224,8 @@ impl Voice {
                     .map_err(|e| TtsError::Invalid(format!("forced frame {i}: {e}")))?;
             }
         }
-        let normalizer = rill_text::normalize::has_normalizer(o.language);
         let spoken;
-        let text = if o.normalize && normalizer {
+        let text = if o.normalize {
             spoken = rill_text::normalize::normalize(text, o.language)
                 .map_err(|e| TtsError::Invalid(e.to_string()))?;
             spoken.text.as_str()
@@ -250,7 +246,6 @@ impl Voice {
         Ok(SpeakPlan {
             utterances,
             language: o.language,
-            not_normalized: o.normalize && !normalizer,
             dropped,
             params,
             speaker: o.speaker,

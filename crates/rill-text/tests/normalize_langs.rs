@@ -5,7 +5,7 @@
 //! `testdata/magpie/make_normalize.py --lang L` into `normalize_L.json`. Prints every
 //! difference and requires ≥ 95 % exact matches; checks odd input never panics.
 
-use rill_text::normalize::{has_normalizer, normalize};
+use rill_text::normalize::normalize;
 use rill_text::Language;
 use std::path::PathBuf;
 
@@ -18,6 +18,7 @@ const BUILT: &[(Language, &str)] = &[
     (Language::Vietnamese, "vi"),
     (Language::Hindi, "hi"),
     (Language::Mandarin, "zh"),
+    (Language::Japanese, "ja"),
 ];
 
 fn check(language: Language, code: &str) {
@@ -89,9 +90,16 @@ fn mandarin_matches_nemo_on_the_corpus() {
 }
 
 #[test]
-fn built_languages_are_enabled() {
-    for (language, _) in BUILT {
-        assert!(has_normalizer(*language));
+fn japanese_matches_nemo_on_the_corpus() {
+    check(Language::Japanese, "ja");
+}
+
+#[test]
+fn every_language_reads_numbers_aloud() {
+    for language in Language::ALL {
+        let n = normalize("5", language).unwrap();
+        assert_ne!(n.text, "5", "{language:?}");
+        assert!(BUILT.iter().any(|b| b.0 == language) || language == Language::English);
     }
 }
 

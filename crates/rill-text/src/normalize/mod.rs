@@ -11,11 +11,10 @@
 //! read differently (the measured agreement and every difference are listed in
 //! `docs/languages.md`).
 //!
-//! Built: every language rill speaks: English, Spanish, German, French and Italian as
-//! rules word by word; Vietnamese, Hindi and Mandarin as NeMo's cheapest tagging of the
-//! whole sentence (each class's candidates with NeMo's weights, the cheapest path in one
-//! pass). Japanese returns [`NormalizeError::NotAvailable`]; callers either report it or
-//! speak the raw text (NeMo's `apply_TN=False` path, which `--no-normalize` selects).
+//! Built for all nine languages: English, Spanish, German, French and Italian as rules
+//! word by word; Vietnamese, Hindi, Mandarin and Japanese as NeMo's cheapest tagging of
+//! the whole sentence (each class's candidates with NeMo's weights, the cheapest path in
+//! one pass). Callers that want NeMo's `apply_TN=False` path (`--no-normalize`) skip it.
 //!
 //! No panics on any input: words are processed one by one without recursion, digit
 //! strings too long for a cardinal are read digit by digit, and input is bounded by
@@ -37,6 +36,7 @@ mod es;
 mod fr;
 mod hi;
 mod it;
+mod ja;
 mod numbers;
 mod scan;
 mod vi;
@@ -68,35 +68,12 @@ pub struct Span {
 /// Why a text was not normalised.
 #[derive(Debug, thiserror::Error)]
 pub enum NormalizeError {
-    #[error(
-        "numbers are not read aloud in {language} ({code}) yet: write them out as words, or \
-         turn normalisation off to speak the text as written"
-    )]
-    NotAvailable {
-        language: &'static str,
-        code: &'static str,
-    },
     #[error("the text is {bytes} bytes, more than the {max} one call accepts: send it in parts")]
     TooLong { bytes: usize, max: usize },
 }
 
-/// Whether [`normalize`] has rules for `language`.
-pub fn has_normalizer(language: Language) -> bool {
-    matches!(
-        language,
-        Language::English
-            | Language::Spanish
-            | Language::German
-            | Language::French
-            | Language::Italian
-            | Language::Vietnamese
-            | Language::Hindi
-            | Language::Mandarin
-    )
-}
-
 /// Rewrites `text` in spoken form for `language` ("$3.50" → "three dollars fifty
-/// cents"). Errors: the language has no normaliser, or the text is longer than
+/// cents"). Every language has one. Errors: the text is longer than
 /// [`crate::MAX_TEXT_BYTES`].
 pub fn normalize(text: &str, language: Language) -> Result<Normalized, NormalizeError> {
     if text.len() > crate::MAX_TEXT_BYTES {
@@ -115,13 +92,7 @@ pub fn normalize(text: &str, language: Language) -> Result<Normalized, Normalize
         Language::Vietnamese => vi::normalize(text, &mut changes),
         Language::Hindi => hi::normalize(text, &mut changes),
         Language::Mandarin => zh::normalize(text, &mut changes),
-        other => {
-            let info = other.info();
-            return Err(NormalizeError::NotAvailable {
-                language: info.name,
-                code: info.code,
-            });
-        }
+        Language::Japanese => ja::normalize(text, &mut changes),
     };
     let spans = changes
         .into_iter()
