@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(npy npz checkpoint session_file codec_state protocol openai_speech wyoming gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text normalize)
+all=(npy npz checkpoint session_file codec_state protocol openai_speech wyoming gguf torch nemo musiccoca_spm musiccoca_tflite audio_decode ipa_lexicon text normalize ja_dictionary)
 targets=("${@:-${all[@]}}")
 san=${RILL_FUZZ_SANITIZER:-address}
 export RUSTC_BOOTSTRAP=1
@@ -40,6 +40,7 @@ max_len() {
     ipa_lexicon) echo 4096 ;;
     text) echo 4096 ;;
     normalize) echo 4096 ;;
+    ja_dictionary) echo 8192 ;; # the written dictionary seeds are about 3 KB
     *) echo "unknown fuzz target $1 (targets: ${all[*]})" >&2; exit 2 ;;
   esac
 }

@@ -435,6 +435,97 @@ pub fn text(data: &[u8]) {
     let _ = rill_text::any_locale_text_preprocessing(&text);
 }
 
+/// Splits `[u16 length][bytes]` off the front of `data`.
+fn section<'a>(data: &mut &'a [u8]) -> &'a [u8] {
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return std::mem::take(data);
+    };
+    let len = usize::from(u16::from_le_bytes(*len)).min(rest.len());
+    let (part, rest) = rest.split_at(len);
+    *data = rest;
+    part
+}
+
+/// The Japanese front end on a dictionary made of fuzzed bytes, then a text through it:
+/// `mode`, then `sys.dic`, `unk.dic`, matrix and characters as `[u16 length][bytes]`
+/// sections, the rest the text. Mode bit 0 clear: the four sections are the files
+/// themselves (header and size checks). Set: the two dictionaries get a consistent
+/// magic number, the matrix section is `lsize`, `rsize`, costs, the character section
+/// `[u8 count]([u8 length][name])*`, the default info (u32), then runs of (u16 first,
+/// u16 last, u32 info), expanded to `char.bin` with rill's writer, so the bytes reach
+/// the lattice. An accepted dictionary encodes to ids inside the 175-symbol table,
+/// padded with a space at both ends.
+pub fn ja_dictionary(data: &[u8]) {
+    use rill_text::japanese::{writer, Dictionary, JapaneseFrontEnd, JAPANESE_TOKENS};
+    let Some((&mode, mut rest)) = data.split_first() else {
+        return;
+    };
+    let mut sys = section(&mut rest).to_vec();
+    let mut unk = section(&mut rest).to_vec();
+    let mut matrix = section(&mut rest).to_vec();
+    let mut chars = section(&mut rest).to_vec();
+    if mode & 1 == 1 {
+        for d in [&mut sys, &mut unk] {
+            if d.len() >= 4 {
+                let magic = (d.len() as u32) ^ 0xef71_8f77;
+                d[..4].copy_from_slice(&magic.to_le_bytes());
+            }
+        }
+        let (l, r) = (
+            matrix.first().copied().unwrap_or(0),
+            matrix.get(1).copied().unwrap_or(0),
+        );
+        let costs: Vec<i16> = matrix
+            .get(2..)
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        matrix = writer::matrix_file(u16::from(l), u16::from(r), &costs);
+        let mut spec = chars.as_slice();
+        let mut names = Vec::new();
+        let count = spec.split_first().map_or(0, |(&n, _)| n);
+        spec = spec.get(1..).unwrap_or_default();
+        for _ in 0..count {
+            let Some((&n, tail)) = spec.split_first() else {
+                break;
+            };
+            let n = usize::from(n).min(tail.len());
+            names.push(String::from_utf8_lossy(&tail[..n]).into_owned());
+            spec = &tail[n..];
+        }
+        let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let fallback = spec.get(..4).map_or(0, word);
+        let runs: Vec<(u16, u16, u32)> = spec
+            .get(4..)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|c| {
+                (
+                    u16::from_le_bytes([c[0], c[1]]),
+                    u16::from_le_bytes([c[2], c[3]]),
+                    word(&c[4..]),
+                )
+            })
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        chars = writer::char_file(&names, &runs, fallback);
+    }
+    let Ok(dict) = Dictionary::from_bytes(sys, unk, matrix, chars) else {
+        return;
+    };
+    let front = JapaneseFrontEnd::from_dictionary(dict);
+    let text = String::from_utf8_lossy(rest);
+    let mut dropped = Vec::new();
+    let ids = front.encode(&text, &mut dropped);
+    assert!(
+        ids.len() >= 2 && ids[0] == 0 && ids[ids.len() - 1] == 0,
+        "{ids:?}"
+    );
+    assert!(ids.iter().all(|&i| (i as usize) < JAPANESE_TOKENS.len()));
+    let _ = front.word_count(&text);
+}
+
 /// The text normaliser on any text (first byte picks the language): English always
 /// succeeds on text within `MAX_TEXT_BYTES`, its output has no leading, trailing or
 /// doubled spaces, and its spans are in order, inside the input and on character

@@ -584,7 +584,71 @@ pub fn all() -> Vec<Seed> {
     v.extend(ipa_lexicon_seeds());
     v.extend(text_seeds());
     v.extend(normalize_seeds());
+    v.extend(ja_dictionary_seeds());
     v
+}
+
+/// `[u16 length][bytes]`.
+fn push_section(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = u16::try_from(bytes.len()).expect("a seed section under 64 KB");
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// rill's tiny written dictionary (`rill_text::japanese::writer::sample`) in the
+/// structured form of `ja_dictionary` with three texts, and raw files cut short.
+fn ja_dictionary_seeds() -> Vec<Seed> {
+    let [sys, unk, matrix, chars] = rill_text::japanese::writer::sample();
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    // char.bin back to its structured form: names, then runs of equal infos.
+    let count = word(&chars) as usize;
+    let mut spec = vec![count as u8];
+    for i in 0..count {
+        let field = &chars[4 + 32 * i..4 + 32 * (i + 1)];
+        let name = &field[..field.iter().position(|&b| b == 0).unwrap_or(32)];
+        spec.push(name.len() as u8);
+        spec.extend_from_slice(name);
+    }
+    let map: Vec<u32> = chars[4 + 32 * count..].chunks_exact(4).map(word).collect();
+    let fallback = map[0];
+    spec.extend_from_slice(&fallback.to_le_bytes());
+    let mut code = 0;
+    while code < map.len() {
+        let start = code;
+        while code < map.len() && map[code] == map[start] {
+            code += 1;
+        }
+        if map[start] != fallback {
+            spec.extend_from_slice(&(start as u16).to_le_bytes());
+            spec.extend_from_slice(&((code - 1) as u16).to_le_bytes());
+            spec.extend_from_slice(&map[start].to_le_bytes());
+        }
+    }
+    let mut mspec = vec![matrix[0], matrix[2]];
+    mspec.extend_from_slice(&matrix[4..]);
+    let texts = [
+        ("today", "今日は晴れです。"),
+        ("mixed", "一時間２０円、ＡＢＣ x😀 ｶﾞ"),
+        ("empty", ""),
+    ];
+    let mut seeds: Vec<Seed> = texts
+        .iter()
+        .map(|(name, text)| {
+            let mut b = vec![1];
+            for part in [&sys, &unk, &mspec, &spec] {
+                push_section(&mut b, part);
+            }
+            b.extend_from_slice(text.as_bytes());
+            ("ja_dictionary", format!("{name}.bin"), b)
+        })
+        .collect();
+    let mut raw = vec![0];
+    for part in [&sys, &unk, &matrix[..matrix.len().min(512)], &chars[..512]] {
+        push_section(&mut raw, part);
+    }
+    raw.extend_from_slice("今日".as_bytes());
+    seeds.push(("ja_dictionary", "raw_truncated.bin".into(), raw));
+    seeds
 }
 
 /// Spanish and German dictionaries (valid, NFD, Windows line ends, one line without a

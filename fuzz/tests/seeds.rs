@@ -37,6 +37,7 @@ fn committed_seeds_are_current_and_run() {
             "ipa_lexicon" => rill_fuzz::ipa_lexicon,
             "text" => rill_fuzz::text,
             "normalize" => rill_fuzz::normalize,
+            "ja_dictionary" => rill_fuzz::ja_dictionary,
             other => panic!("unknown target {other}"),
         };
         run(&bytes);

@@ -3,7 +3,9 @@
 //! English through [`EnglishFrontEnd`], Spanish and German through [`IpaFrontEnd`]
 //! (their dictionaries from the checkpoint, `--lexicon`, or for Spanish the embedded
 //! copy), fr/it/vi through [`crate::byt5`], Hindi through [`crate::hindi`], Mandarin
-//! through [`crate::mandarin`] (feature `mandarin`); languages
+//! through [`crate::mandarin`] (feature `mandarin`), Japanese through
+//! [`crate::japanese`] (feature `japanese`, its dictionary set with
+//! [`TextFrontEnd::with_japanese`]); languages
 //! whose front end is not built yet are refused with [`TextError::LanguageNotBuilt`],
 //! languages the checkpoint has no table for with
 //! [`TextError::LanguageNotInCheckpoint`], a missing dictionary with
@@ -53,6 +55,9 @@ pub struct TextFrontEnd {
     spanish: Option<std::result::Result<IpaFrontEnd, String>>,
     /// German's, likewise (German has no embedded dictionary).
     german: Option<std::result::Result<IpaFrontEnd, String>>,
+    /// Japanese's, or why its dictionary cannot be used.
+    #[cfg(feature = "japanese")]
+    japanese: Option<std::result::Result<crate::japanese::JapaneseFrontEnd, String>>,
     vocabulary: TextVocabulary,
     max_utterance_tokens: usize,
 }
@@ -69,6 +74,8 @@ impl TextFrontEnd {
             english: EnglishFrontEnd::with_lexicon(lexicon, vocabulary),
             spanish: None,
             german: None,
+            #[cfg(feature = "japanese")]
+            japanese: None,
             vocabulary,
             max_utterance_tokens: MAX_UTTERANCE_TOKENS,
         }
@@ -98,6 +105,44 @@ impl TextFrontEnd {
             _ => {}
         }
         self
+    }
+
+    /// Sets the Japanese front end (OpenJTalk's dictionary, e.g. from
+    /// [`crate::japanese::JapaneseFrontEnd::open`] on `--japanese-dictionary DIR` or
+    /// [`crate::japanese::JapaneseFrontEnd::default_dir`]), replacing any set before. An
+    /// error is kept and reported when Japanese is asked for; the other languages still
+    /// work.
+    #[cfg(feature = "japanese")]
+    pub fn with_japanese<E: std::fmt::Display>(
+        mut self,
+        front: std::result::Result<crate::japanese::JapaneseFrontEnd, E>,
+    ) -> Self {
+        self.japanese = Some(front.map_err(|e| e.to_string()));
+        self
+    }
+
+    /// The Japanese front end, or what to do to get one.
+    #[cfg(feature = "japanese")]
+    fn japanese(&self) -> Result<&crate::japanese::JapaneseFrontEnd> {
+        match &self.japanese {
+            Some(Ok(front)) => Ok(front),
+            Some(Err(reason)) => Err(TextError::MissingJapaneseDictionary {
+                reason: Some(reason.clone()),
+            }),
+            None => Err(TextError::MissingJapaneseDictionary { reason: None }),
+        }
+    }
+
+    /// Whether NeMo would split `text` into sentences: Japanese counts pyopenjtalk
+    /// words when its front end is at hand.
+    fn needs_splitting(&self, text: &str, language: Language) -> bool {
+        #[cfg(feature = "japanese")]
+        if language.info().front_end == FrontEnd::JapaneseKatakana {
+            if let Ok(front) = self.japanese() {
+                return front.word_count(text) >= language.info().split_threshold;
+            }
+        }
+        needs_splitting_in(text, language)
     }
 
     /// The IPA front end of Spanish or German.
@@ -137,6 +182,8 @@ impl TextFrontEnd {
                 None => cfg!(feature = "embedded-lexicons"),
             },
             FrontEnd::GermanIpa => matches!(self.german, Some(Ok(_))),
+            #[cfg(feature = "japanese")]
+            FrontEnd::JapaneseKatakana => matches!(self.japanese, Some(Ok(_))),
             _ => true,
         }
     }
@@ -165,6 +212,10 @@ impl TextFrontEnd {
         let offset = self.vocabulary.offset(language)?;
         language.check_built()?;
         if !self.has_dictionary(language) {
+            #[cfg(feature = "japanese")]
+            if language.info().front_end == FrontEnd::JapaneseKatakana {
+                self.japanese()?;
+            }
             self.ipa(language)?;
         }
         Ok(offset)
@@ -201,6 +252,10 @@ impl TextFrontEnd {
             FrontEnd::MandarinPinyin => {
                 crate::mandarin::MandarinFrontEnd::embedded().encode(text, dropped)
             }
+            #[cfg(feature = "japanese")]
+            FrontEnd::JapaneseKatakana => self.japanese()?.encode(text, dropped),
+            // Reached when a feature is off.
+            #[allow(unreachable_patterns)]
             other => {
                 // `check` refused these already.
                 return Err(TextError::LanguageNotBuilt {
@@ -256,7 +311,8 @@ impl TextFrontEnd {
         let mut dropped = Vec::new();
         let utterances = utterances(
             text,
-            needs_splitting_in(text, language).then(|| split_sentences_in(text, language)),
+            self.needs_splitting(text, language)
+                .then(|| split_sentences_in(text, language)),
             |t| self.utterance(t, language, &mut dropped),
             || nothing_encodable(text, language),
         )?;
@@ -281,8 +337,10 @@ impl TextFrontEnd {
         ids.iter().any(|&id| {
             let local = id - offset;
             match language.info().front_end {
-                // The space (0) pads every Mandarin and Hindi text.
-                FrontEnd::HindiChars | FrontEnd::MandarinPinyin => local != 0,
+                // The space (0) pads every Mandarin, Japanese and Hindi text.
+                FrontEnd::HindiChars | FrontEnd::MandarinPinyin | FrontEnd::JapaneseKatakana => {
+                    local != 0
+                }
                 FrontEnd::SpanishIpa | FrontEnd::GermanIpa => Some(local) != space,
                 FrontEnd::ByT5 => local != byt5::EOS,
                 _ => true,

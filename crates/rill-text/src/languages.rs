@@ -42,7 +42,9 @@ pub enum FrontEnd {
     /// jieba + pypinyin → `ChinesePhonemesTokenizer`: built ([`crate::mandarin`], feature
     /// `mandarin`).
     MandarinPinyin,
-    /// OpenJTalk → `JapanesePhonemeTokenizer`: not built yet.
+    /// pyopenjtalk (OpenJTalk's MeCab dictionary, read at run time) →
+    /// `JapaneseKatakanaAccentG2p` → `JapanesePhonemeTokenizer`: built
+    /// ([`crate::japanese`], feature `japanese`).
     JapaneseKatakana,
     /// Hugging Face `ByT5Tokenizer`: UTF-8 bytes + `</s>`. Built.
     ByT5,
@@ -73,8 +75,8 @@ impl FrontEnd {
             FrontEnd::MandarinPinyin if !cfg!(feature = "mandarin") => Some(
                 "rill was built without the feature `mandarin` (the jieba and pypinyin tables)",
             ),
-            FrontEnd::JapaneseKatakana => {
-                Some("Japanese needs an exact port of the OpenJTalk front end and its dictionary")
+            FrontEnd::JapaneseKatakana if !cfg!(feature = "japanese") => {
+                Some("rill was built without the feature `japanese` (the OpenJTalk front end)")
             }
             _ => None,
         }

@@ -5,8 +5,9 @@
 //! which of them a checkpoint has; [`TextFrontEnd`] encodes any built one and reports
 //! the characters it had to drop. Built: English, Spanish and German ([`IpaFrontEnd`]),
 //! French, Italian, Vietnamese (ByT5, [`byt5`]), Hindi ([`hindi`]) and Mandarin
-//! ([`mandarin`], feature `mandarin`); Japanese is refused with
-//! [`TextError::LanguageNotBuilt`].
+//! ([`mandarin`], feature `mandarin`) and Japanese ([`japanese`], feature `japanese`,
+//! on OpenJTalk's dictionary read at run time: without it
+//! [`TextError::MissingJapaneseDictionary`]).
 //!
 //! English reproduces NeMo's `english_phoneme` tokenizer of the released
 //! checkpoints (spec §3): `english_text_preprocessing` → `IpaG2p` with the CMU IPA
@@ -53,6 +54,8 @@ pub mod hindi;
 mod ipa;
 mod ipa_lexicon;
 mod ipa_locales;
+#[cfg(feature = "japanese")]
+pub mod japanese;
 mod languages;
 mod lexicon;
 pub mod mandarin;
@@ -179,6 +182,15 @@ pub enum TextError {
         language: &'static str,
         reason: String,
     },
+    /// Japanese without OpenJTalk's dictionary (it is not built into rill).
+    #[error(
+        "Japanese needs OpenJTalk's MeCab dictionary, which rill does not contain: install \
+         Debian/Ubuntu's open-jtalk-mecab-naist-jdic (or unpack pyopenjtalk's \
+         open_jtalk_dic_utf_8-1.11) and pass --japanese-dictionary DIR or set \
+         OPEN_JTALK_DICT_DIR{}",
+        .reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+    )]
+    MissingJapaneseDictionary { reason: Option<String> },
     #[error("invalid text vocabulary: {0}")]
     InvalidVocabulary(String),
 }

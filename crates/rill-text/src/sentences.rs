@@ -30,7 +30,9 @@ pub fn needs_splitting(text: &str) -> bool {
 }
 
 /// NeMo's `LanguageThresholds.get_word_count`: words (Python `split()`) or, for zh
-/// (and ja, whose pyopenjtalk word count rill does not have), non-space characters.
+/// (and ja without pyopenjtalk, NeMo's fallback), non-space characters. With its
+/// dictionary, Japanese counts pyopenjtalk words
+/// ([`crate::japanese::JapaneseFrontEnd::word_count`], used by [`crate::TextFrontEnd`]).
 pub fn count_for_split(text: &str, language: Language) -> usize {
     match language.info().split_unit {
         SplitUnit::Words => word_count(text),
