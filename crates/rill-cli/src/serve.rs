@@ -121,6 +121,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub tts_lexicon: Option<PathBuf>,
 
+    /// OpenJTalk's dictionary folder for Japanese on /api/tts (as `rill speak
+    /// --japanese-dictionary`). Default: $OPEN_JTALK_DICT_DIR, else Debian's
+    /// open-jtalk-mecab-naist-jdic folder.
+    #[arg(long, value_name = "DIR")]
+    pub tts_japanese_dictionary: Option<PathBuf>,
+
     /// Weight format of the voice's linear layers (as `rill speak --precision`).
     #[arg(long, default_value = "f32",
           value_parser = names_parser(&rill_magpie::Precision::ALL, rill_magpie::Precision::name))]
@@ -249,6 +255,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
             ),
             None => None,
         };
+        let japanese = match &args.tts_japanese_dictionary {
+            Some(dir) => Some(
+                rill_text::japanese::JapaneseFrontEnd::open(dir)
+                    .map_err(|e| crate::usage::usage(format!("--tts-japanese-dictionary: {e}")))?,
+            ),
+            None => None,
+        };
         let mut voice = crate::tts::load_voice(
             args.tts_checkpoint.as_deref(),
             args.tts_codec.as_deref(),
@@ -263,6 +276,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
                 rill_text::Language::German,
                 Ok::<_, rill_text::TextError>(front),
             );
+        }
+        if let Some(front) = japanese {
+            voice.front = voice
+                .front
+                .with_japanese(Ok::<_, rill_text::TextError>(front));
         }
         if let Some(n) = args.tts_max_frames {
             voice.params.max_decoder_steps = n;

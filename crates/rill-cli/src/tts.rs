@@ -18,6 +18,7 @@ use rill_kernels::WeightFormat;
 use rill_magpie::Model;
 use rill_stream::tts::{SpeakOptions, SpeakSink, TtsError, Voice, VoiceSource};
 use rill_stream::{StagePools, Stages};
+use rill_text::japanese::JapaneseFrontEnd;
 use rill_text::{Language, TextFrontEnd, TextVocabulary};
 
 use crate::args::{names_parser, StagesArg};
@@ -41,10 +42,11 @@ pub struct TtsArgs {
     #[arg(long, value_name = "PATH")]
     pub text_file: Option<PathBuf>,
 
-    /// Language of the text: en, es, de, zh, fr, it, vi or hi (ja is listed but
-    /// refused for now; see --list-languages). Other languages than English need
-    /// v2602's full text table (the released checkpoint; --random-weights makes one);
-    /// German needs the checkpoint's dictionary (a .nemo, or --lexicon).
+    /// Language of the text: en, es, de, zh, ja, fr, it, vi or hi (see
+    /// --list-languages). Other languages than English need v2602's full text table
+    /// (the released checkpoint; --random-weights makes one); German needs the
+    /// checkpoint's dictionary (a .nemo, or --lexicon), Japanese OpenJTalk's
+    /// (--japanese-dictionary).
     #[arg(long, default_value = "en")]
     pub language: String,
 
@@ -56,6 +58,14 @@ pub struct TtsArgs {
     /// checkpoint's phoneme table. Replaces the checkpoint's own.
     #[arg(long, value_name = "FILE")]
     pub lexicon: Option<PathBuf>,
+
+    /// OpenJTalk's dictionary folder for --language ja (sys.dic, unk.dic,
+    /// matrix.bin, char.bin), the one NeMo's pyopenjtalk reads: Debian and Ubuntu's
+    /// package open-jtalk-mecab-naist-jdic, or pyopenjtalk's
+    /// open_jtalk_dic_utf_8-1.11. Default: $OPEN_JTALK_DICT_DIR, else the Debian
+    /// package's folder.
+    #[arg(long, value_name = "DIR")]
+    pub japanese_dictionary: Option<PathBuf>,
 
     /// Tokenise the text as written (NeMo's default, apply_TN=False) instead of
     /// reading numbers, money, dates, times and measures aloud first ("$3.50" →
@@ -197,13 +207,11 @@ pub fn run(args: TtsArgs) -> Result<()> {
     }
     // Text that is too long or has nothing this language's front end can encode is
     // refused before any weights load (v2602's table holds every language).
-    let lexicon = read_lexicon(args.lexicon.as_deref(), language)?;
-    let mut front = TextFrontEnd::new(TextVocabulary::v2602());
-    if let Some(ipa) = &lexicon {
-        front = front.with_ipa(language, Ok::<_, rill_text::TextError>(ipa.clone()));
-    }
+    let dictionaries = Dictionaries::read(&args, language)?;
+    let front =
+        dictionaries.apply(TextFrontEnd::new(TextVocabulary::v2602()).with_installed_japanese());
     // A dictionary the .nemo brings is only known once it is read.
-    let from_nemo = lexicon.is_none()
+    let from_nemo = dictionaries.lexicon.is_none()
         && language.info().front_end.dictionary().is_some()
         && args.magpie.as_deref().is_some_and(|p| {
             p.extension()
@@ -258,12 +266,7 @@ pub fn run(args: TtsArgs) -> Result<()> {
         args.precision.format(),
         language,
     )?;
-    if let Some(ipa) = lexicon {
-        voice.front = voice
-            .front
-            .clone()
-            .with_ipa(language, Ok::<_, rill_text::TextError>(ipa));
-    }
+    voice.front = dictionaries.apply(voice.front.clone());
     let options = SpeakOptions {
         language,
         speaker: args.speaker,
@@ -381,32 +384,80 @@ fn read_text(args: &TtsArgs) -> Result<String> {
     })
 }
 
-/// `--lexicon FILE`: the Spanish or German front end with that dictionary (German
-/// with the embedded heteronym list); refused for a language that reads none.
-fn read_lexicon(path: Option<&Path>, language: Language) -> Result<Option<rill_text::IpaFrontEnd>> {
-    use rill_text::{FrontEnd, IpaFrontEnd};
-    let Some(path) = path else {
-        return Ok(None);
-    };
-    let front = match language.info().front_end {
-        FrontEnd::GermanIpa => IpaFrontEnd::german_from_files(Some(path), None),
-        FrontEnd::SpanishIpa => IpaFrontEnd::spanish_from_file(path),
-        _ => {
-            return Err(usage(format!(
-                "--lexicon gives the Spanish or German pronunciation dictionary; {} reads \
-                 none (drop --lexicon, or pass --language es or de)",
-                language.name()
-            )))
+/// `--list-languages`' status of Japanese without OpenJTalk's dictionary.
+const JAPANESE_NEEDS: &str =
+    "needs OpenJTalk's dictionary: --japanese-dictionary DIR (apt install open-jtalk-mecab-naist-jdic)";
+
+/// The dictionaries given on the command line, read before any weights load.
+struct Dictionaries {
+    language: Language,
+    /// `--lexicon FILE`: the Spanish or German front end with that dictionary
+    /// (German with the embedded heteronym list).
+    lexicon: Option<rill_text::IpaFrontEnd>,
+    /// `--japanese-dictionary DIR`: the Japanese front end on that folder.
+    japanese: Option<JapaneseFrontEnd>,
+}
+
+impl Dictionaries {
+    /// Reads them; each is refused for a language that reads none, and one that
+    /// cannot be read is a usage error.
+    fn read(args: &TtsArgs, language: Language) -> Result<Dictionaries> {
+        use rill_text::{FrontEnd, IpaFrontEnd};
+        let lexicon = match &args.lexicon {
+            None => None,
+            Some(path) => Some(
+                match language.info().front_end {
+                    FrontEnd::GermanIpa => IpaFrontEnd::german_from_files(Some(path), None),
+                    FrontEnd::SpanishIpa => IpaFrontEnd::spanish_from_file(path),
+                    _ => {
+                        return Err(usage(format!(
+                            "--lexicon gives the Spanish or German pronunciation dictionary; \
+                             {} reads none (drop --lexicon, or pass --language es or de)",
+                            language.name()
+                        )))
+                    }
+                }
+                .map_err(|e| usage(e.to_string()))?,
+            ),
+        };
+        let japanese = match &args.japanese_dictionary {
+            None => None,
+            Some(_) if language != Language::Japanese => {
+                return Err(usage(format!(
+                    "--japanese-dictionary gives OpenJTalk's dictionary for Japanese; {} \
+                     reads none (drop it, or pass --language ja)",
+                    language.name()
+                )))
+            }
+            Some(dir) => Some(
+                JapaneseFrontEnd::open(dir)
+                    .map_err(|e| usage(format!("--japanese-dictionary: {e}")))?,
+            ),
+        };
+        Ok(Dictionaries {
+            language,
+            lexicon,
+            japanese,
+        })
+    }
+
+    /// `front` with them, replacing the checkpoint's or the machine's own.
+    fn apply(&self, mut front: TextFrontEnd) -> TextFrontEnd {
+        if let Some(ipa) = &self.lexicon {
+            front = front.with_ipa(self.language, Ok::<_, rill_text::TextError>(ipa.clone()));
         }
-    };
-    front.map(Some).map_err(|e| usage(e.to_string()))
+        if let Some(ja) = &self.japanese {
+            front = front.with_japanese(Ok::<_, rill_text::TextError>(ja.clone()));
+        }
+        front
+    }
 }
 
 /// `--list-languages` / `--list-voices`.
 fn list(args: &TtsArgs) -> Result<()> {
     let have_weights = args.random_weights.is_some() || args.magpie.is_some();
     let language: Language = args.language.parse().map_err(|e| usage(format!("{e}")))?;
-    let lexicon = read_lexicon(args.lexicon.as_deref(), language)?;
+    let dictionaries = Dictionaries::read(args, language)?;
     let voice = if args.list_voices || have_weights {
         let mut v = load_voice(
             args.magpie.as_deref(),
@@ -415,11 +466,7 @@ fn list(args: &TtsArgs) -> Result<()> {
             args.precision.format(),
             language,
         )?;
-        if let Some(ipa) = lexicon {
-            v.front = v
-                .front
-                .with_ipa(language, Ok::<_, rill_text::TextError>(ipa));
-        }
+        v.front = dictionaries.apply(v.front);
         Some(v)
     } else {
         None
@@ -438,11 +485,23 @@ fn list(args: &TtsArgs) -> Result<()> {
                     Err(_) if l.front_end == rill_text::FrontEnd::GermanIpa => {
                         "needs de_nv230119.dict: a .nemo checkpoint or --lexicon".into()
                     }
+                    Err(_) if l.front_end == rill_text::FrontEnd::JapaneseKatakana => {
+                        JAPANESE_NEEDS.into()
+                    }
                     Err(e) => format!("unavailable: {e}"),
                 },
                 (None, None) => match l.front_end {
                     rill_text::FrontEnd::GermanIpa => {
                         "ready with a .nemo checkpoint or --lexicon de_nv230119.dict".into()
+                    }
+                    rill_text::FrontEnd::JapaneseKatakana => {
+                        let front = dictionaries.apply(
+                            TextFrontEnd::new(TextVocabulary::v2602()).with_installed_japanese(),
+                        );
+                        match front.check(l.language) {
+                            Ok(_) => "ready".into(),
+                            Err(_) => JAPANESE_NEEDS.into(),
+                        }
                     }
                     _ => "ready".into(),
                 },

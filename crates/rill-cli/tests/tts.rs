@@ -76,12 +76,14 @@ fn tts_without_weights_says_how_to_get_them() {
 #[test]
 fn tts_rejects_other_languages_and_bad_speakers() {
     for (args, want) in [
-        (vec!["--language", "ja"], "not supported yet"),
+        (vec!["--language", "ja"], "open-jtalk-mecab-naist-jdic"),
         (vec!["--language", "de"], "--lexicon FILE"),
         (vec!["--speaker", "9"], "out of range"),
         (vec!["--temperature", "nan"], "temperature"),
     ] {
         let out = rill()
+            // No OpenJTalk dictionary where the variable points.
+            .env("OPEN_JTALK_DICT_DIR", scratch("no-openjtalk-dictionary"))
             .args(["tts", "--random-weights", "--text", "Hello.", "-o"])
             .arg(scratch("bad.wav"))
             .args(&args)

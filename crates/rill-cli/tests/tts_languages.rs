@@ -116,6 +116,55 @@ fn mandarin_speaks_nemos_token_ids() {
     }
 }
 
+#[test]
+fn japanese_speaks_nemos_token_ids_with_openjtalks_dictionary() {
+    // The machine's OpenJTalk dictionary (CI installs Debian's and sets RILL_JA_TEST=1).
+    if rill_text::japanese::JapaneseFrontEnd::default_dir().is_none() {
+        assert!(
+            std::env::var("RILL_JA_TEST").map_or(true, |v| v != "1"),
+            "RILL_JA_TEST=1 but no OpenJTalk dictionary: apt install open-jtalk-mecab-naist-jdic"
+        );
+        eprintln!("SKIP: no OpenJTalk dictionary (apt install open-jtalk-mecab-naist-jdic)");
+        return;
+    }
+    // tokenizer_ja.json records ids relative to the ja table (offset 458), no EOS.
+    let path = rill_testkit::repo_root().join("testdata/magpie/tokenizer_ja.json");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let offset = rec["offset"].as_i64().unwrap();
+    assert_eq!(offset, 458);
+    let rows = rec["sentences"].as_array().unwrap();
+    // A short sentence, one with digits and Latin letters, and the longest single
+    // utterance of the hand-written ones.
+    let picks = [
+        rows.iter()
+            .find(|r| r["text"].as_str().unwrap().chars().count() < 12),
+        rows.iter().find(|r| {
+            let t = r["text"].as_str().unwrap();
+            t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(|c| c.is_ascii_uppercase())
+        }),
+        rows.iter()
+            .filter(|r| r["words"].as_i64().unwrap() < 80)
+            .max_by_key(|r| r["text"].as_str().unwrap().len()),
+    ];
+    for (i, row) in picks.into_iter().enumerate() {
+        let row = row.expect("such a sentence in the recording");
+        let text = row["text"].as_str().unwrap();
+        let want: Vec<i64> = row["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() + offset)
+            .chain([2361])
+            .collect();
+        let tokens = dumped_tokens(
+            &format!("ja{i}"),
+            &["--language", "ja", "--no-normalize", "--text", text],
+        );
+        assert_eq!(tokens, want, "{text}");
+    }
+}
+
 /// `--dump`'s text tokens for `args` (three frames on random weights).
 fn dumped_tokens(name: &str, args: &[&str]) -> Vec<i64> {
     let (out, dump) = (
@@ -391,8 +440,15 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
             "nothing the English tokenizer",
         ),
         (
-            vec!["--language", "ja", "--text", "こんにちは"],
-            "not supported yet",
+            vec![
+                "--language",
+                "ja",
+                "--japanese-dictionary",
+                "/nonexistent/open_jtalk_dic",
+                "--text",
+                "こんにちは",
+            ],
+            "/nonexistent/open_jtalk_dic",
         ),
         (
             vec!["--language", "fr", "--text-file", big],

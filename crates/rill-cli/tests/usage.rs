@@ -71,8 +71,22 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
         a.extend_from_slice(extra);
         run(&a)
     };
-    let o = speak(&["--text", "こんにちは。", "--language", "ja"]);
-    assert_eq!(refused(&o, "not supported"), 2);
+    let o = speak(&[
+        "--text",
+        "こんにちは。",
+        "--language",
+        "ja",
+        "--japanese-dictionary",
+        "/nonexistent/open_jtalk_dic",
+    ]);
+    assert_eq!(refused(&o, "/nonexistent/open_jtalk_dic"), 2);
+    let o = speak(&[
+        "--text",
+        "Hello.",
+        "--japanese-dictionary",
+        "/nonexistent/dic",
+    ]);
+    assert_eq!(refused(&o, "--language ja"), 2);
     let o = speak(&["--text", "Hallo.", "--language", "de"]);
     assert_eq!(refused(&o, "de_nv230119.dict"), 2);
     let o = rill()

@@ -121,6 +121,22 @@ impl TextFrontEnd {
         self
     }
 
+    /// With the Japanese front end on the machine's OpenJTalk dictionary
+    /// (`JapaneseFrontEnd::default_dir`: `$OPEN_JTALK_DICT_DIR`, else Debian's
+    /// package folder) when there is one; a dictionary there that cannot be read is
+    /// kept as the reason Japanese is unavailable. Unchanged without the `japanese`
+    /// feature.
+    pub fn with_installed_japanese(self) -> Self {
+        #[cfg(feature = "japanese")]
+        {
+            use crate::japanese::JapaneseFrontEnd;
+            if let Some(dir) = JapaneseFrontEnd::default_dir() {
+                return self.with_japanese(JapaneseFrontEnd::open(&dir));
+            }
+        }
+        self
+    }
+
     /// The Japanese front end, or what to do to get one.
     #[cfg(feature = "japanese")]
     fn japanese(&self) -> Result<&crate::japanese::JapaneseFrontEnd> {

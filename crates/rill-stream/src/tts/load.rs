@@ -44,8 +44,9 @@ pub enum VoiceSource<'a> {
 impl Voice {
     /// Loads a voice from `source` with Magpie's linear layers in `format`: the
     /// weights, the checkpoint's inference parameters (upstream's defaults where
-    /// it has none) and the `.nemo`'s own dictionaries when it has them (English,
-    /// Spanish, German: about 0.13 s to parse the latter two).
+    /// it has none), the `.nemo`'s own dictionaries when it has them (English,
+    /// Spanish, German: about 0.13 s to parse the latter two) and the machine's
+    /// OpenJTalk dictionary for Japanese when there is one.
     /// A missing file is a [`TtsError::MissingWeights`] that includes
     /// [`download_instructions`].
     pub fn load(source: VoiceSource<'_>, format: WeightFormat) -> Result<Voice, TtsError> {
@@ -136,6 +137,9 @@ impl Voice {
         for (language, ipa_front) in ipa {
             front = front.with_ipa(language, ipa_front);
         }
+        // Japanese reads OpenJTalk's dictionary from the machine (no checkpoint has
+        // one); a host may give another with `TextFrontEnd::with_japanese`.
+        let front = front.with_installed_japanese();
         Ok(Voice {
             model,
             codec: Arc::new(codec),
