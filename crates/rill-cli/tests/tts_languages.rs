@@ -408,7 +408,25 @@ fn listings() {
         assert!(table.contains(row), "{row:?} missing in\n{table}");
     }
     assert!(
-        table.contains("es    Spanish") && table.contains("not yet"),
+        !table.contains("not yet"),
+        "every language is built:\n{table}"
+    );
+    // Japanese is ready where OpenJTalk's dictionary is, and says how to get it elsewhere.
+    if rill_text::japanese::JapaneseFrontEnd::default_dir().is_some() {
+        assert!(
+            table.contains("ja    Japanese    japanese_phoneme          458   175  ready"),
+            "{table}"
+        );
+    }
+    let o = rill()
+        .env("OPEN_JTALK_DICT_DIR", scratch("no-openjtalk-dictionary"))
+        .args(["speak", "--list-languages"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("458   175  needs OpenJTalk's dictionary: --japanese-dictionary DIR"),
         "{table}"
     );
     let o = rill()
