@@ -169,7 +169,9 @@ impl Speech {
         let primary = Arc::new(Voice::load(source, format).map_err(tts_error)?);
         let languages = match lazy {
             // What the full table will speak (English from the loaded voice).
-            Some(_) => TextFrontEnd::new(TextVocabulary::v2602()).languages(),
+            Some(_) => TextFrontEnd::new(TextVocabulary::v2602())
+                .with_installed_japanese()
+                .languages(),
             None => primary.front.languages(),
         };
         Ok(Speech {
