@@ -15,6 +15,7 @@ mod classes;
 mod num;
 mod tables;
 
+use super::lattice::{cheapest, escape, tok, Tagged, Text, Tok};
 use tables::{PUNCT_RANGES, WHITELIST};
 
 /// Weights ×100 (NeMo's are in tenths and hundredths).
@@ -31,59 +32,6 @@ const MAX_PERMUTATIONS: u64 = 729;
 
 /// Longest punctuation-run prefixes offered besides the whole run.
 const SHORT_RUNS: usize = 8;
-
-/// One candidate token: where it ends (in chars), its cost, its spoken form, the number
-/// of orderings NeMo tries for it, and whether NeMo's verbaliser fails on it.
-struct Tok {
-    end: usize,
-    cost: i64,
-    out: String,
-    perms: u64,
-    fail: bool,
-}
-
-/// A token of `cost` with `fields` fields (NeMo tries fields! orderings).
-fn tok(end: usize, cost: i64, out: String, fields: u64) -> Tok {
-    Tok {
-        end,
-        cost,
-        out,
-        perms: (1..=fields).product(),
-        fail: false,
-    }
-}
-
-/// The text as chars with their byte offsets.
-struct Text<'a> {
-    s: &'a str,
-    chars: Vec<(usize, char)>,
-    /// How many ASCII digits run from each char on.
-    runs: Vec<usize>,
-    /// How many punctuation marks run from each char on (a "〜" only first).
-    puncts: Vec<usize>,
-}
-
-impl Text<'_> {
-    fn byte(&self, i: usize) -> usize {
-        self.chars.get(i).map_or(self.s.len(), |c| c.0)
-    }
-    fn slice(&self, i: usize, j: usize) -> &str {
-        &self.s[self.byte(i)..self.byte(j)]
-    }
-    fn rest(&self, i: usize) -> &str {
-        &self.s[self.byte(i).min(self.s.len())..]
-    }
-    fn digits(&self, i: usize) -> usize {
-        self.runs.get(i).copied().unwrap_or(0)
-    }
-    fn at(&self, i: usize) -> Option<char> {
-        self.chars.get(i).map(|c| c.1)
-    }
-    /// Chars in `p` if the text at `i` starts with it.
-    fn starts(&self, i: usize, p: &str) -> Option<usize> {
-        self.rest(i).starts_with(p).then(|| p.chars().count())
-    }
-}
 
 /// What NeMo's Japanese grammars count as white space (never inside a token but a date's
 /// brackets or a fraction's whole part).
@@ -123,86 +71,14 @@ fn is_punct(c: char) -> bool {
 pub(super) fn normalize(text: &str, changes: &mut Vec<(Range<usize>, String)>) -> String {
     let trimmed = text.trim();
     let base = trimmed.as_ptr() as usize - text.as_ptr() as usize;
-    let chars: Vec<(usize, char)> = trimmed.char_indices().collect();
-    let n = chars.len();
-    let mut runs = vec![0; n + 1];
-    let mut puncts = vec![0; n + 1];
-    for (k, c) in chars.iter().enumerate().rev() {
-        if c.1.is_ascii_digit() {
-            runs[k] = runs[k + 1] + 1;
-        }
-        if is_punct(c.1) {
-            // A "〜" ends the run before it (NeMo reads it から there), but after "<".
-            let next = c.1 != '<' && chars.get(k + 1).is_some_and(|d| d.1 == '〜');
-            puncts[k] = if next { 1 } else { puncts[k + 1] + 1 };
-        }
-    }
-    let t = Text {
-        s: trimmed,
-        chars,
-        runs,
-        puncts,
-    };
-    // best[i]: cheapest cost of tagging the first i chars, and the token ending there.
-    let mut best: Vec<Option<(i64, usize, Tok)>> = (0..=n).map(|_| None).collect();
-    best[0] = Some((0, 0, tok(0, 0, String::new(), 1)));
-    for i in 0..n {
-        let Some(here) = best[i].as_ref().map(|b| b.0) else {
-            continue;
-        };
-        for c in candidates(&t, i) {
-            let cost = here + c.cost;
-            let end = c.end;
-            if best[end].as_ref().is_none_or(|b| cost < b.0) {
-                best[end] = Some((cost, i, c));
-            }
-        }
-    }
-    if best[n].is_none() {
+    // A "〜" ends the run of marks before it (NeMo reads it から there), but after "<".
+    let t = Text::new(trimmed, is_punct, |c, next| c != '<' && next == Some('〜'));
+    match cheapest(&t, base, MAX_PERMUTATIONS, candidates, changes) {
+        Tagged::Spoken(out) => collapse(&out),
+        Tagged::Failed => collapse(&escape(trimmed)),
         // White space outside a date or fraction: NeMo's tagger finds no path and raises.
-        return collapse(trimmed);
+        Tagged::NoPath => collapse(trimmed),
     }
-    let mut path = Vec::new();
-    let mut j = n;
-    while j > 0 {
-        let Some((_, start, tk)) = best[j].take() else {
-            break;
-        };
-        path.push((start, tk));
-        j = start;
-    }
-    path.reverse();
-    if path.iter().any(|(_, tk)| tk.fail) {
-        return collapse(&escape(trimmed));
-    }
-    let mut out = String::new();
-    let mut group = 1u64;
-    for (start, tk) in path {
-        if tk.perms * group > MAX_PERMUTATIONS {
-            out.push(' ');
-            group = 1;
-        }
-        group *= tk.perms;
-        let written = t.slice(start, tk.end);
-        if written != tk.out {
-            let range = base + t.byte(start)..base + t.byte(tk.end);
-            changes.push((range, tk.out.clone()));
-        }
-        out.push_str(&tk.out);
-    }
-    collapse(&out)
-}
-
-/// NeMo's `pynini.escape` on the text it returns when its verbaliser fails.
-fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '[' | ']' | '\\') {
-            o.push('\\');
-        }
-        o.push(c);
-    }
-    o
 }
 
 /// Runs of white space become one space; none at either end.

@@ -37,6 +37,7 @@ mod fr;
 mod hi;
 mod it;
 mod ja;
+mod lattice;
 mod numbers;
 mod scan;
 mod vi;

@@ -39,6 +39,7 @@ mod classes;
 mod num;
 mod tables;
 
+use super::lattice::{cheapest, escape, tok, Tagged, Text, Tok};
 use num::{cardinal, digit_by_digit};
 use tables::{UNITS, WHITELIST};
 
@@ -62,58 +63,6 @@ const QUANTITY: &[&str] = &[
     "十億", "百億", "千億", "拾萬", "佰萬", "仟萬", "拾億", "佰億", "仟億", "拾万", "佰万", "仟万",
     "仟亿", "佰亿",
 ];
-
-/// One candidate token: where it ends (in chars), its cost, its spoken form, the number
-/// of orderings NeMo tries for it, and whether NeMo fails on it.
-struct Tok {
-    end: usize,
-    cost: i64,
-    out: String,
-    perms: u64,
-    fail: bool,
-}
-
-fn tok(end: usize, cost: i64, out: String, keys: u64) -> Tok {
-    Tok {
-        end,
-        cost,
-        out,
-        perms: (1..=keys).product(),
-        fail: false,
-    }
-}
-
-/// The text from char `i` on, as chars with their byte offsets.
-struct Text<'a> {
-    s: &'a str,
-    chars: Vec<(usize, char)>,
-    /// How many ASCII digits run from each char on.
-    runs: Vec<usize>,
-    /// How many punctuation marks run from each char on.
-    puncts: Vec<usize>,
-}
-
-impl Text<'_> {
-    fn byte(&self, i: usize) -> usize {
-        self.chars.get(i).map_or(self.s.len(), |c| c.0)
-    }
-    fn slice(&self, i: usize, j: usize) -> &str {
-        &self.s[self.byte(i)..self.byte(j)]
-    }
-    fn rest(&self, i: usize) -> &str {
-        &self.s[self.byte(i)..]
-    }
-    fn digits(&self, i: usize) -> usize {
-        self.runs.get(i).copied().unwrap_or(0)
-    }
-    fn at(&self, i: usize) -> Option<char> {
-        self.chars.get(i).map(|c| c.1)
-    }
-    /// Chars in `p` if the text at `i` starts with it.
-    fn starts(&self, i: usize, p: &str) -> Option<usize> {
-        self.rest(i).starts_with(p).then(|| p.chars().count())
-    }
-}
 
 /// Unicode punctuation NeMo's punctuation tagger takes (general category P, less the
 /// symbols it leaves to words).
@@ -156,84 +105,16 @@ fn is_punct(c: char) -> bool {
 pub(super) fn normalize(text: &str, changes: &mut Vec<(Range<usize>, String)>) -> String {
     let trimmed = text.trim();
     let base = trimmed.as_ptr() as usize - text.as_ptr() as usize;
-    let chars: Vec<(usize, char)> = trimmed.char_indices().collect();
-    let mut runs = vec![0; chars.len() + 1];
-    let mut puncts = vec![0; chars.len() + 1];
-    for (k, c) in chars.iter().enumerate().rev() {
-        if c.1.is_ascii_digit() {
-            runs[k] = runs[k + 1] + 1;
-        }
-        if is_punct(c.1) {
-            puncts[k] = puncts[k + 1] + 1;
-        }
-    }
-    let t = Text {
-        s: trimmed,
-        chars,
-        runs,
-        puncts,
-    };
     // A `"` breaks NeMo's token parser whatever it is tagged as.
     if trimmed.contains('"') {
         return collapse(&escape(trimmed));
     }
-    let n = t.chars.len();
-    // best[i]: cheapest cost of tagging the first i chars, and the token ending there.
-    let mut best: Vec<Option<(i64, usize, Tok)>> = (0..=n).map(|_| None).collect();
-    best[0] = Some((0, 0, tok(0, 0, String::new(), 1)));
-    for i in 0..n {
-        let Some(here) = best[i].as_ref().map(|b| b.0) else {
-            continue;
-        };
-        for c in candidates(&t, i) {
-            let cost = here + c.cost;
-            let end = c.end;
-            if best[end].as_ref().is_none_or(|b| cost < b.0) {
-                best[end] = Some((cost, i, c));
-            }
-        }
+    let t = Text::new(trimmed, is_punct, |_, _| false);
+    match cheapest(&t, base, MAX_PERMUTATIONS, candidates, changes) {
+        Tagged::Spoken(out) => collapse(&out),
+        // Every char is at least a word: there is always a path.
+        Tagged::Failed | Tagged::NoPath => collapse(&escape(trimmed)),
     }
-    let mut path = Vec::new();
-    let mut j = n;
-    while j > 0 {
-        let Some((_, start, tk)) = best[j].take() else {
-            break;
-        };
-        path.push((start, tk));
-        j = start;
-    }
-    path.reverse();
-    if path.iter().any(|(_, tk)| tk.fail) {
-        return collapse(&escape(trimmed));
-    }
-    let mut out = String::new();
-    let mut group = 1u64;
-    for (start, tk) in path {
-        if tk.perms * group > MAX_PERMUTATIONS {
-            out.push(' ');
-            group = 1;
-        }
-        group *= tk.perms;
-        let written = t.slice(start, tk.end);
-        if written != tk.out {
-            let range = base + t.byte(start)..base + t.byte(tk.end);
-            changes.push((range, tk.out.clone()));
-        }
-        out.push_str(&tk.out);
-    }
-    collapse(&out)
-}
-
-/// NeMo's `pynini.escape` on the text it returns when it fails.
-fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '[' | ']' | '\\') {
-            o.push('\\');
-        }
-        o.push(c);
-    }
-    o
 }
 
 /// Runs of spaces become one; no space at either end.
