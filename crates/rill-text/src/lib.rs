@@ -142,7 +142,7 @@ pub enum TextError {
     TooLong { bytes: usize, max: usize },
     #[error(
         "an utterance of {tokens} tokens is longer than the {max} the model takes: split the \
-         text into shorter sentences (. ? ! end a sentence): {excerpt:?}"
+         text into shorter sentences (. ? !, and in Chinese and Japanese 。？！, end a sentence): {excerpt:?}"
     )]
     UtteranceTooLong {
         tokens: usize,
