@@ -13,7 +13,9 @@ Run from the repository root, in a virtual environment with the reference:
     python3.11 -m venv tn-venv && tn-venv/bin/pip install nemo_text_processing==1.2.0 pynini==2.1.6.post1
     tn-venv/bin/python testdata/magpie/make_normalize.py --lang es
 
-(--cache-dir DIR keeps the compiled grammars between runs; it does not change the output.)
+(--cache-dir DIR keeps the compiled grammars between runs; it does not change the output.
+Give zh and ja different folders: NeMo names the Japanese grammar's cache file zh_tn_*, so
+one folder would hand the Mandarin grammar to Japanese or the other way round.)
 
 Recorded with Python 3.11, nemo_text_processing 1.2.0, pynini 2.1.6.post1 (building the
 English grammars takes a few minutes on first use, the others about a minute).
