@@ -47,7 +47,8 @@ import random
 import re
 import sys
 import tempfile
-import zipfile
+
+import make_tokenizer_langs
 
 HERE = pathlib.Path(__file__).resolve().parent
 FILES = [
@@ -141,32 +142,6 @@ def digit_texts(n, seed):
           for _ in range(n)]
 
 
-def rows_per_line(obj):
-  dump = lambda v: json.dumps(v, ensure_ascii=False, separators=(',', ':'))
-  parts = []
-  for k, v in obj.items():
-    if isinstance(v, list) and v and isinstance(v[0], dict):
-      parts.append(dump(k) + ':[\n' + ',\n'.join(dump(r) for r in v) + '\n]')
-    else:
-      parts.append(dump(k) + ':' + dump(v))
-  return '{\n' + ',\n'.join(parts) + '\n}\n'
-
-
-def build_tree(wheel, root):
-  with zipfile.ZipFile(wheel) as z:
-    for rel in FILES:
-      path = root / rel
-      path.parent.mkdir(parents=True, exist_ok=True)
-      path.write_bytes(z.read(rel))
-  for rel, text in STUBS.items():
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding='utf-8')
-  for d in [p for p in root.rglob('*') if p.is_dir()]:
-    if not (d / '__init__.py').exists():
-      (d / '__init__.py').write_text('')
-
-
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument('--wheel', required=True, type=pathlib.Path, help='nemo_toolkit-3.0.0 wheel')
@@ -186,7 +161,7 @@ def main():
   if sentences[-1] == '':
     sentences.pop()
   with tempfile.TemporaryDirectory() as tmp:
-    build_tree(a.wheel, pathlib.Path(tmp))
+    make_tokenizer_langs.write_tree(a.wheel, pathlib.Path(tmp), FILES, STUBS)
     sys.path.insert(0, tmp)
     from nemo.collections.tts.g2p.models.ja_jp_ipa import JapaneseKatakanaAccentG2p
     from nemo.collections.common.tokenizers.text_to_speech.tts_tokenizers import JapanesePhonemeTokenizer
@@ -194,7 +169,6 @@ def main():
     tok = JapanesePhonemeTokenizer(g2p, punct=True, apostrophe=False, pad_with_space=True)
     assert len(tok.tokens) == 175, len(tok.tokens)
     sys.path.insert(0, str(HERE))
-    import make_tokenizer_langs
     thresholds = make_tokenizer_langs.build_tree(a.wheel, pathlib.Path(tmp) / 'split')['LanguageThresholds']()
 
     def run(text):
@@ -210,7 +184,7 @@ def main():
                sentences=[run(t) for t in sentences + long],
                random=[run(t) for t in random_texts(400, 20261207, words)],
                digits=[run(t) for t in digit_texts(150, 7)])
-    pathlib.Path(a.out).write_text(rows_per_line(out), encoding='utf-8')
+    pathlib.Path(a.out).write_text(make_tokenizer_langs.rows_per_line(out, only_lists_of_rows=True), encoding='utf-8')
     print('wrote', a.out, len(out['sentences']), 'sentences,', len(out['random']), 'random,',
           len(out['digits']), 'digit texts')
 

@@ -177,32 +177,40 @@ def long_texts(lang):
   return [' '.join(base * 4), ''.join(base * 3), ' '.join(base[::-1] * 8)]
 
 
-def rows_per_line(obj):
-  """JSON with one text (row) per line: small and diffable."""
+def rows_per_line(obj, only_lists_of_rows=False):
+  """JSON with one text (row) per line: small and diffable (with only_lists_of_rows, other
+  lists stay on one line)."""
   dump = lambda v: json.dumps(v, ensure_ascii=False, separators=(',', ':'))
   parts = []
   for k, v in obj.items():
-    if isinstance(v, list):
+    if isinstance(v, list) and (not only_lists_of_rows or (v and isinstance(v[0], dict))):
       parts.append(dump(k) + ':[\n' + ',\n'.join(dump(r) for r in v) + '\n]')
     else:
       parts.append(dump(k) + ':' + dump(v))
   return '{\n' + ',\n'.join(parts) + '\n}\n'
 
 
-def build_tree(wheel, root):
+def write_tree(wheel, root, files, stubs):
+  """The wheel's `files` and the `stubs` under `root`, every folder a package (the
+  make_tokenizer_*.py scripts import NeMo's modules from there, without torch)."""
   with zipfile.ZipFile(wheel) as z:
-    for rel in FILES:
+    for rel in files:
       path = root / rel
       path.parent.mkdir(parents=True, exist_ok=True)
       path.write_bytes(z.read(rel))
-    src = z.read(DATASET_UTILS).decode('utf-8')
-  for rel, text in STUBS.items():
+  for rel, text in stubs.items():
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding='utf-8')
   for d in [p for p in root.rglob('*') if p.is_dir()]:
     if not (d / '__init__.py').exists():
       (d / '__init__.py').write_text('')
+
+
+def build_tree(wheel, root):
+  write_tree(wheel, root, FILES, STUBS)
+  with zipfile.ZipFile(wheel) as z:
+    src = z.read(DATASET_UTILS).decode('utf-8')
   # The sentence splitter and thresholds, out of a module that imports torch.
   tree = ast.parse(src)
   keep = []

@@ -34,7 +34,8 @@ import random
 import sys
 import tempfile
 import unicodedata
-import zipfile
+
+import make_tokenizer_langs
 
 HERE = pathlib.Path(__file__).resolve().parent
 FILES = [
@@ -191,32 +192,6 @@ def random_texts2(n, seed, words, phrases):
   return texts
 
 
-def rows_per_line(obj):
-  dump = lambda v: json.dumps(v, ensure_ascii=False, separators=(',', ':'))
-  parts = []
-  for k, v in obj.items():
-    if isinstance(v, list):
-      parts.append(dump(k) + ':[\n' + ',\n'.join(dump(r) for r in v) + '\n]')
-    else:
-      parts.append(dump(k) + ':' + dump(v))
-  return '{\n' + ',\n'.join(parts) + '\n}\n'
-
-
-def build_tree(wheel, root):
-  with zipfile.ZipFile(wheel) as z:
-    for rel in FILES:
-      path = root / rel
-      path.parent.mkdir(parents=True, exist_ok=True)
-      path.write_bytes(z.read(rel))
-  for rel, text in STUBS.items():
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding='utf-8')
-  for d in [p for p in root.rglob('*') if p.is_dir()]:
-    if not (d / '__init__.py').exists():
-      (d / '__init__.py').write_text('')
-
-
 def re_hans_ranges():
   from pypinyin.constants import RE_HANS
   ranges, start = [], None
@@ -242,7 +217,7 @@ def main():
   import pypinyin
   from pypinyin import Style, lazy_pinyin
   with tempfile.TemporaryDirectory() as tmp:
-    build_tree(a.wheel, pathlib.Path(tmp))
+    make_tokenizer_langs.write_tree(a.wheel, pathlib.Path(tmp), FILES, STUBS)
     sys.path.insert(0, tmp)
     from nemo.collections.tts.g2p.models.zh_cn_pinyin import ChineseG2p
     from nemo.collections.common.tokenizers.text_to_speech.tts_tokenizers import ChinesePhonemesTokenizer
@@ -254,7 +229,6 @@ def main():
     # NeMo's sentence splitting and thresholds, taken out of tts_dataset_utils.py as
     # make_tokenizer_langs.py does.
     sys.path.insert(0, str(HERE))
-    import make_tokenizer_langs
     split_scope = make_tokenizer_langs.build_tree(a.wheel, pathlib.Path(tmp) / 'split')
     split = split_scope['split_by_sentence']
     thresholds = split_scope['LanguageThresholds']()
@@ -283,7 +257,7 @@ def main():
                sentences=[run(t) for t in fixed],
                random=[run(t) for t in random_texts(250, 8000, sample)]
                + [run(t) for t in random_texts2(350, 8001, sample, phrases)])
-    pathlib.Path(a.out).write_text(rows_per_line(out), encoding='utf-8')
+    pathlib.Path(a.out).write_text(make_tokenizer_langs.rows_per_line(out), encoding='utf-8')
     print('wrote', a.out, len(out['sentences']), 'fixed +', len(out['random']), 'random texts')
 
 

@@ -17,17 +17,32 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// The recording `testdata/magpie/{name}.json` (a missing fixture fails).
+fn recording(name: &str) -> serde_json::Value {
+    rill_testkit::magpie_json(&format!("{name}.json"))
+}
+
+/// A row's ids recorded relative to its language's table (tokenizer_zh/ja.json) as
+/// `--dump` writes them: `offset` added, EOS 2361 after.
+fn with_offset_and_eos(row: &serde_json::Value, offset: i64) -> Vec<i64> {
+    row["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap() + offset)
+        .chain([2361])
+        .collect()
+}
+
 /// NeMo's ids for `text` in the recording of `code` (a missing fixture fails).
 fn nemo_ids(code: &str, text: &str) -> Vec<i64> {
-    let path = rill_testkit::repo_root().join(format!("testdata/magpie/tokenizer_{code}.json"));
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let rec = recording(&format!("tokenizer_{code}"));
     let row = rec["sentences"]
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["text"] == text)
-        .unwrap_or_else(|| panic!("{text:?} is not in {}", path.display()));
+        .unwrap_or_else(|| panic!("{text:?} is not in tokenizer_{code}.json"));
     row["ids"]
         .as_array()
         .unwrap()
@@ -84,9 +99,7 @@ fn french_and_hindi_speak_nemos_token_ids() {
 #[test]
 fn mandarin_speaks_nemos_token_ids() {
     // tokenizer_zh.json records ids relative to the zh table (offset 349), no EOS.
-    let path = rill_testkit::repo_root().join("testdata/magpie/tokenizer_zh.json");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let rec = recording("tokenizer_zh");
     let offset = rec["offset"].as_i64().unwrap();
     assert_eq!(offset, 349);
     for text in [
@@ -99,15 +112,9 @@ fn mandarin_speaks_nemos_token_ids() {
             .iter()
             .find(|r| r["text"] == text)
         else {
-            panic!("{text:?} is not in {}", path.display());
+            panic!("{text:?} is not in tokenizer_zh.json");
         };
-        let want: Vec<i64> = row["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_i64().unwrap() + offset)
-            .chain([2361])
-            .collect();
+        let want = with_offset_and_eos(row, offset);
         let tokens = dumped_tokens(
             "zh",
             &["--language", "zh", "--no-normalize", "--text", text],
@@ -128,9 +135,7 @@ fn japanese_speaks_nemos_token_ids_with_openjtalks_dictionary() {
         return;
     }
     // tokenizer_ja.json records ids relative to the ja table (offset 458), no EOS.
-    let path = rill_testkit::repo_root().join("testdata/magpie/tokenizer_ja.json");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+    let rec = recording("tokenizer_ja");
     let offset = rec["offset"].as_i64().unwrap();
     assert_eq!(offset, 458);
     let rows = rec["sentences"].as_array().unwrap();
@@ -150,13 +155,7 @@ fn japanese_speaks_nemos_token_ids_with_openjtalks_dictionary() {
     for (i, row) in picks.into_iter().enumerate() {
         let row = row.expect("such a sentence in the recording");
         let text = row["text"].as_str().unwrap();
-        let want: Vec<i64> = row["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_i64().unwrap() + offset)
-            .chain([2361])
-            .collect();
+        let want = with_offset_and_eos(row, offset);
         let tokens = dumped_tokens(
             &format!("ja{i}"),
             &["--language", "ja", "--no-normalize", "--text", text],
@@ -186,9 +185,7 @@ fn numbers_are_read_aloud_unless_no_normalize() {
     // speaking NeMo's spoken form as written, in every language with a normaliser
     // that rill speaks without a dictionary file.
     for (code, mark) in [("en", "$"), ("vi", "đ"), ("hi", "₹"), ("zh", "元")] {
-        let path = rill_testkit::repo_root().join(format!("testdata/magpie/normalize_{code}.json"));
-        let rec: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("the recording")).unwrap();
+        let rec = recording(&format!("normalize_{code}"));
         let case = rec["cases"]
             .as_array()
             .unwrap()

@@ -77,6 +77,13 @@ pub fn json(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// Parses a JSON file under `testdata/magpie/` (which must exist, see [`require_magpie`]).
+pub fn magpie_json(name: &str) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(require_magpie(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// Directory for generated test inputs: `$RILL_TEST_CACHE` or `target/rill-test-cache`.
 pub fn cache_dir() -> PathBuf {
     let dir = std::env::var_os("RILL_TEST_CACHE")
