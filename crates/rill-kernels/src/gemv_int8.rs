@@ -289,6 +289,59 @@ impl Q8 {
         }
     }
 
+    /// Rows `r0 .. r0 + 16` (`r0` a multiple of 16; zero past the last row), columns
+    /// `k0 .. k0 + kc` (`kc = out.len() / 16`; `k0` and `kc` multiples of 64) widened
+    /// into `out` as `[c][16]`: the conv kernels' panel layout, which the multi-row
+    /// product ([`crate::matmul`]) packs. The values are [`Q8::row_into`]'s, bit for
+    /// bit; read in storage order (a row at a time took a quarter of a 111-row product).
+    pub fn pack16_into(&self, isa: Isa, r0: usize, k0: usize, out: &mut [f32]) {
+        let kc = out.len() / BLOCK;
+        assert!(
+            r0.is_multiple_of(BLOCK)
+                && k0.is_multiple_of(GROUP)
+                && kc.is_multiple_of(GROUP)
+                && out.len() == kc * BLOCK
+                && k0 + kc <= self.cols,
+            "int8 panel bounds"
+        );
+        if r0 >= self.rows {
+            out.fill(0.0);
+            return;
+        }
+        let (b, groups) = (r0 / BLOCK, self.groups());
+        for (gi, o) in out.chunks_exact_mut(GROUP * BLOCK).enumerate() {
+            let g = k0 / GROUP + gi;
+            let at = Q8::meta_at(b * groups + g);
+            let steps = self.steps(at).map(i32::from);
+            let scale: [f32; BLOCK] = std::array::from_fn(|r| self.scale(at, r));
+            let q = &self.q[(b * groups + g) * QUADS * BLOCK * 4..][..QUADS * BLOCK * 4];
+            match isa.tier() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: both tiers exist only if the CPU has AVX2 (AVX-512 is
+                // detected only beside it); `q` and `o` hold one group each.
+                Tier::Avx2 | Tier::Avx512 => unsafe { x86::pack16_group(q, &steps, &scale, o) },
+                _ => {
+                    for (j, quad) in q.chunks_exact(BLOCK * 4).enumerate() {
+                        for (r, w) in quad.chunks_exact(4).enumerate() {
+                            for (t, &v) in w.iter().enumerate() {
+                                o[(4 * j + t) * BLOCK + r] =
+                                    (v as i32 - steps[r]) as f32 * scale[r];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for e in self.extras(b) {
+            let g = e.group as usize * GROUP;
+            if (k0..k0 + kc).contains(&g) {
+                for c in g - k0..g - k0 + GROUP {
+                    out[c * BLOCK + e.row as usize] += e.bias;
+                }
+            }
+        }
+    }
+
     /// Computes the rows of `range` that fall in `blocks` (at most 4, typically far
     /// apart: four memory streams) into `y`, indexed relative to `range.start`.
     pub fn run_blocks(

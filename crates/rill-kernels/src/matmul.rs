@@ -26,6 +26,7 @@
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crate::conv::{self, gemm::chain_tile};
+use crate::matrix::FloatRows;
 use crate::{DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
 
 /// Output rows per task: two of the conv kernels' 16-column panels.
@@ -34,6 +35,10 @@ const PANEL: usize = 2 * conv::PANEL;
 const INPUTS: usize = 48;
 /// Columns per block: a 32 KB block of the packed panel.
 const KC: usize = 256;
+// Int8 panels are packed from the weights' own blocks: 16 rows, 64-column groups
+// (whole groups per column block; int8 matrices have whole groups).
+const _: () =
+    assert!(conv::PANEL == crate::gemv_int8::BLOCK && KC.is_multiple_of(crate::gemv_int8::GROUP));
 /// Inputs of at most this many rows use one GEMV per row.
 const SINGLE_ROWS_UP_TO: usize = 2;
 /// Threads beyond the pool's own that may take its tasks at once: the other
@@ -154,8 +159,19 @@ fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: Di
     let (rows, cols) = (m.rows(), m.cols());
     let n = x.len() / cols;
     let valid = PANEL.min(rows - r0);
-    s.rows.resize(cols * PANEL, 0.0);
-    widen_rows(m, r0, valid, &mut s.rows);
+    // Int8 weights are widened straight into the packed block; f32 and f16 rows are
+    // transposed from where they are stored (f16 on x86: converted in the
+    // transpose); the others, and a last panel of fewer rows, are widened a row at
+    // a time first (one copy of the task's rows).
+    let direct = m.packs16();
+    let stored = m
+        .float_rows(r0, PANEL)
+        .filter(|rows| matches!(rows, FloatRows::F32(_)) || transposes_half(isa));
+    if !direct && stored.is_none() {
+        s.rows.resize(cols * PANEL, 0.0);
+        widen_rows(m, r0, valid, &mut s.rows);
+    }
+    let source = stored.unwrap_or(FloatRows::F32(&s.rows));
     for i in 0..n {
         // SAFETY: rows r0..r0 + valid belong to this call only and i < n, so the
         // run is inside `y` (n × rows, alive until `Pool::run` returns) and written
@@ -165,7 +181,14 @@ fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: Di
     for k0 in (0..cols).step_by(KC) {
         let kc = KC.min(cols - k0);
         s.panel.resize(kc * PANEL, 0.0);
-        pack_block(isa, &s.rows, cols, k0, &mut s.panel[..kc * PANEL]);
+        let panel = &mut s.panel[..kc * PANEL];
+        if direct {
+            for (h, half) in panel.chunks_exact_mut(kc * conv::PANEL).enumerate() {
+                m.pack16_into(isa, r0 + h * conv::PANEL, k0, half);
+            }
+        } else {
+            pack_block(isa, source, cols, k0, panel);
+        }
         for i0 in (0..n).step_by(INPUTS) {
             let ni = INPUTS.min(n - i0);
             let mut a = [std::ptr::null::<f32>(); INPUTS];
@@ -203,10 +226,20 @@ const fn packed_at(block: usize, c: usize, j: usize) -> usize {
     (j / conv::PANEL * block + c) * conv::PANEL + j % conv::PANEL
 }
 
+/// Whether tier `isa` transposes f16 rows, widening them as it goes (x86: F16C).
+fn transposes_half(isa: Isa) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa.tier(), Tier::Avx2 | Tier::Avx512) {
+        return true;
+    }
+    let _ = isa;
+    false
+}
+
 /// `panel[packed_at(kc, c − k0, j)] = rows[j·cols + c]` for the `kc = panel.len() /
 /// PANEL` columns from `k0`: 8 × 8 register transposes (x86), then strips for the
 /// rest. A scalar transpose of whole rows took a quarter of a 111-row product.
-fn pack_block(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32]) {
+fn pack_block(isa: Isa, rows: FloatRows<'_>, cols: usize, k0: usize, panel: &mut [f32]) {
     let kc = panel.len() / PANEL;
     assert!(rows.len() >= PANEL * cols && k0 + kc <= cols);
     let done = transpose_simd(isa, rows, cols, k0, panel);
@@ -214,27 +247,34 @@ fn pack_block(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32])
     for c0 in (done..kc).step_by(STRIP) {
         let c1 = (c0 + STRIP).min(kc);
         for j in 0..PANEL {
-            let src = &rows[j * cols + k0 + c0..j * cols + k0 + c1];
-            for (c, &v) in (c0..c1).zip(src) {
-                panel[packed_at(kc, c, j)] = v;
+            for c in c0..c1 {
+                panel[packed_at(kc, c, j)] = rows.at(j * cols + k0 + c);
             }
         }
     }
 }
 
 /// The register-block part of [`pack_block`]: the columns it did.
-fn transpose_simd(isa: Isa, rows: &[f32], cols: usize, k0: usize, panel: &mut [f32]) -> usize {
+fn transpose_simd(
+    isa: Isa,
+    rows: FloatRows<'_>,
+    cols: usize,
+    k0: usize,
+    panel: &mut [f32],
+) -> usize {
     match isa.tier() {
         #[cfg(target_arch = "x86_64")]
         Tier::Avx2 | Tier::Avx512 => {
             let done = panel.len() / PANEL / 8 * 8;
-            // SAFETY: both tiers exist only if the CPU has AVX2 (AVX-512 is detected
-            // only beside AVX2 and FMA); the shapes were checked by the caller.
+            // SAFETY: both tiers exist only if the CPU has AVX2, FMA and F16C
+            // (AVX-512 is detected only beside them); the shapes were checked by the
+            // caller.
             unsafe { x86::transpose_avx2(rows, cols, k0, done, panel) };
             done
         }
         #[cfg(target_arch = "aarch64")]
         Tier::Neon => {
+            let FloatRows::F32(rows) = rows else { return 0 };
             let done = panel.len() / PANEL / 4 * 4;
             // SAFETY: the tier exists only if the CPU has NEON; the shapes were
             // checked by the caller.
@@ -346,6 +386,36 @@ mod tests {
                         assert_eq!(&bits(&all), b, "{isa:?} differs from the other SIMD tiers")
                     }
                 }
+            }
+        }
+    }
+
+    /// Panels packed from the weights as stored (int8 blocks; f16 rows converted in
+    /// the transpose) give the bits of the same values widened a row at a time (an
+    /// f32 matrix of them), on every tier, over a whole panel and a part one, and
+    /// more columns than one block.
+    #[test]
+    fn stored_panels_change_no_bit() {
+        let mut rng = Rng(6);
+        let mut next = || rng.unit();
+        let pool = Pool::new(2);
+        let mut scratch = MatmulScratch::new();
+        let (rows, cols, n) = (PANEL + 21, 2 * KC + 128, 53);
+        let w: Vec<f32> = (0..rows * cols).map(|_| next()).collect();
+        let x: Vec<f32> = (0..n * cols).map(|_| next()).collect();
+        for format in [WeightFormat::Int8, WeightFormat::F16, WeightFormat::Bf16] {
+            let m = Matrix::from_f32(rows, cols, w.clone(), format);
+            let mut widened = vec![0f32; rows * cols];
+            for (r, row) in widened.chunks_exact_mut(cols).enumerate() {
+                m.row_into(r, row);
+            }
+            let mf = Matrix::from_f32(rows, cols, widened, WeightFormat::F32);
+            for isa in isa::tiers_under_test("matmul stored panels") {
+                let (mut a, mut b) = (vec![0f32; n * rows], vec![0f32; n * rows]);
+                matmul_isa(isa, &m, &x, &mut a, &mut scratch, &pool);
+                matmul_isa(isa, &mf, &x, &mut b, &mut scratch, &pool);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a), bits(&b), "{format:?} {isa:?}");
             }
         }
     }

@@ -49,6 +49,30 @@ impl WeightFormat {
     }
 }
 
+/// Consecutive weight rows as stored (see [`Matrix::float_rows`]).
+#[derive(Clone, Copy)]
+pub(crate) enum FloatRows<'a> {
+    F32(&'a [f32]),
+    F16(&'a [half::f16]),
+}
+
+impl FloatRows<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            FloatRows::F32(v) => v.len(),
+            FloatRows::F16(v) => v.len(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn at(&self, i: usize) -> f32 {
+        match self {
+            FloatRows::F32(v) => v[i],
+            FloatRows::F16(v) => v[i].to_f32(),
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Storage {
     F32(Vec<f32>),
@@ -320,6 +344,47 @@ impl Matrix {
             } => packed.len() + 4 * (scales.len() + biases.len()),
             Storage::Lut4(m) => m.bytes(),
             Storage::Mlx8(m) => m.bytes(),
+        }
+    }
+
+    /// Rows `r0 .. r0 + n` as stored, for a float format the multi-row product
+    /// transposes without widening first (f32, f16); `None` for the others or rows
+    /// past the end.
+    pub(crate) fn float_rows(&self, r0: usize, n: usize) -> Option<FloatRows<'_>> {
+        let span = r0 * self.cols..(r0 + n) * self.cols;
+        if r0 + n > self.rows {
+            return None;
+        }
+        match &self.data {
+            Storage::F32(v) => Some(FloatRows::F32(&v[span])),
+            Storage::F16(v) => Some(FloatRows::F16(&v[span])),
+            _ => None,
+        }
+    }
+
+    /// Whether [`Matrix::pack16_into`] reads this format (int8: its blocked layout
+    /// makes widening a row at a time slow).
+    pub(crate) fn packs16(&self) -> bool {
+        matches!(self.data, Storage::Int8(_))
+    }
+
+    /// Rows `r0 .. r0 + 16` (zero past the last), columns `k0 .. k0 + out.len() / 16`,
+    /// widened into `out` as `[c][16]`, the values of [`Matrix::row_into`]; only for
+    /// a format of [`Matrix::packs16`] (`r0` a multiple of 16, `k0` and the width
+    /// multiples of 64). False, writing nothing, for the other formats.
+    pub(crate) fn pack16_into(
+        &self,
+        isa: crate::Isa,
+        r0: usize,
+        k0: usize,
+        out: &mut [f32],
+    ) -> bool {
+        match &self.data {
+            Storage::Int8(m) => {
+                m.pack16_into(isa, r0, k0, out);
+                true
+            }
+            _ => false,
         }
     }
 

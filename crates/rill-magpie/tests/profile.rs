@@ -106,7 +106,7 @@ fn profile_prefill_matmul() {
     let pool = Pool::new(threads);
     let mut scratch = MatmulScratch::new();
     let ops = rill_kernels::Ops::active();
-    for format in [WeightFormat::F32, WeightFormat::Int8] {
+    for format in [WeightFormat::F32, WeightFormat::F16, WeightFormat::Int8] {
         for (rows, cols, n) in [
             (2304, 768, 111),
             (3072, 768, 111),

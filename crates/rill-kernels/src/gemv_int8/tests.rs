@@ -237,6 +237,45 @@ fn row_into_reads_the_blocked_layout() {
     }
 }
 
+/// The multi-row product's panels hold `row_into`'s values bit for bit: every tier,
+/// every 16-row block (the last one part padding, and one wholly past the rows),
+/// column blocks at every group offset, extras included.
+#[test]
+fn pack16_equals_row_into_on_every_tier() {
+    let mut rng = Rng(13);
+    for &(rows, cols) in &SHAPES {
+        let a = random_affine(&mut rng, rows, cols);
+        let m = Q8::from_affine(&a, rows, cols);
+        let mut row = vec![0f32; cols];
+        let want: Vec<Vec<f32>> = (0..rows)
+            .map(|r| {
+                m.row_into(r, &mut row);
+                row.clone()
+            })
+            .collect();
+        for isa in crate::isa::tiers_under_test("int8 pack16") {
+            for r0 in (0..rows.div_ceil(BLOCK) + 1).map(|b| b * BLOCK) {
+                for k0 in (0..cols).step_by(GROUP) {
+                    for kc in (GROUP..=cols - k0).step_by(GROUP) {
+                        let mut out = vec![f32::NAN; kc * BLOCK];
+                        m.pack16_into(isa, r0, k0, &mut out);
+                        for (i, &got) in out.iter().enumerate() {
+                            let (c, r) = (i / BLOCK, r0 + i % BLOCK);
+                            let w = want.get(r).map_or(0.0, |row| row[k0 + c]);
+                            assert_eq!(
+                                got.to_bits(),
+                                w.to_bits(),
+                                "{isa:?} {rows}x{cols} row {r} col {}",
+                                k0 + c
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn integer_sums_are_exact_on_every_tier() {
     let tiers = crate::isa::tiers_under_test("gemv_int8::integer_sums_are_exact_on_every_tier");

@@ -152,3 +152,58 @@ pub unsafe fn blocks_avx2(
         }
     }
 }
+
+/// One 64-column group of [`Q8::pack16_into`]: `o[c·16 + r] = (q − steps[r])·scale[r]`
+/// for the group's 16 quads (`q`: `[quad][16 rows][4]`), a 4 × 4 byte transpose per
+/// 4 rows, then 16 rows per column widened as the scalar loop does (exact integer,
+/// one rounding in the multiply).
+///
+/// # Safety
+/// The CPU must support AVX2; `q.len() == 16·64`, `o.len() == 64·16`.
+#[target_feature(enable = "avx2")]
+pub unsafe fn pack16_group(q: &[u8], steps: &[i32; BLOCK], scale: &[f32; BLOCK], o: &mut [f32]) {
+    assert!(q.len() == QUADS * BLOCK * 4 && o.len() == GROUP * BLOCK);
+    // SAFETY: the caller guarantees AVX2; every load and store is inside `q` and `o`
+    // (asserted above: quad j reads q[64j .. 64j + 64], writes o[64j .. 64j + 64]).
+    unsafe {
+        // Byte 4s + t (row s, column t) to byte 4t + s.
+        let tr = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        let n = [
+            _mm256_loadu_si256(steps.as_ptr() as *const __m256i),
+            _mm256_loadu_si256(steps.as_ptr().add(8) as *const __m256i),
+        ];
+        let sc = [
+            _mm256_loadu_ps(scale.as_ptr()),
+            _mm256_loadu_ps(scale.as_ptr().add(8)),
+        ];
+        let (qp, op) = (q.as_ptr(), o.as_mut_ptr());
+        for j in 0..QUADS {
+            // Rows 4i .. 4i + 4, as 4 bytes per column.
+            let ch: [__m128i; 4] = std::array::from_fn(|i| {
+                _mm_shuffle_epi8(
+                    _mm_loadu_si128(qp.add(64 * j + 16 * i) as *const __m128i),
+                    tr,
+                )
+            });
+            let lo01 = _mm_unpacklo_epi32(ch[0], ch[1]);
+            let lo23 = _mm_unpacklo_epi32(ch[2], ch[3]);
+            let hi01 = _mm_unpackhi_epi32(ch[0], ch[1]);
+            let hi23 = _mm_unpackhi_epi32(ch[2], ch[3]);
+            // Column t's 16 rows.
+            let cols = [
+                _mm_unpacklo_epi64(lo01, lo23),
+                _mm_unpackhi_epi64(lo01, lo23),
+                _mm_unpacklo_epi64(hi01, hi23),
+                _mm_unpackhi_epi64(hi01, hi23),
+            ];
+            for (t, col) in cols.into_iter().enumerate() {
+                let halves = [col, _mm_srli_si128::<8>(col)];
+                for h in 0..2 {
+                    let v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(halves[h]), n[h]);
+                    let f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc[h]);
+                    _mm256_storeu_ps(op.add((4 * j + t) * BLOCK + 8 * h), f);
+                }
+            }
+        }
+    }
+}
