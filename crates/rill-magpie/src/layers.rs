@@ -17,6 +17,9 @@ use rill_kernels::{ops, GemvScratch, Matrix, Ops, Pool, WeightFormat};
 use crate::error::Result;
 use crate::weights::Weights;
 
+mod self_attention;
+pub use self_attention::SelfAttention;
+
 /// `torch.nn.LayerNorm` epsilon.
 pub const LN_EPS: f32 = 1e-5;
 /// `torch.finfo(float32).tiny`, added to the prior before it multiplies (`tr.py:140`).
@@ -183,94 +186,6 @@ impl LayerScratch {
             probs: vec![0.0; text],
             products: MatmulScratch::new(),
         }
-    }
-}
-
-/// Causal multi-head self-attention (`tr.py:188-252`): fused `qkv_net` with Q, K, V
-/// row blocks, scores `Q·Kᵀ·Dh^-½`, softmax, `o_net`.
-#[derive(Debug, Clone)]
-pub struct SelfAttention {
-    pub qkv_net: Matrix,
-    pub o_net: Matrix,
-    pub heads: usize,
-    pub head_dim: usize,
-}
-
-impl SelfAttention {
-    fn load(w: &mut Weights, p: &str, heads: usize) -> Result<Self> {
-        let qkv_net = linear(w, &format!("{p}.qkv_net.weight"))?;
-        let o_net = linear(w, &format!("{p}.o_net.weight"))?;
-        let head_dim = o_net.cols() / heads;
-        Ok(SelfAttention {
-            qkv_net,
-            o_net,
-            heads,
-            head_dim,
-        })
-    }
-
-    /// `x[r] += o_net(attn(h[r]))` for the `n` rows of each sequence; writes their K/V.
-    fn forward(
-        &self,
-        ops: Ops,
-        n: usize,
-        x: &mut [f32],
-        seqs: &mut [SeqIo<'_>],
-        s: &mut LayerScratch,
-        pool: &Pool,
-    ) {
-        let (hn, dh) = (self.heads, self.head_dim);
-        let hd = hn * dh;
-        let d = self.o_net.rows();
-        let bn = seqs.len() * n;
-        ops.matmul(
-            &self.qkv_net,
-            &s.h[..bn * d],
-            &mut s.qkv[..bn * 3 * hd],
-            &mut s.products,
-            pool,
-        );
-        let scale = 1.0 / (dh as f32).sqrt();
-        for (b, io) in seqs.iter_mut().enumerate() {
-            for r in 0..n {
-                let row = &s.qkv[(b * n + r) * 3 * hd..(b * n + r + 1) * 3 * hd];
-                io.new_k[r * hd..(r + 1) * hd].copy_from_slice(&row[hd..2 * hd]);
-                io.new_v[r * hd..(r + 1) * hd].copy_from_slice(&row[2 * hd..]);
-            }
-            let past = io.past;
-            let (new_k, new_v) = (&*io.new_k, &*io.new_v);
-            for r in 0..n {
-                let keys = past.rows + r + 1;
-                let qo = (b * n + r) * 3 * hd;
-                for h in 0..hn {
-                    let q = &s.qkv[qo + h * dh..qo + (h + 1) * dh];
-                    // Keys 0..past.rows are past rows, the rest this call's new rows.
-                    let sc = &mut s.scores[..keys];
-                    let (sp, sn) = sc.split_at_mut(past.rows);
-                    ops.dots(q, past.k, hd, h * dh, sp);
-                    ops.dots(q, new_k, hd, h * dh, sn);
-                    for o in sc.iter_mut() {
-                        *o *= scale;
-                    }
-                    ops::softmax(sc);
-                    let co = (b * n + r) * hd;
-                    let out = &mut s.ctx[co + h * dh..co + (h + 1) * dh];
-                    out.fill(0.0);
-                    let (pp, pn) = sc.split_at(past.rows);
-                    ops.axpys(pp, past.v, hd, h * dh, out);
-                    ops.axpys(pn, new_v, hd, h * dh, out);
-                }
-            }
-        }
-        project_residual(
-            ops,
-            &self.o_net,
-            &s.ctx[..bn * hd],
-            &mut x[..bn * d],
-            &mut s.out[..bn * d],
-            &mut s.products,
-            pool,
-        );
     }
 }
 
