@@ -5,10 +5,12 @@
 //! buffer first measured no faster than streaming them twice).
 //!
 //! Three or more rows run as a small GEMM on the convolution kernels' micro-kernels
-//! (one per tier, [`conv::gemm`](mod@crate::conv::gemm)): each task widens a panel
-//! of [`PANEL`] weight rows (two 16-column conv panels), then per block of [`KC`]
-//! columns packs the block in the conv panel layout (`[panel][col][16]`, in register
-//! transposes; it stays in L1) and runs the conv micro-kernel over every block of
+//! (one per tier, [`conv::gemm`](mod@crate::conv::gemm)): each task takes a panel
+//! of [`PANEL`] weight rows (two 16-column conv panels) and per block of [`KC`]
+//! columns packs the block in the conv panel layout (`[panel][col][16]`) from the
+//! weights as stored (int8 from its 16-row blocks; f32 and f16 rows in register
+//! transposes; other formats widened a row at a time first), then runs the conv
+//! micro-kernel over every block of
 //! [`INPUTS`] input rows as a one-tap convolution ([`chain_tile`]): the inputs × the
 //! panel in registers, one input value broadcast against the panel's column per FMA.
 //! The kernel starts every output's chain from its value in `y` (zeroed first) and
@@ -33,8 +35,12 @@ use crate::{DisjointOut, GemvScratch, Isa, Matrix, Pool, Tier};
 const PANEL: usize = 2 * conv::PANEL;
 /// Input rows per [`chain_tile`] call (the micro-kernels block them in registers).
 const INPUTS: usize = 48;
-/// Columns per block: a 32 KB block of the packed panel.
-const KC: usize = 256;
+/// Columns per block (a 96 KB block of the packed panel, in L2): Magpie's 768-wide
+/// rows in one block. Against 256 (a 32 KB block, in L1) the 111-row products of
+/// its prefill took ~8 % less time on AVX2 (Zen 3, 2 threads, three alternations of
+/// `profile_prefill_matmul`; 128 was slower, 512 and 1024 between): fewer passes
+/// over the inputs and the partial sums outweigh the L1 misses of the panel.
+const KC: usize = 768;
 // Int8 panels are packed from the weights' own blocks: 16 rows, 64-column groups
 // (whole groups per column block; int8 matrices have whole groups).
 const _: () =
