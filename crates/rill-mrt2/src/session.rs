@@ -8,6 +8,7 @@
 //! Gumbel noise → 12 tokens. The per-frame path allocates nothing.
 
 mod prefill;
+mod together;
 
 use std::sync::Arc;
 
@@ -231,23 +232,27 @@ impl Session {
     /// appends this frame's keys/values to the caches (the output stays in
     /// `scratch.x`). Neither `prev`, `frame` nor the key changes.
     fn temporal_step(&mut self, pool: &Pool, mut trace: Option<&mut FrameTrace>) {
-        let model = &*self.model;
-        let cfg = model.config;
-        let w = cfg.dims.window;
-        let ti = cfg.temporal_inner();
-        let st = &mut self.state;
-        let sc = &mut self.scratch;
+        self.temporal_begin(pool, trace.as_deref_mut());
+        for l in 0..self.model.temporal_layers() {
+            self.temporal_layer(l, pool);
+        }
+        self.temporal_end(trace);
+    }
 
-        model.frame_embedding(&st.prev, &mut sc.x, &mut sc.row);
-        if let Some(t) = trace.as_deref_mut() {
+    /// Before the temporal layers: this frame's input (from `prev`) and, when the
+    /// conditioning changed, the cross-attention keys/values of its source.
+    fn temporal_begin(&mut self, pool: &Pool, trace: Option<&mut FrameTrace>) {
+        let model = &*self.model;
+        let ti = model.config.temporal_inner();
+        let sc = &mut self.scratch;
+        model.frame_embedding(&self.state.prev, &mut sc.x, &mut sc.row);
+        if let Some(t) = trace {
             t.encoder_out.clone_from(&self.src);
             t.temporal_in.clone_from(&sc.x);
             t.logits.resize(LEVELS * LEVEL, 0.0);
             t.gumbel.resize(LEVELS * LEVEL, 0.0);
             t.keys.clear();
         }
-        let slots = (st.frame as usize).min(w);
-        let ring = w * ti;
         if !sc.cross_kv_valid {
             for l in 0..model.temporal_layers() {
                 model.cross_source_kv(
@@ -260,31 +265,48 @@ impl Session {
             }
             sc.cross_kv_valid = true;
         }
-        for l in 0..model.temporal_layers() {
-            let past_self = KvView {
-                k: &st.self_k[l * ring..(l + 1) * ring],
-                v: &st.self_v[l * ring..(l + 1) * ring],
-                slots,
-            };
-            let past_cross = KvView {
-                k: &st.cross_k[l * ring..(l + 1) * ring],
-                v: &st.cross_v[l * ring..(l + 1) * ring],
-                slots,
-            };
-            model.temporal_layer_step(
-                l,
-                &mut sc.x,
-                &sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
-                past_self,
-                past_cross,
-                &mut sc.new_self[l * 2 * ti..(l + 1) * 2 * ti],
-                &mut sc.temporal,
-                pool,
-            );
-        }
-        // Host-owned append, after every layer has read its cache (trap T11).
-        // Self-attention writes slot `frame mod W`; the cross-attention window keeps
-        // the last W source frames, which is the same ring discipline.
+    }
+
+    /// Temporal layer `l` on `scratch.x`, reading the caches; its new keys/values
+    /// wait in `scratch.new_self` for [`Session::temporal_end`].
+    fn temporal_layer(&mut self, l: usize, pool: &Pool) {
+        let model = &*self.model;
+        let cfg = model.config;
+        let (w, ti) = (cfg.dims.window, cfg.temporal_inner());
+        let (st, sc) = (&self.state, &mut self.scratch);
+        let slots = (st.frame as usize).min(w);
+        let ring = w * ti;
+        let past_self = KvView {
+            k: &st.self_k[l * ring..(l + 1) * ring],
+            v: &st.self_v[l * ring..(l + 1) * ring],
+            slots,
+        };
+        let past_cross = KvView {
+            k: &st.cross_k[l * ring..(l + 1) * ring],
+            v: &st.cross_v[l * ring..(l + 1) * ring],
+            slots,
+        };
+        model.temporal_layer_step(
+            l,
+            &mut sc.x,
+            &sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
+            past_self,
+            past_cross,
+            &mut sc.new_self[l * 2 * ti..(l + 1) * 2 * ti],
+            &mut sc.temporal,
+            pool,
+        );
+    }
+
+    /// After every temporal layer has read its cache (trap T11): the host-owned
+    /// append. Self-attention writes slot `frame mod W`; the cross-attention window
+    /// keeps the last W source frames, which is the same ring discipline.
+    fn temporal_end(&mut self, trace: Option<&mut FrameTrace>) {
+        let model = &*self.model;
+        let cfg = model.config;
+        let (w, ti) = (cfg.dims.window, cfg.temporal_inner());
+        let ring = w * ti;
+        let (st, sc) = (&mut self.state, &self.scratch);
         let slot = (st.frame % w as u64) as usize;
         for l in 0..model.temporal_layers() {
             let dst = l * ring + slot * ti;
@@ -307,64 +329,89 @@ impl Session {
         mut trace: Option<&mut FrameTrace>,
     ) -> [u32; LEVELS] {
         self.temporal_step(pool, trace.as_deref_mut());
+        // Depth steps: fresh 12-slot cache every frame.
+        self.scratch.depth_in.copy_from_slice(&self.scratch.x);
+        let mut tokens = [0u32; LEVELS];
+        for (k, token) in tokens.iter_mut().enumerate() {
+            self.depth_begin(pool);
+            for j in 0..self.model.depth_layers() {
+                self.depth_layer(k, j, pool);
+            }
+            *token = self.depth_end(k, forced, pool, trace.as_deref_mut());
+        }
+        self.frame_end(tokens)
+    }
+
+    /// Depth step k's input (from the temporal output, then the last token).
+    fn depth_begin(&mut self, pool: &Pool) {
+        let sc = &mut self.scratch;
+        self.model
+            .depth_input(&sc.depth_in, &mut sc.z, &mut sc.depth.gemv, pool);
+    }
+
+    /// Depth layer `j` of depth step `k`; its key/value goes to slot `k`.
+    fn depth_layer(&mut self, k: usize, j: usize, pool: &Pool) {
         let model = &*self.model;
         let di = model.config.depth_inner();
-        let st = &mut self.state;
-        let sc = &mut self.scratch;
-
-        // Depth steps: fresh 12-slot cache every frame.
-        let mut tokens = [0u32; LEVELS];
-        sc.depth_in.copy_from_slice(&sc.x);
         let dring = LEVELS * di;
-        for k in 0..LEVELS {
-            model.depth_input(&sc.depth_in, &mut sc.z, &mut sc.depth.gemv, pool);
-            for j in 0..model.depth_layers() {
-                let past = KvView {
-                    k: &sc.depth_k[j * dring..(j + 1) * dring],
-                    v: &sc.depth_v[j * dring..(j + 1) * dring],
-                    slots: k,
-                };
-                model.depth_layer_step(j, &mut sc.z, past, &mut sc.new_depth, &mut sc.depth, pool);
-                let dst = j * dring + k * di;
-                sc.depth_k[dst..dst + di].copy_from_slice(&sc.new_depth[..di]);
-                sc.depth_v[dst..dst + di].copy_from_slice(&sc.new_depth[di..]);
-            }
-            model.level_logits(
-                k,
-                &sc.z,
-                &mut sc.normed,
-                &mut sc.logits,
-                &mut sc.depth.gemv,
-                pool,
-            );
-            let lo = RESERVED + LEVEL * k;
-            let need_noise = self.sampling.temperature != 0.0 || trace.is_some();
-            if need_noise {
-                sampler::gumbel_slice(st.key, lo, &mut sc.gumbel);
-            }
-            let id = match forced {
-                Some(f) => f[k],
-                None => {
-                    let i = sampler::sample_level(
-                        &sc.logits,
-                        &sc.gumbel,
-                        self.sampling,
-                        &mut sc.select,
-                    );
-                    (lo + i) as u32
-                }
-            };
-            if let Some(t) = trace.as_deref_mut() {
-                t.logits[k * LEVEL..(k + 1) * LEVEL].copy_from_slice(&sc.logits);
-                t.gumbel[k * LEVEL..(k + 1) * LEVEL].copy_from_slice(&sc.gumbel);
-                t.keys.push(st.key);
-            }
-            st.key = sampler::split_keep_second(st.key);
-            tokens[k] = id;
-            model.embed_token(id, &mut sc.depth_in);
+        let sc = &mut self.scratch;
+        let past = KvView {
+            k: &sc.depth_k[j * dring..(j + 1) * dring],
+            v: &sc.depth_v[j * dring..(j + 1) * dring],
+            slots: k,
+        };
+        model.depth_layer_step(j, &mut sc.z, past, &mut sc.new_depth, &mut sc.depth, pool);
+        let dst = j * dring + k * di;
+        sc.depth_k[dst..dst + di].copy_from_slice(&sc.new_depth[..di]);
+        sc.depth_v[dst..dst + di].copy_from_slice(&sc.new_depth[di..]);
+    }
+
+    /// Depth step k's logits and token (sampled, or `forced[k]`); advances the key
+    /// and embeds the token as the next step's input.
+    fn depth_end(
+        &mut self,
+        k: usize,
+        forced: Option<&[u32; LEVELS]>,
+        pool: &Pool,
+        trace: Option<&mut FrameTrace>,
+    ) -> u32 {
+        let model = &*self.model;
+        let (st, sc) = (&mut self.state, &mut self.scratch);
+        model.level_logits(
+            k,
+            &sc.z,
+            &mut sc.normed,
+            &mut sc.logits,
+            &mut sc.depth.gemv,
+            pool,
+        );
+        let lo = RESERVED + LEVEL * k;
+        let need_noise = self.sampling.temperature != 0.0 || trace.is_some();
+        if need_noise {
+            sampler::gumbel_slice(st.key, lo, &mut sc.gumbel);
         }
-        st.prev = tokens;
-        st.frame += 1;
+        let id = match forced {
+            Some(f) => f[k],
+            None => {
+                let i =
+                    sampler::sample_level(&sc.logits, &sc.gumbel, self.sampling, &mut sc.select);
+                (lo + i) as u32
+            }
+        };
+        if let Some(t) = trace {
+            t.logits[k * LEVEL..(k + 1) * LEVEL].copy_from_slice(&sc.logits);
+            t.gumbel[k * LEVEL..(k + 1) * LEVEL].copy_from_slice(&sc.gumbel);
+            t.keys.push(st.key);
+        }
+        st.key = sampler::split_keep_second(st.key);
+        model.embed_token(id, &mut sc.depth_in);
+        id
+    }
+
+    /// The frame's tokens become the next frame's `prev`.
+    fn frame_end(&mut self, tokens: [u32; LEVELS]) -> [u32; LEVELS] {
+        self.state.prev = tokens;
+        self.state.frame += 1;
         tokens
     }
 
