@@ -9,8 +9,13 @@
 //! * The scheduler always serves the stream with the least audio buffered that has
 //!   room (earliest deadline first) and, when every queue is full, waits for room
 //!   yielding its core (up to `scheduler::BUSY_WAIT` after the last frame, then in 2 ms sleeps).
+//!   When several streams have room, up to [`MAX_TOGETHER`] of them (the least
+//!   buffered) make their frames in one cycle: their language models stepped
+//!   together, layer by layer across the streams, so each weight matrix is read once
+//!   for all of them; each stream's audio is bit for bit what it would be alone.
 //! * Admission control: at most `capacity` streams, measured at start-up as how
-//!   many the CPU can sustain in real time (or set explicitly); none when one
+//!   many the CPU can sustain in real time, one stream's frame time and then up to
+//!   [`MAX_TOGETHER`] streams stepped together (or set explicitly); none when one
 //!   stream would not keep up, unless stuttering is allowed.
 //!
 //! Consumers (an audio-device callback, a WebSocket sender pacing at 40 ms) read
@@ -30,14 +35,14 @@ use rill_mrt2::Mrt2;
 use rill_spectrostream::Codec;
 
 use crate::generator::{Control, Generator, Snapshot};
-use crate::pipeline::{StagePools, Stages, FRAME_PCM};
+use crate::pipeline::{StagePools, Stages, FRAME_PCM, MAX_TOGETHER};
 
 mod frame_times;
 mod scheduler;
 mod speech;
 
 pub use frame_times::{FrameTimes, FRAME_SECONDS_BUCKETS};
-use scheduler::{measure_rtf, schedule};
+use scheduler::{measure_rtf, measure_rtf_together, schedule};
 pub use speech::{Speaker, SpeechHandle, SPEECH_RING_FRAMES};
 
 /// 40 ms, the duration of one frame.
@@ -209,11 +214,15 @@ struct Shared {
     preempt_after_drain: AtomicBool,
 }
 
+/// The real-time factor up to which the calibrated streams are admitted (10 %
+/// headroom).
+const ADMIT_RTF: f32 = 0.9;
+
 /// How many streams to admit after a calibration measured `rtf` (0 = not
 /// measured), and whether to refuse all of them as too slow.
 fn admission(config: &EngineConfig, rtf: f32) -> (usize, bool) {
     let measured = if rtf > 0.0 {
-        ((0.9 / rtf).floor() as usize).max(1)
+        ((ADMIT_RTF / rtf).floor() as usize).max(1)
     } else {
         1
     };
@@ -252,7 +261,21 @@ impl Engine {
             // machine that keeps up.
             rtf = measure_rtf(&lm, &codec, &pool, 4 * config.calibration_frames);
         }
-        let (capacity, too_slow) = admission(&config, rtf);
+        let (mut capacity, too_slow) = admission(&config, rtf);
+        // Streams that have room at once are stepped together (one weight read for
+        // their language models): more may fit than one stream's time says.
+        if config.calibration_frames > 0 && !too_slow {
+            for k in capacity + 1..=MAX_TOGETHER {
+                if config.max_sessions.is_some_and(|m| k > m) {
+                    break;
+                }
+                let rtf_k = measure_rtf_together(&lm, &codec, &pool, k, config.calibration_frames);
+                if rtf_k > ADMIT_RTF {
+                    break;
+                }
+                capacity = k;
+            }
+        }
         let (tx, rx) = bounded(64);
         let (speech_tx, speech_rx) = bounded(64);
         let shared = Arc::new(Shared {

@@ -11,7 +11,9 @@ use rill_mrt2::{LmState, ModelError, Mrt2, LEVELS};
 use rill_spectrostream::{Codec, CodecState};
 
 use crate::notes::NoteTracker;
-use crate::pipeline::{FramePipeline, StagePools};
+use smallvec::SmallVec;
+
+use crate::pipeline::{FramePipeline, StagePools, StepReport, MAX_TOGETHER};
 
 /// A change applied at the next frame boundary.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +59,7 @@ pub struct Snapshot {
 }
 
 /// What one step produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FrameInfo {
     /// Tokens the LM produced this step.
     pub tokens: [u32; LEVELS],
@@ -139,12 +141,49 @@ impl Generator {
     /// (3840 interleaved int16 samples) into `pcm` when there is one: always in
     /// sequential mode, from the second step on in two-stage mode (one frame later).
     pub fn step(&mut self, pools: &StagePools, pcm: &mut [i16]) -> FrameInfo {
+        self.take_controls(pools);
+        let r = self.pipeline.step(None, pools);
+        self.finish_step(&r, pcm)
+    }
+
+    /// [`Generator::step`] of every generator of `gens` (at most
+    /// [`MAX_TOGETHER`](crate::pipeline::MAX_TOGETHER)) in one cycle, their language
+    /// models stepped together ([`FramePipeline::step_together`]); generator i's
+    /// frame goes to `pcm[i]`, its report to `infos[i]`. Each generator's output is
+    /// that of its own `step`. Allocates nothing.
+    pub fn step_together(
+        gens: &mut [&mut Generator],
+        pools: &StagePools,
+        pcm: &mut [&mut [i16]],
+        infos: &mut [FrameInfo],
+    ) {
+        let k = gens.len();
+        assert!(pcm.len() == k && infos.len() == k, "{k} generators");
+        let mut reports = [StepReport::default(); MAX_TOGETHER];
+        let reports = &mut reports[..k];
+        let mut pipes: SmallVec<[&mut FramePipeline; MAX_TOGETHER]> = SmallVec::new();
+        for g in gens.iter_mut() {
+            g.take_controls(pools);
+            pipes.push(&mut g.pipeline);
+        }
+        FramePipeline::step_together(&mut pipes, pools, reports);
+        drop(pipes);
+        for (((g, r), out), info) in gens.iter_mut().zip(reports.iter()).zip(pcm).zip(infos) {
+            *info = g.finish_step(r, out);
+        }
+    }
+
+    /// The controls as applied become the session's for this step.
+    fn take_controls(&mut self, pools: &StagePools) {
         self.cond.notes = self.notes.values();
         self.pipeline
             .session_mut()
             .set_conditioning(&self.cond, pools.lm())
             .expect("controls are validated when applied");
-        let r = self.pipeline.step(None, pools);
+    }
+
+    /// After a step: its audio to `pcm`, the notes one frame on.
+    fn finish_step(&mut self, r: &StepReport, pcm: &mut [i16]) -> FrameInfo {
         if r.decoded {
             pcm.copy_from_slice(self.pipeline.pcm());
         }

@@ -15,6 +15,9 @@
 //! speech too). The pipeline holds the state; [`StagePools`] holds the threads and is passed in,
 //! so one set of pools can serve many streams. The per-frame path allocates nothing.
 
+mod together;
+pub use together::MAX_TOGETHER;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -201,7 +204,7 @@ impl StagePools {
 }
 
 /// What one [`FramePipeline::step`] did.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StepReport {
     /// Tokens the LM produced this step.
     pub tokens: [u32; LEVELS],

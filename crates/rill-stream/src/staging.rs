@@ -127,13 +127,12 @@ impl<T: Copy + Send + Sync> Staging<T> {
         make: impl FnOnce(&Pool, &mut Vec<T>) -> M + Send,
         decode: impl FnOnce(&[T], &Pool) -> D + Send,
     ) -> (M, D) {
+        self.begin(pools.stages());
         let Staging {
             pending,
             decoded,
             made,
         } = self;
-        made.clear();
-        decoded.clear();
         match pools.stages() {
             Stages::Sequential => {
                 let m = make(pools.lm(), made);
@@ -141,12 +140,35 @@ impl<T: Copy + Send + Sync> Staging<T> {
                 (m, decode(decoded, pools.codec()))
             }
             Stages::TwoStage => {
-                std::mem::swap(pending, decoded);
                 let due: &[T] = decoded;
                 let r = pools.overlap(|lm| make(lm, made), |cp| decode(due, cp));
                 pending.extend_from_slice(made);
                 r
             }
+        }
+    }
+
+    /// The start of a cycle: with two stages the frames the previous cycle left
+    /// pending become [`Staging::decoded`], the frames due; sequentially none are
+    /// due yet. For a cycle whose frames are made outside [`Staging::cycle`]
+    /// (several streams' models stepped together), which then hands them to
+    /// [`Staging::made_now`].
+    pub fn begin(&mut self, stages: Stages) {
+        self.made.clear();
+        self.decoded.clear();
+        if stages == Stages::TwoStage {
+            std::mem::swap(&mut self.pending, &mut self.decoded);
+        }
+    }
+
+    /// The frames made in a cycle opened with [`Staging::begin`]: sequentially they
+    /// are due now (decode [`Staging::decoded`] next); with two stages they wait
+    /// for the next cycle.
+    pub fn made_now(&mut self, stages: Stages, frames: &[T]) {
+        self.made.extend_from_slice(frames);
+        match stages {
+            Stages::Sequential => self.decoded.extend_from_slice(frames),
+            Stages::TwoStage => self.pending.extend_from_slice(frames),
         }
     }
 

@@ -125,3 +125,80 @@ fn a_bad_forced_token_is_an_error_and_keeps_the_decoded_frame() {
     assert_eq!(p.decoded_tokens(), first.tokens);
     assert!(p.pending().is_none());
 }
+
+/// Streams stepped together (the engine's cycle when several have room) give each
+/// stream's tokens and audio bit for bit as stepped alone, sequentially and with two
+/// stages, also when a stream is sometimes stepped alone in between (the engine
+/// serves a lone due stream by itself).
+#[test]
+fn streams_together_are_bit_identical_to_alone() {
+    use rill_stream::{Control, FrameInfo, Generator};
+    let ck = Checkpoint::open(rill_testkit::synthetic_checkpoint(
+        ModelKind::Small.synth_file(0),
+    ))
+    .unwrap();
+    let codec = Arc::new(Codec::load(&ck).unwrap());
+    let lm = Arc::new(Mrt2::load(&ck, Precision::Int8).unwrap());
+    for stages in [Stages::Sequential, Stages::TwoStage] {
+        let pools = StagePools::new(stages, 2, None);
+        let make = || -> Vec<Generator> {
+            (0..3u64)
+                .map(|i| {
+                    let mut g = Generator::new(lm.clone(), codec.clone(), 40 + i, &pools);
+                    if i == 1 {
+                        g.apply(Control::NoteOn(64)).unwrap();
+                    }
+                    g
+                })
+                .collect()
+        };
+        let (mut alone, mut joint) = (make(), make());
+        let mut pcm = vec![0i16; 3 * FRAME_PCM];
+        let mut infos = [FrameInfo::default(); 3];
+        for frame in 0..8 {
+            let mut want = Vec::new();
+            for g in &mut alone {
+                let mut out = vec![0i16; FRAME_PCM];
+                let info = g.step(&pools, &mut out);
+                want.push((info, info.decoded.then_some(out)));
+            }
+            if frame % 3 == 2 {
+                for (g, (info, out)) in joint
+                    .iter_mut()
+                    .zip(infos.iter_mut().zip(pcm.chunks_exact_mut(FRAME_PCM)))
+                {
+                    *info = g.step(&pools, out);
+                }
+            } else {
+                let mut gens: Vec<&mut Generator> = joint.iter_mut().collect();
+                let mut outs: Vec<&mut [i16]> = pcm.chunks_exact_mut(FRAME_PCM).collect();
+                Generator::step_together(&mut gens, &pools, &mut outs, &mut infos);
+            }
+            for (i, ((info, out), (want_info, want_out))) in infos
+                .iter()
+                .zip(pcm.chunks_exact(FRAME_PCM))
+                .zip(&want)
+                .enumerate()
+            {
+                assert_eq!(
+                    info,
+                    want_info,
+                    "{} frame {frame} stream {i}",
+                    stages.name()
+                );
+                if let Some(w) = want_out {
+                    assert_eq!(
+                        out,
+                        &w[..],
+                        "{} frame {frame} stream {i}: audio",
+                        stages.name()
+                    );
+                }
+            }
+        }
+        assert!(alone
+            .iter()
+            .zip(&joint)
+            .all(|(a, b)| a.session().state() == b.session().state()));
+    }
+}

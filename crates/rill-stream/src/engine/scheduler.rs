@@ -13,8 +13,10 @@ use rill_spectrostream::Codec;
 
 use super::speech::{serve_speech, SpeechJob};
 use super::{Msg, Shared, Slot, FRAME_MS};
-use crate::generator::Generator;
-use crate::pipeline::{StagePools, FRAME_PCM};
+use smallvec::SmallVec;
+
+use crate::generator::{FrameInfo, Generator};
+use crate::pipeline::{StagePools, FRAME_PCM, MAX_TOGETHER};
 
 /// Real-time factor of one stream with these pools: median frame time / 40 ms,
 /// after a warm-up, measured exactly as the scheduler will run it.
@@ -24,13 +26,35 @@ pub(super) fn measure_rtf(
     pool: &StagePools,
     frames: usize,
 ) -> f32 {
+    measure_rtf_together(lm, codec, pool, 1, frames)
+}
+
+/// Real-time factor of `streams` streams (at most [`MAX_TOGETHER`]) stepped
+/// together as the scheduler steps them ([`Generator::step_together`]): median
+/// cycle time / 40 ms, after a warm-up.
+pub(super) fn measure_rtf_together(
+    lm: &Arc<Mrt2>,
+    codec: &Arc<Codec>,
+    pool: &StagePools,
+    streams: usize,
+    frames: usize,
+) -> f32 {
     const WARMUP: usize = 3;
-    let mut g = Generator::new(lm.clone(), codec.clone(), 0, pool);
-    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut gens: Vec<Generator> = (0..streams)
+        .map(|i| Generator::new(lm.clone(), codec.clone(), i as u64, pool))
+        .collect();
+    let mut pcm = vec![0i16; streams * FRAME_PCM];
+    let mut infos = vec![FrameInfo::default(); streams];
     let mut ms = Vec::with_capacity(frames);
     for i in 0..frames + WARMUP {
         let t = Instant::now();
-        g.step(pool, &mut pcm);
+        if streams == 1 {
+            gens[0].step(pool, &mut pcm);
+        } else {
+            let mut refs: Vec<&mut Generator> = gens.iter_mut().collect();
+            let mut outs: Vec<&mut [i16]> = pcm.chunks_exact_mut(FRAME_PCM).collect();
+            Generator::step_together(&mut refs, pool, &mut outs, &mut infos);
+        }
         if i >= WARMUP {
             ms.push(t.elapsed().as_secs_f32() * 1e3);
         }
@@ -54,7 +78,7 @@ pub(super) fn schedule(
 ) {
     let mut slots: Vec<Slot> = Vec::new();
     let mut speaking: Vec<SpeechJob> = Vec::new();
-    let mut pcm = vec![0i16; FRAME_PCM];
+    let mut pcm = vec![0i16; MAX_TOGETHER * FRAME_PCM];
     let mut last_frame = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
         while let Ok(s) = register.try_recv() {
@@ -91,6 +115,13 @@ pub(super) fn schedule(
             }
             continue;
         };
+        let mut due = [0usize; MAX_TOGETHER];
+        let together = with_room(&slots, &mut due);
+        if together >= 2 {
+            serve_together(shared, pool, &mut slots, &mut due[..together], &mut pcm);
+            last_frame = Instant::now();
+            continue;
+        }
         let t = Instant::now();
         let served = guarded(&mut slots[i], |s| {
             // Again right before the step: a control sent before the consumer
@@ -99,7 +130,7 @@ pub(super) fn schedule(
             drain_messages(s);
             #[cfg(feature = "fault-injection")]
             inject_faults(shared, pool, s);
-            serve_frame(s, pool, &mut pcm)
+            serve_frame(s, pool, &mut pcm[..FRAME_PCM])
         });
         match served {
             None => {
@@ -149,9 +180,99 @@ fn drain_messages(s: &mut Slot) {
     }
 }
 
+/// The streams with room for a frame, the least buffered first (at most
+/// [`MAX_TOGETHER`], into `due`): how many.
+fn with_room(slots: &[Slot], due: &mut [usize; MAX_TOGETHER]) -> usize {
+    let mut n = 0;
+    for (i, s) in slots.iter().enumerate() {
+        let room = s.audio.slots();
+        if room < FRAME_PCM {
+            continue;
+        }
+        // Insertion into the short list, kept sorted by room, most first.
+        let at = due[..n]
+            .iter()
+            .position(|&j| slots[j].audio.slots() < room)
+            .unwrap_or(n);
+        if at >= MAX_TOGETHER {
+            continue;
+        }
+        let end = n.min(MAX_TOGETHER - 1);
+        due.copy_within(at..end, at + 1);
+        due[at] = i;
+        n = (n + 1).min(MAX_TOGETHER);
+    }
+    n
+}
+
+/// Generates one frame of each stream of `due` (indices into `slots`, two or more)
+/// in one cycle, their language models stepped together; each stream's controls are
+/// applied first under its own panic guard. A panic in the shared step cannot be
+/// told to one stream: every stream of the cycle fails (the others play on).
+fn serve_together(
+    shared: &Shared,
+    pool: &StagePools,
+    slots: &mut Vec<Slot>,
+    due: &mut [usize],
+    pcm: &mut [i16],
+) {
+    due.sort_unstable();
+    let mut failed = [false; MAX_TOGETHER];
+    for (f, &i) in failed.iter_mut().zip(due.iter()) {
+        *f = guarded(&mut slots[i], |s| {
+            drain_messages(s);
+            #[cfg(feature = "fault-injection")]
+            inject_faults(shared, pool, s);
+        })
+        .is_none();
+    }
+    let t = Instant::now();
+    let mut infos = [FrameInfo::default(); MAX_TOGETHER];
+    let mut batch: SmallVec<[&mut Slot; MAX_TOGETHER]> = slots
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| due.iter().zip(&failed).any(|(d, f)| d == i && !f))
+        .map(|(_, s)| s)
+        .collect();
+    let k = batch.len();
+    let stepped = panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut gens: SmallVec<[&mut Generator; MAX_TOGETHER]> =
+            batch.iter_mut().map(|s| &mut s.generator).collect();
+        let mut outs: SmallVec<[&mut [i16]; MAX_TOGETHER]> =
+            pcm.chunks_exact_mut(FRAME_PCM).take(k).collect();
+        Generator::step_together(&mut gens, pool, &mut outs, &mut infos[..k]);
+    }));
+    let took = t.elapsed();
+    for (s, (info, out)) in batch
+        .iter_mut()
+        .zip(infos.iter().zip(pcm.chunks_exact(FRAME_PCM)))
+    {
+        if stepped.is_err() {
+            s.stats.failed.store(true, Ordering::Release);
+        } else if deliver(s, info, out) {
+            s.stats.frames.fetch_add(1, Ordering::Relaxed);
+            s.stats.record_gen(took.as_secs_f32() * 1e3);
+            shared.frame_times.record(took.as_secs_f64());
+        }
+    }
+    drop(batch);
+    // Drop the failed streams, highest index first so the others keep theirs.
+    for (&i, &f) in due.iter().zip(&failed).rev() {
+        if f || stepped.is_err() {
+            slots.swap_remove(i);
+        }
+    }
+}
+
 /// Generates one frame of `s` into its queues; false when no audio came out yet.
 fn serve_frame(s: &mut Slot, pool: &StagePools, pcm: &mut [i16]) -> bool {
     let info = s.generator.step(pool, pcm);
+    deliver(s, &info, pcm)
+}
+
+/// A generated frame's reports and audio to `s`'s counters and queues; false when
+/// no audio came out yet.
+fn deliver(s: &mut Slot, info: &FrameInfo, pcm: &[i16]) -> bool {
     if info.nonfinite > 0 {
         s.stats
             .nonfinite
