@@ -12,7 +12,7 @@ use rill_mrt2::conditioning::Conditioning;
 use rill_mrt2::quality::compare_sessions;
 use rill_mrt2::sampler::SamplingParams;
 use rill_mrt2::{Mrt2, Precision, Session};
-use rill_stream::{FramePipeline, Stages};
+use rill_stream::{FramePipeline, Stages, StepReport};
 
 use crate::args::ModelArgs;
 use crate::model_source;
@@ -77,6 +77,13 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub style: crate::style::StyleModelArgs,
+
+    /// Music streams to time at once (1 to 4), stepped together as `rill serve` steps
+    /// the streams that have room at once: each cycle makes one frame of every stream,
+    /// their language models layer by layer across them. The times are per cycle; a
+    /// real-time factor below 1 means that many streams keep up.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=rill_stream::pipeline::MAX_TOGETHER as u64).map(|n| n as usize))]
+    pub streams: usize,
 
     /// Frames for --quality.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000).map(|n| n as usize))]
@@ -181,6 +188,13 @@ fn tiers(arg: Option<&str>) -> Result<Vec<Isa>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.streams > 1
+        && (args.prompt.is_some() || args.which == BenchModel::Magpie || args.quality)
+    {
+        usage_bail!(
+            "--streams times music streams: it is for --model mrt2 without --quality or --prompt"
+        );
+    }
     if let Some(p) = &args.prompt {
         return crate::bench_style::run(&args, p);
     }
@@ -242,13 +256,25 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 lm
             }
         };
-        let mut pipe = FramePipeline::new(lm, Some(codec), 42, &pools);
-        pipe.session_mut()
-            .set_conditioning(&bench_conditioning(), pools.lm())?;
+        let mut pipes = Vec::with_capacity(args.streams);
+        for seed in 42..42 + args.streams as u64 {
+            let mut pipe = FramePipeline::new(lm.clone(), Some(codec.clone()), seed, &pools);
+            pipe.session_mut()
+                .set_conditioning(&bench_conditioning(), pools.lm())?;
+            pipes.push(pipe);
+        }
+        drop(lm);
+        let mut pipes: Vec<&mut FramePipeline> = pipes.iter_mut().collect();
+        let mut reports = vec![StepReport::default(); pipes.len()];
         let (mut lm_t, mut codec_t, mut total_t) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..args.warmup + args.frames {
             let a = Instant::now();
-            let r = pipe.step(None, &pools);
+            let r = if let [pipe] = &mut pipes[..] {
+                pipe.step(None, &pools)
+            } else {
+                FramePipeline::step_together(&mut pipes, &pools, &mut reports);
+                reports[0]
+            };
             let wall = a.elapsed();
             if i >= args.warmup {
                 lm_t.push(r.lm_time);
@@ -284,7 +310,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "model": kind.name(), "precision": precision.name(), "codec": codec_name,
             "threads": args.model.thread_count()?, "stages": pools.stages().name(),
             "lm_threads": lm_threads, "codec_threads": codec_threads,
-            "cpu": rill_stream::process::cpu_name(), "frames": args.frames, "load_s": load.as_secs_f64(),
+            "cpu": rill_stream::process::cpu_name(), "frames": args.frames, "streams": args.streams, "load_s": load.as_secs_f64(),
             "isa": first.isa.name(), "lm_ms": s(first.lm), "codec_ms": s(first.codec),
             "total_ms": s(first.total), "rtf": first.total.median / 40.0,
             "tiers": tiers, "peak_rss_bytes": rss,
@@ -301,6 +327,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     );
     println!("cpu             {}", rill_stream::process::cpu_name());
     println!("load            {:8.2} s", load.as_secs_f64());
+    if args.streams > 1 {
+        println!(
+            "({} streams stepped together: each line is one cycle, a frame of every stream; \
+             language model = all of them layer by layer, codec = theirs one after another)",
+            args.streams
+        );
+    }
     if pools.stages() == Stages::TwoStage {
         println!(
             "(two-stage: total = one step, the LM of frame n+1 and the codec of frame n at once)"

@@ -134,6 +134,11 @@ fn refused_values_of_play_soak_serve_and_bench_exit_2() {
         (&["bench", "--precision", "f16"][..], "--model mrt2 takes"),
         (&["bench", "--codec-frames", "2"][..], "--codec-frames"),
         (&["bench", "--isa", "no-such-tier"][..], "--isa"),
+        (&["bench", "--streams", "5"][..], "--streams"),
+        (
+            &["bench", "--model", "magpie", "--streams", "2"][..],
+            "--streams",
+        ),
         (
             &["bench", "--model", "magpie", "--precision", "int4"][..],
             "--model magpie takes --precision",
