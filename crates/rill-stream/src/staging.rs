@@ -198,6 +198,17 @@ impl<T: Copy + Send + Sync> Staging<T> {
         }
     }
 
+    /// Decodes the frames due in a cycle opened with [`Staging::begin`] (its
+    /// [`Staging::decoded`]; none: nothing) with `vocoder` on `pool`; with the time
+    /// it took.
+    pub fn decode_due<V: Vocoder<Frame = T>>(
+        &self,
+        vocoder: &mut V,
+        pool: &Pool,
+    ) -> (Result<(), V::Error>, Duration) {
+        decode_due(vocoder, &self.decoded, pool)
+    }
+
     /// Decodes the pending frames now with `vocoder`, the model's stage lending its
     /// threads (`None` when nothing was pending); with the time it took.
     pub fn flush<V: Vocoder<Frame = T>>(

@@ -46,14 +46,14 @@ pub(super) fn measure_rtf_together(
     let mut pcm = vec![0i16; streams * FRAME_PCM];
     let mut infos = vec![FrameInfo::default(); streams];
     let mut ms = Vec::with_capacity(frames);
+    let mut gens: Vec<&mut Generator> = gens.iter_mut().collect();
+    let mut outs: Vec<&mut [i16]> = pcm.chunks_exact_mut(FRAME_PCM).collect();
     for i in 0..frames + WARMUP {
         let t = Instant::now();
-        if streams == 1 {
-            gens[0].step(pool, &mut pcm);
+        if let ([g], [out]) = (&mut gens[..], &mut outs[..]) {
+            g.step(pool, out);
         } else {
-            let mut refs: Vec<&mut Generator> = gens.iter_mut().collect();
-            let mut outs: Vec<&mut [i16]> = pcm.chunks_exact_mut(FRAME_PCM).collect();
-            Generator::step_together(&mut refs, pool, &mut outs, &mut infos);
+            Generator::step_together(&mut gens, pool, &mut outs, &mut infos);
         }
         if i >= WARMUP {
             ms.push(t.elapsed().as_secs_f32() * 1e3);

@@ -11,7 +11,7 @@ use rill_mrt2::{Session, LEVELS};
 use smallvec::SmallVec;
 
 use super::{CodecStage, FramePipeline, StagePools, StepReport};
-use crate::staging::{Staging, Vocoder};
+use crate::staging::Staging;
 
 /// The most streams one cycle steps together (the engine serves more in turns).
 pub const MAX_TOGETHER: usize = 4;
@@ -50,13 +50,12 @@ impl FramePipeline {
         let mut tokens = [[0u32; LEVELS]; MAX_TOGETHER];
         let tokens = &mut tokens[..k];
         let decode_due = |codecs: &mut [CodecSide<'_>], pool: &Pool| {
-            let t = Instant::now();
+            let mut took = Duration::ZERO;
             for (codec, staging) in codecs.iter_mut() {
-                if !staging.decoded().is_empty() {
-                    let Ok(()) = codec.decode(staging.decoded(), pool);
-                }
+                let (Ok(()), t) = staging.decode_due(*codec, pool);
+                took += t;
             }
-            t.elapsed()
+            took
         };
         let (lm_time, codec_time) = match stages {
             super::Stages::Sequential => {
