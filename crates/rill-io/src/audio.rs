@@ -285,6 +285,30 @@ pub fn downmix_mono(samples: &[f32], channels: usize) -> Vec<f32> {
 /// 441/160; even a prime rate such as 44101 Hz is accepted).
 pub const MAX_RATE_BLOCK: u32 = 1 << 20;
 
+/// Largest sample magnitude [`resample`] and [`crate::StreamResampler`] accept.
+/// Far beyond any real audio (nominal full scale is 1), yet small enough that no
+/// FFT block can overflow f32 (rubato panics on the NaN an overflow makes).
+pub const MAX_RESAMPLE_MAGNITUDE: f32 = 1.0e30;
+
+/// Refuses a non-finite sample or one beyond [`MAX_RESAMPLE_MAGNITUDE`]; `first`
+/// is the index of `samples[0]` in the whole signal, for the message.
+pub(crate) fn check_resample_input(
+    samples: &[f32],
+    first: usize,
+) -> std::result::Result<(), ResampleError> {
+    match samples
+        .iter()
+        .position(|x| !x.is_finite() || x.abs() > MAX_RESAMPLE_MAGNITUDE)
+    {
+        Some(i) => Err(ResampleError(format!(
+            "sample {} is {}: only finite samples within ±{MAX_RESAMPLE_MAGNITUDE:e} can be resampled",
+            first + i,
+            samples[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Why [`resample`] refused its input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot resample: {0}")]
@@ -327,6 +351,7 @@ pub fn resample(
             samples.len()
         )));
     }
+    check_resample_input(samples, 0)?;
     let frames = samples.len() / channels;
     if from_rate == to_rate || frames == 0 {
         return Ok(samples.to_vec());

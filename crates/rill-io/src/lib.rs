@@ -23,7 +23,7 @@ use npyz::WriterBuilder;
 pub use atomic::{write_atomic, AtomicFile};
 pub use audio::{
     decode_bytes, decode_bytes_limited, decode_file, downmix_mono, resample, DecodedAudio,
-    ResampleError, FFT_CHUNK, MAX_DECODED_SAMPLES, MAX_RATE_BLOCK,
+    ResampleError, FFT_CHUNK, MAX_DECODED_SAMPLES, MAX_RATE_BLOCK, MAX_RESAMPLE_MAGNITUDE,
 };
 pub use npy::MAX_HEADER_LEN;
 pub use resample_stream::StreamResampler;

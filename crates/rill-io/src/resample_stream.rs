@@ -6,7 +6,9 @@
 use rubato::audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{Fft, Indexing, Resampler};
 
-use crate::audio::{fft_resampler, gcd, out_len, ResampleError, MAX_RATE_BLOCK};
+use crate::audio::{
+    check_resample_input, fft_resampler, gcd, out_len, ResampleError, MAX_RATE_BLOCK,
+};
 
 /// Resamples mono audio pushed in pieces of any length; [`finish`](Self::finish)
 /// flushes the tail. The output is aligned with the input (the filter delay is
@@ -74,7 +76,10 @@ impl StreamResampler {
     }
 
     /// Appends the resampled audio of `input` that is complete to `out`.
+    /// A non-finite sample or one beyond [`crate::audio::MAX_RESAMPLE_MAGNITUDE`]
+    /// refuses the whole push (nothing of it is taken; the resampler stays usable).
     pub fn push(&mut self, input: &[f32], out: &mut Vec<f32>) -> Result<(), ResampleError> {
+        check_resample_input(input, self.total_in)?;
         self.total_in += input.len();
         let Some(fft) = self.fft.as_ref() else {
             out.extend_from_slice(input);

@@ -252,3 +252,35 @@ fn fuzz_regression_wav_block_align_overflow() {
     // Refused or accepted, but no panic.
     let _ = decode_bytes(&bytes, None);
 }
+
+/// Found by the `audio_decode` fuzz target: a float WAV whose samples are finite
+/// but near `f32::MAX` (the mean of two of them is infinite) made rubato's FFT
+/// overflow to NaN and panic inside (`Imaginary part of first value was
+/// non-zero`). The resamplers refuse such samples with an error instead.
+#[test]
+fn fuzz_regression_huge_or_non_finite_samples_are_refused_by_the_resamplers() {
+    for bad in [f32::MAX, -3.0e38, 1.0e31, f32::INFINITY, f32::NAN] {
+        let mut x = vec![0.25f32; 2_000];
+        x[777] = bad;
+        let e = resample(&x, 44_100, 16_000, 1).unwrap_err().to_string();
+        assert!(e.contains("sample 777"), "{bad}: {e}");
+        let mut s = rill_io::StreamResampler::new(44_100, 16_000).unwrap();
+        let mut out = Vec::new();
+        let e = s.push(&x, &mut out).unwrap_err().to_string();
+        assert!(e.contains("sample 777"), "{bad}: {e}");
+        assert!(out.is_empty(), "nothing of a refused push is played");
+        // The resampler is usable after a refused push.
+        s.push(&[0.25; 2_000], &mut out).unwrap();
+        assert!(out.iter().all(|v| v.is_finite()));
+    }
+    // Loud but sane float audio still resamples.
+    let loud = vec![1.0e6f32; 2_000];
+    assert!(resample(&loud, 44_100, 16_000, 1)
+        .unwrap()
+        .iter()
+        .all(|v| v.is_finite()));
+    // The same rule at equal rates, where the samples pass through untouched.
+    assert!(resample(&[f32::NAN], 16_000, 16_000, 1).is_err());
+    let mut same = rill_io::StreamResampler::new(16_000, 16_000).unwrap();
+    assert!(same.push(&[0.0, f32::NAN], &mut Vec::new()).is_err());
+}
