@@ -301,7 +301,7 @@ pub(crate) fn check_resample_input(
         .position(|x| !x.is_finite() || x.abs() > MAX_RESAMPLE_MAGNITUDE)
     {
         Some(i) => Err(ResampleError(format!(
-            "sample {} is {}: only finite samples within ±{MAX_RESAMPLE_MAGNITUDE:e} can be resampled",
+            "sample {} is {:e}: only finite samples within ±{MAX_RESAMPLE_MAGNITUDE:e} can be resampled",
             first + i,
             samples[i]
         ))),

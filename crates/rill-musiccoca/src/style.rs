@@ -8,7 +8,7 @@ use rill_io::audio::DecodedAudio;
 use rill_kernels::{Isa, Pool};
 
 use crate::clips::{clip_windows, clips_from_audio};
-use crate::frontend::{patches, Frontend};
+use crate::frontend::{patches, Frontend, CLIP_SAMPLES, SAMPLE_RATE};
 use crate::numpy_rng::randn_f32;
 use crate::tower::DIM;
 use crate::{blend, locate, Error, MusicCoCa, Quantized, Spm, Weights};
@@ -158,13 +158,34 @@ impl StyleModel {
         if clips.is_empty() {
             return Err(Error::Input("the audio holds no samples".into()));
         }
-        Ok(clips
+        clips
             .iter()
-            .map(|c| {
-                self.net
-                    .embed_patches(&patches(&self.frontend.log_mel(c)), pool)
+            .enumerate()
+            .map(|(i, c)| {
+                let e = self
+                    .net
+                    .embed_patches(&patches(&self.frontend.log_mel(c)), pool);
+                if e.iter().all(|v| v.is_finite()) {
+                    return Ok(e);
+                }
+                // Only non-finite or absurdly loud samples overflow the log-mel
+                // frontend: say which clip and what is wrong with it.
+                let what = match c.iter().find(|v| !v.is_finite()) {
+                    Some(v) => format!("holds a {v} sample"),
+                    None => {
+                        let peak = c.iter().fold(0f32, |m, v| m.max(v.abs()));
+                        format!(
+                            "reaches {peak:e}, far beyond full scale (±1); scale the audio down"
+                        )
+                    }
+                };
+                Err(Error::Input(format!(
+                    "the audio's clip {} (from {} s) gives a non-finite embedding: it {what}",
+                    i + 1,
+                    i * CLIP_SAMPLES / SAMPLE_RATE as usize
+                )))
             })
-            .collect())
+            .collect()
     }
 
     fn embed_clips(&self, clips: &[Vec<f32>], pool: &Pool) -> Result<Vec<f32>, Error> {

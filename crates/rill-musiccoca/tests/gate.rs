@@ -215,3 +215,27 @@ fn audio_clips_match_the_gate_recording() {
         );
     }
 }
+
+/// Audio the log-mel frontend overflows on (absurdly loud, or holding NaN) is an
+/// error naming the clip and what is wrong, not a non-finite embedding that fails
+/// later with no reason given.
+#[test]
+fn audio_that_overflows_the_frontend_is_refused_by_clip() {
+    let m = model();
+    let pool = Pool::new(2);
+    let (_, w) = gate().f32("audio_long_waveform").unwrap();
+    assert!(w.len() > 160_000, "two clips");
+    let mut loud = w.clone();
+    for v in &mut loud[160_000..] {
+        *v *= 1e20;
+    }
+    let e = m.embed_mono_16k(&loud, &pool).unwrap_err().to_string();
+    assert!(e.contains("clip 2 (from 10 s)") && e.contains("scale the audio down"), "{e}");
+    let mut nan = w.clone();
+    nan[5] = f32::NAN;
+    let e = m.embed_mono_16k(&nan, &pool).unwrap_err().to_string();
+    assert!(e.contains("clip 1 (from 0 s)") && e.contains("NaN"), "{e}");
+    // Loud but finite audio still embeds.
+    let hot: Vec<f32> = w.iter().map(|v| v * 1e3).collect();
+    assert!(m.embed_mono_16k(&hot, &pool).is_ok());
+}
