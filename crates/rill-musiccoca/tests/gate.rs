@@ -230,7 +230,10 @@ fn audio_that_overflows_the_frontend_is_refused_by_clip() {
         *v *= 1e20;
     }
     let e = m.embed_mono_16k(&loud, &pool).unwrap_err().to_string();
-    assert!(e.contains("clip 2 (from 10 s)") && e.contains("scale the audio down"), "{e}");
+    assert!(
+        e.contains("clip 2 (from 10 s)") && e.contains("scale the audio down"),
+        "{e}"
+    );
     let mut nan = w.clone();
     nan[5] = f32::NAN;
     let e = m.embed_mono_16k(&nan, &pool).unwrap_err().to_string();
