@@ -71,6 +71,53 @@ fn add_bias(y: &mut [f32], b: &[f32], bf16: bool) {
     }
 }
 
+/// Where one product of a block reads and writes in a stream's scratch: its input,
+/// its output and the product's activation scratch (fields of one `StackScratch`).
+type Pick = for<'a, 'b> fn(&'a mut LayerIo<'b>) -> (&'a [f32], &'a mut [f32], &'a mut GemvScratch);
+
+/// One stream's view of a layer step: its residual stream `x`, the past keys and
+/// values its attention reads, where this step's self-attention `[k | v]` goes, and
+/// its scratch. Several of them step a layer together (one weight read serves them
+/// all); one is the ordinary step.
+#[derive(Debug)]
+pub struct LayerIo<'a> {
+    pub x: &'a mut [f32],
+    pub past_self: KvView<'a>,
+    /// This step's self-attention key and value, `[k | v]`.
+    pub new_kv: &'a mut [f32],
+    /// The cross-attention's keys/values of this step's source and its past window
+    /// (temporal layers; `None` in the depth stack).
+    pub cross: Option<(&'a [f32], KvView<'a>)>,
+    pub s: &'a mut StackScratch,
+}
+
+/// `y = W·x` for every stream of `ios` (`x`, `y` as `pick` selects; the first
+/// `m.cols()` / `m.rows()` values): streams in pairs through [`Ops::gemv2`], which
+/// reads each weight once for both and gives each output the bits of its own
+/// [`Ops::gemv`]; an odd last stream alone.
+fn gemv_each(ops: Ops, m: &Matrix, ios: &mut [LayerIo<'_>], pick: Pick, pool: &Pool) {
+    let (rows, cols) = (m.rows(), m.cols());
+    let mut pairs = ios.chunks_exact_mut(2);
+    for pair in &mut pairs {
+        let [a, b] = pair else {
+            unreachable!("chunks of two")
+        };
+        let (xa, ya, scratch) = pick(a);
+        let (xb, yb, _) = pick(b);
+        ops.gemv2(
+            m,
+            [&xa[..cols], &xb[..cols]],
+            [&mut ya[..rows], &mut yb[..rows]],
+            scratch,
+            pool,
+        );
+    }
+    for io in pairs.into_remainder() {
+        let (x, y, scratch) = pick(io);
+        ops.gemv(m, &x[..cols], &mut y[..rows], scratch, pool);
+    }
+}
+
 /// The attention core under `{a}` (`…/attention`): the per-dimension query scale
 /// and, with `sinks`, the sink key and value.
 fn load_attention(
@@ -167,28 +214,44 @@ impl SelfAttentionBlock {
         })
     }
 
-    /// One step; writes this step's key and value into `new_k`, `new_v`.
-    pub fn step(
-        &self,
-        x: &mut [f32],
-        past: KvView<'_>,
-        new_k: &mut [f32],
-        new_v: &mut [f32],
-        s: &mut StackScratch,
-        pool: &Pool,
-    ) {
+    /// One step of every stream of `ios`; writes each one's key and value into its
+    /// `new_kv`.
+    pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
         let inner = self.attn.heads * self.attn.head_dim;
-        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.ops
-            .gemv(&self.wqkv, &s.h, &mut s.qkv, &mut s.gemv, pool);
-        new_k.copy_from_slice(&s.qkv[inner..2 * inner]);
-        new_v.copy_from_slice(&s.qkv[2 * inner..]);
-        let (q, _) = s.qkv.split_at_mut(inner);
-        self.attn
-            .attend(q, past, new_k, new_v, &mut s.ctx, &mut s.scores);
-        self.ops
-            .gemv(&self.wo, &s.ctx, &mut s.out, &mut s.gemv, pool);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
+        for io in ios.iter_mut() {
+            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
+        }
+        gemv_each(
+            self.ops,
+            &self.wqkv,
+            ios,
+            |io| (&io.s.h, &mut io.s.qkv, &mut io.s.gemv),
+            pool,
+        );
+        for io in ios.iter_mut() {
+            let (new_k, new_v) = io.new_kv.split_at_mut(inner);
+            new_k.copy_from_slice(&io.s.qkv[inner..2 * inner]);
+            new_v.copy_from_slice(&io.s.qkv[2 * inner..]);
+            let (q, _) = io.s.qkv.split_at_mut(inner);
+            self.attn.attend(
+                q,
+                io.past_self,
+                new_k,
+                new_v,
+                &mut io.s.ctx,
+                &mut io.s.scores,
+            );
+        }
+        gemv_each(
+            self.ops,
+            &self.wo,
+            ios,
+            |io| (&io.s.ctx, &mut io.s.out, &mut io.s.gemv),
+            pool,
+        );
+        for io in ios.iter_mut() {
+            add_post_norm(io.x, &io.s.out, &self.post_norm, &mut io.s.h, self.bf16);
+        }
     }
 }
 
@@ -252,30 +315,43 @@ impl CrossAttentionBlock {
         self.ops.gemv(&self.wkv, src, kv, scratch, pool);
     }
 
-    /// One step attending over the past source window and the current `kv`.
-    pub fn step(
-        &self,
-        x: &mut [f32],
-        kv: &[f32],
-        past: KvView<'_>,
-        s: &mut StackScratch,
-        pool: &Pool,
-    ) {
+    /// One step of every stream of `ios`, each attending over its past source
+    /// window and its current keys/values (`io.cross`; a stream without them is
+    /// left as it is).
+    pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
         let inner = self.attn.heads * self.attn.head_dim;
-        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        let q = &mut s.qkv[..inner];
-        self.ops.gemv(&self.wq, &s.h, q, &mut s.gemv, pool);
-        self.attn.attend(
-            q,
-            past,
-            &kv[..inner],
-            &kv[inner..],
-            &mut s.ctx,
-            &mut s.scores,
+        for io in ios.iter_mut() {
+            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
+        }
+        // The query goes to the first `inner` values of `qkv` (the product's rows).
+        gemv_each(
+            self.ops,
+            &self.wq,
+            ios,
+            |io| (&io.s.h, &mut io.s.qkv, &mut io.s.gemv),
+            pool,
         );
-        self.ops
-            .gemv(&self.wo, &s.ctx, &mut s.out, &mut s.gemv, pool);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
+        for io in ios.iter_mut() {
+            let Some((kv, past)) = io.cross else { continue };
+            self.attn.attend(
+                &mut io.s.qkv[..inner],
+                past,
+                &kv[..inner],
+                &kv[inner..],
+                &mut io.s.ctx,
+                &mut io.s.scores,
+            );
+        }
+        gemv_each(
+            self.ops,
+            &self.wo,
+            ios,
+            |io| (&io.s.ctx, &mut io.s.out, &mut io.s.gemv),
+            pool,
+        );
+        for io in ios.iter_mut() {
+            add_post_norm(io.x, &io.s.out, &self.post_norm, &mut io.s.h, self.bf16);
+        }
     }
 }
 
@@ -313,20 +389,37 @@ impl FfnBlock {
         })
     }
 
-    pub fn step(&self, x: &mut [f32], s: &mut StackScratch, pool: &Pool) {
-        pre_norm(x, &self.pre_norm, &mut s.h, self.bf16);
-        self.ops
-            .gemv(&self.w1, &s.h, &mut s.hidden, &mut s.gemv, pool);
-        add_bias(&mut s.hidden, &self.b1, self.bf16);
-        if self.bf16 {
-            ops_bf16::gelu_tanh(&mut s.hidden);
-        } else {
-            self.ops.gelu_tanh(&mut s.hidden);
+    /// One step of every stream of `ios`.
+    pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
+        for io in ios.iter_mut() {
+            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
         }
-        self.ops
-            .gemv(&self.w2, &s.hidden, &mut s.out, &mut s.gemv, pool);
-        add_bias(&mut s.out, &self.b2, self.bf16);
-        add_post_norm(x, &s.out, &self.post_norm, &mut s.h, self.bf16);
+        gemv_each(
+            self.ops,
+            &self.w1,
+            ios,
+            |io| (&io.s.h, &mut io.s.hidden, &mut io.s.gemv),
+            pool,
+        );
+        for io in ios.iter_mut() {
+            add_bias(&mut io.s.hidden, &self.b1, self.bf16);
+            if self.bf16 {
+                ops_bf16::gelu_tanh(&mut io.s.hidden);
+            } else {
+                self.ops.gelu_tanh(&mut io.s.hidden);
+            }
+        }
+        gemv_each(
+            self.ops,
+            &self.w2,
+            ios,
+            |io| (&io.s.hidden, &mut io.s.out, &mut io.s.gemv),
+            pool,
+        );
+        for io in ios.iter_mut() {
+            add_bias(&mut io.s.out, &self.b2, self.bf16);
+            add_post_norm(io.x, &io.s.out, &self.post_norm, &mut io.s.h, self.bf16);
+        }
     }
 }
 

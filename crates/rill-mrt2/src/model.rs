@@ -11,12 +11,11 @@ use rill_checkpoint::Checkpoint;
 use rill_kernels::matrix::round_bf16;
 use rill_kernels::{isa, ops, ops_bf16, GemvScratch, Isa, Matrix, Ops, Pool};
 
-use crate::attention::KvView;
 use crate::config::Mrt2Config;
 use crate::encoder::Encoder;
 use crate::error::ModelError;
 use crate::layers::{
-    CrossAttentionBlock, DepthLayer, FfnBlock, SelfAttentionBlock, StackScratch, TemporalLayer,
+    CrossAttentionBlock, DepthLayer, FfnBlock, LayerIo, SelfAttentionBlock, TemporalLayer,
 };
 use crate::layout::{self, DEPTHFORMER};
 use crate::loader::{Loader, RecordedMatrix};
@@ -244,27 +243,15 @@ impl Mrt2 {
             .project_source(src, kv, scratch, pool);
     }
 
-    /// One temporal layer step with this frame's cross-attention key/value `cross_kv`
-    /// (from [`Mrt2::cross_source_kv`]). Writes this frame's self-attention
-    /// key/value into `new_self_kv` (`[k | v]`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn temporal_layer_step(
-        &self,
-        layer: usize,
-        x: &mut [f32],
-        cross_kv: &[f32],
-        past_self: KvView<'_>,
-        past_cross: KvView<'_>,
-        new_self_kv: &mut [f32],
-        s: &mut StackScratch,
-        pool: &Pool,
-    ) {
-        let inner = self.config.temporal_inner();
+    /// Temporal layer `layer` of every stream of `ios`, each with its frame's
+    /// cross-attention keys/values in `io.cross` (from [`Mrt2::cross_source_kv`]);
+    /// each writes its frame's self-attention key/value into its `new_kv`. The
+    /// streams share each weight read (in pairs); per stream the bits of a step alone.
+    pub fn temporal_layer_each(&self, layer: usize, ios: &mut [LayerIo<'_>], pool: &Pool) {
         let lay = &self.temporal[layer];
-        let (nk, nv) = new_self_kv.split_at_mut(inner);
-        lay.self_attn.step(x, past_self, nk, nv, s, pool);
-        lay.cross_attn.step(x, cross_kv, past_cross, s, pool);
-        lay.ffn.step(x, s, pool);
+        lay.self_attn.step_each(ios, pool);
+        lay.cross_attn.step_each(ios, pool);
+        lay.ffn.step_each(ios, pool);
     }
 
     /// Depth input adapter: `z = W_adapt · inp`.
@@ -272,20 +259,11 @@ impl Mrt2 {
         self.ops.gemv(&self.depth_adapter, inp, z, scratch, pool);
     }
 
-    /// One depth layer step; writes this step's key/value into `new_kv` (`[k | v]`).
-    pub fn depth_layer_step(
-        &self,
-        layer: usize,
-        z: &mut [f32],
-        past: KvView<'_>,
-        new_kv: &mut [f32],
-        s: &mut StackScratch,
-        pool: &Pool,
-    ) {
-        let inner = self.config.depth_inner();
-        let (nk, nv) = new_kv.split_at_mut(inner);
-        self.depth[layer].self_attn.step(z, past, nk, nv, s, pool);
-        self.depth[layer].ffn.step(z, s, pool);
+    /// Depth layer `layer` of every stream of `ios` (each writes this step's
+    /// key/value into its `new_kv`, `[k | v]`; no cross-attention).
+    pub fn depth_layer_each(&self, layer: usize, ios: &mut [LayerIo<'_>], pool: &Pool) {
+        self.depth[layer].self_attn.step_each(ios, pool);
+        self.depth[layer].ffn.step_each(ios, pool);
     }
 
     /// Final LayerNorm, the level's 1024 rows of `to_logits` (+bias) and the soft cap.

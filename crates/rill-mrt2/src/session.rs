@@ -18,7 +18,7 @@ use crate::attention::KvView;
 use crate::conditioning::{Conditioning, CHANNELS};
 use crate::encoder::EncoderScratch;
 use crate::error::{InvalidValue, ModelError};
-use crate::layers::StackScratch;
+use crate::layers::{LayerIo, StackScratch};
 use crate::model::{Mrt2, LEVELS};
 use crate::sampler::{self, Key, SamplingParams, LEVEL, RESERVED};
 
@@ -271,31 +271,8 @@ impl Session {
     /// wait in `scratch.new_self` for [`Session::temporal_end`].
     fn temporal_layer(&mut self, l: usize, pool: &Pool) {
         let model = &*self.model;
-        let cfg = model.config;
-        let (w, ti) = (cfg.dims.window, cfg.temporal_inner());
-        let (st, sc) = (&self.state, &mut self.scratch);
-        let slots = (st.frame as usize).min(w);
-        let ring = w * ti;
-        let past_self = KvView {
-            k: &st.self_k[l * ring..(l + 1) * ring],
-            v: &st.self_v[l * ring..(l + 1) * ring],
-            slots,
-        };
-        let past_cross = KvView {
-            k: &st.cross_k[l * ring..(l + 1) * ring],
-            v: &st.cross_v[l * ring..(l + 1) * ring],
-            slots,
-        };
-        model.temporal_layer_step(
-            l,
-            &mut sc.x,
-            &sc.cross_kv[l * 2 * ti..(l + 1) * 2 * ti],
-            past_self,
-            past_cross,
-            &mut sc.new_self[l * 2 * ti..(l + 1) * 2 * ti],
-            &mut sc.temporal,
-            pool,
-        );
+        let mut io = temporal_io(model, &self.state, &mut self.scratch, l);
+        model.temporal_layer_each(l, std::slice::from_mut(&mut io), pool);
     }
 
     /// After every temporal layer has read its cache (trap T11): the host-owned
@@ -352,15 +329,16 @@ impl Session {
     /// Depth layer `j` of depth step `k`; its key/value goes to slot `k`.
     fn depth_layer(&mut self, k: usize, j: usize, pool: &Pool) {
         let model = &*self.model;
-        let di = model.config.depth_inner();
+        let mut io = depth_io(model, &mut self.scratch, k, j);
+        model.depth_layer_each(j, std::slice::from_mut(&mut io), pool);
+        self.depth_keep(k, j);
+    }
+
+    /// Depth layer `j`'s key/value of depth step `k` into slot `k` of its cache.
+    fn depth_keep(&mut self, k: usize, j: usize) {
+        let di = self.model.config.depth_inner();
         let dring = LEVELS * di;
         let sc = &mut self.scratch;
-        let past = KvView {
-            k: &sc.depth_k[j * dring..(j + 1) * dring],
-            v: &sc.depth_v[j * dring..(j + 1) * dring],
-            slots: k,
-        };
-        model.depth_layer_step(j, &mut sc.z, past, &mut sc.new_depth, &mut sc.depth, pool);
         let dst = j * dring + k * di;
         sc.depth_k[dst..dst + di].copy_from_slice(&sc.new_depth[..di]);
         sc.depth_v[dst..dst + di].copy_from_slice(&sc.new_depth[di..]);
@@ -433,5 +411,52 @@ impl Session {
         }
         self.state = state;
         Ok(())
+    }
+}
+
+/// Temporal layer `l`'s view of a session: the residual stream `scratch.x`, the
+/// layer's caches (the slots filled so far) and this frame's cross-attention
+/// keys/values, its new keys/values going to `scratch.new_self`.
+fn temporal_io<'a>(model: &Mrt2, st: &'a LmState, sc: &'a mut Scratch, l: usize) -> LayerIo<'a> {
+    let cfg = model.config;
+    let (w, ti) = (cfg.dims.window, cfg.temporal_inner());
+    let slots = (st.frame as usize).min(w);
+    let ring = w * ti;
+    let layer = l * ring..(l + 1) * ring;
+    let kv = l * 2 * ti..(l + 1) * 2 * ti;
+    LayerIo {
+        x: &mut sc.x,
+        past_self: KvView {
+            k: &st.self_k[layer.clone()],
+            v: &st.self_v[layer.clone()],
+            slots,
+        },
+        new_kv: &mut sc.new_self[kv.clone()],
+        cross: Some((
+            &sc.cross_kv[kv],
+            KvView {
+                k: &st.cross_k[layer.clone()],
+                v: &st.cross_v[layer],
+                slots,
+            },
+        )),
+        s: &mut sc.temporal,
+    }
+}
+
+/// Depth layer `j`'s view of a session at depth step `k`: the input `scratch.z`,
+/// the layer's `k` keys/values so far, its new ones going to `scratch.new_depth`.
+fn depth_io<'a>(model: &Mrt2, sc: &'a mut Scratch, k: usize, j: usize) -> LayerIo<'a> {
+    let dring = LEVELS * model.config.depth_inner();
+    LayerIo {
+        x: &mut sc.z,
+        past_self: KvView {
+            k: &sc.depth_k[j * dring..(j + 1) * dring],
+            v: &sc.depth_v[j * dring..(j + 1) * dring],
+            slots: k,
+        },
+        new_kv: &mut sc.new_depth,
+        cross: None,
+        s: &mut sc.depth,
     }
 }

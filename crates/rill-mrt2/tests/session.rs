@@ -107,14 +107,21 @@ fn forced_tokens_are_validated_and_reset_restarts() {
     assert_eq!(s.step(&pool, None), first);
 }
 
-/// Streams stepped together (layer by layer across them) give each stream's tokens
-/// and state bit for bit as stepped alone, with different seeds, controls and
-/// sampling: the live int8 weights past the 41-slot ring wrap, f32 for a few frames.
+/// Streams stepped together (layer by layer across them, two at a time through
+/// each product) give each stream's tokens and state bit for bit as stepped alone,
+/// with different seeds, controls and sampling: the live int8 weights past the
+/// 41-slot ring wrap; f32, bf16 and 4-bit (their two-vector products or its
+/// fallback) for a few frames; two streams and three (a pair and one alone).
 #[test]
 fn stepping_together_changes_no_bit() {
     let rec = Recording::load("D2");
     let pool = pool();
-    for (precision, frames) in [(Precision::Int8, 43), (Precision::F32, 4)] {
+    for (precision, frames) in [
+        (Precision::Int8, 43),
+        (Precision::F32, 4),
+        (Precision::Bf16, 2),
+        (Precision::Lut4, 2),
+    ] {
         let m = model(rec.weights_seed(), precision);
         let make = |seed: u64, recorded: bool| {
             let mut s = Session::new(m.clone(), seed, &pool);
@@ -124,16 +131,38 @@ fn stepping_together_changes_no_bit() {
             }
             s
         };
-        let (mut a, mut b) = (make(rec.sampler_seed(), true), make(7, false));
-        let (mut ta, mut tb) = (make(rec.sampler_seed(), true), make(7, false));
-        let mut tokens = [[0u32; LEVELS]; 2];
+        let (mut a, mut b, mut c) = (
+            make(rec.sampler_seed(), true),
+            make(7, false),
+            make(9, true),
+        );
+        let (mut ta, mut tb, mut tc) = (
+            make(rec.sampler_seed(), true),
+            make(7, false),
+            make(9, true),
+        );
         for frame in 0..frames {
-            let alone = [a.step(&pool, None), b.step(&pool, None)];
-            Session::step_together(&mut [&mut ta, &mut tb], &pool, &mut tokens);
-            assert_eq!(tokens, alone, "{precision:?} frame {frame}");
+            // Three streams, then two (the third alone in between).
+            if frame % 2 == 0 {
+                let alone = [
+                    a.step(&pool, None),
+                    b.step(&pool, None),
+                    c.step(&pool, None),
+                ];
+                let mut tokens = [[0u32; LEVELS]; 3];
+                Session::step_together(&mut [&mut ta, &mut tb, &mut tc], &pool, &mut tokens);
+                assert_eq!(tokens, alone, "{precision:?} frame {frame}, three streams");
+            } else {
+                let alone = [a.step(&pool, None), b.step(&pool, None)];
+                let mut tokens = [[0u32; LEVELS]; 2];
+                Session::step_together(&mut [&mut ta, &mut tb], &pool, &mut tokens);
+                assert_eq!(tokens, alone, "{precision:?} frame {frame}, two streams");
+                assert_eq!(c.step(&pool, None), tc.step(&pool, None));
+            }
         }
         assert_eq!(a.state(), ta.state());
         assert_eq!(b.state(), tb.state());
+        assert_eq!(c.state(), tc.state());
         assert_ne!(a.state().prev, b.state().prev, "the two streams differ");
     }
 }

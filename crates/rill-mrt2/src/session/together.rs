@@ -1,15 +1,17 @@
 //! Several music streams of one model stepped together: the language model goes
-//! layer by layer across the sessions, so each weight matrix serves every stream
-//! back to back (read from memory once, then from the cache it left) instead of
-//! being streamed again per stream. Per session the calls, their data and their
-//! order are those of [`Session::step`], so tokens and state are bit for bit those
-//! of stepping it alone.
+//! layer by layer across the sessions, two at a time through each layer's products
+//! ([`rill_kernels::Ops::gemv2`]: each block of weights read once for both, from
+//! memory once per pair instead of once per stream), a third stream after them
+//! (its weights then mostly from the cache the pair left). Per session the same
+//! operations on its own data in the same order, and every product has the bits of
+//! its one-stream call, so tokens and state are bit for bit those of stepping it
+//! alone.
 
 use std::sync::Arc;
 
 use rill_kernels::Pool;
 
-use super::Session;
+use super::{depth_io, temporal_io, Session};
 use crate::model::LEVELS;
 
 impl Session {
@@ -35,8 +37,18 @@ impl Session {
             s.temporal_begin(pool, None);
         }
         for l in 0..model.temporal_layers() {
-            for s in sessions.iter_mut() {
-                s.temporal_layer(l, pool);
+            for pair in sessions.chunks_mut(2) {
+                match pair {
+                    [a, b] => {
+                        let mut ios = [
+                            temporal_io(&model, &a.state, &mut a.scratch, l),
+                            temporal_io(&model, &b.state, &mut b.scratch, l),
+                        ];
+                        model.temporal_layer_each(l, &mut ios, pool);
+                    }
+                    [a] => a.temporal_layer(l, pool),
+                    _ => unreachable!("chunks of at most two"),
+                }
             }
         }
         for s in sessions.iter_mut() {
@@ -48,8 +60,20 @@ impl Session {
                 s.depth_begin(pool);
             }
             for j in 0..model.depth_layers() {
-                for s in sessions.iter_mut() {
-                    s.depth_layer(k, j, pool);
+                for pair in sessions.chunks_mut(2) {
+                    match pair {
+                        [a, b] => {
+                            let mut ios = [
+                                depth_io(&model, &mut a.scratch, k, j),
+                                depth_io(&model, &mut b.scratch, k, j),
+                            ];
+                            model.depth_layer_each(j, &mut ios, pool);
+                            a.depth_keep(k, j);
+                            b.depth_keep(k, j);
+                        }
+                        [a] => a.depth_layer(k, j, pool),
+                        _ => unreachable!("chunks of at most two"),
+                    }
                 }
             }
             for (s, t) in sessions.iter_mut().zip(tokens.iter_mut()) {
