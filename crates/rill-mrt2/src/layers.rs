@@ -118,6 +118,35 @@ fn gemv_each(ops: Ops, m: &Matrix, ios: &mut [LayerIo<'_>], pick: Pick, pool: &P
     }
 }
 
+/// `h = norm(x)` for every stream of `ios`.
+fn pre_norm_each(pre: &[f32], bf16: bool, ios: &mut [LayerIo<'_>]) {
+    for io in ios.iter_mut() {
+        pre_norm(io.x, pre, &mut io.s.h, bf16);
+    }
+}
+
+/// An attention block's end for every stream of `ios`: the output projection of
+/// `ctx` and `x += post_norm(out)`.
+fn output_each(
+    ops: Ops,
+    wo: &Matrix,
+    post: &[f32],
+    bf16: bool,
+    ios: &mut [LayerIo<'_>],
+    pool: &Pool,
+) {
+    gemv_each(
+        ops,
+        wo,
+        ios,
+        |io| (&io.s.ctx, &mut io.s.out, &mut io.s.gemv),
+        pool,
+    );
+    for io in ios.iter_mut() {
+        add_post_norm(io.x, &io.s.out, post, &mut io.s.h, bf16);
+    }
+}
+
 /// The attention core under `{a}` (`…/attention`): the per-dimension query scale
 /// and, with `sinks`, the sink key and value.
 fn load_attention(
@@ -218,9 +247,7 @@ impl SelfAttentionBlock {
     /// `new_kv`.
     pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
         let inner = self.attn.heads * self.attn.head_dim;
-        for io in ios.iter_mut() {
-            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
-        }
+        pre_norm_each(&self.pre_norm, self.bf16, ios);
         gemv_each(
             self.ops,
             &self.wqkv,
@@ -242,16 +269,7 @@ impl SelfAttentionBlock {
                 &mut io.s.scores,
             );
         }
-        gemv_each(
-            self.ops,
-            &self.wo,
-            ios,
-            |io| (&io.s.ctx, &mut io.s.out, &mut io.s.gemv),
-            pool,
-        );
-        for io in ios.iter_mut() {
-            add_post_norm(io.x, &io.s.out, &self.post_norm, &mut io.s.h, self.bf16);
-        }
+        output_each(self.ops, &self.wo, &self.post_norm, self.bf16, ios, pool);
     }
 }
 
@@ -320,9 +338,7 @@ impl CrossAttentionBlock {
     /// left as it is).
     pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
         let inner = self.attn.heads * self.attn.head_dim;
-        for io in ios.iter_mut() {
-            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
-        }
+        pre_norm_each(&self.pre_norm, self.bf16, ios);
         // The query goes to the first `inner` values of `qkv` (the product's rows).
         gemv_each(
             self.ops,
@@ -342,16 +358,7 @@ impl CrossAttentionBlock {
                 &mut io.s.scores,
             );
         }
-        gemv_each(
-            self.ops,
-            &self.wo,
-            ios,
-            |io| (&io.s.ctx, &mut io.s.out, &mut io.s.gemv),
-            pool,
-        );
-        for io in ios.iter_mut() {
-            add_post_norm(io.x, &io.s.out, &self.post_norm, &mut io.s.h, self.bf16);
-        }
+        output_each(self.ops, &self.wo, &self.post_norm, self.bf16, ios, pool);
     }
 }
 
@@ -391,9 +398,7 @@ impl FfnBlock {
 
     /// One step of every stream of `ios`.
     pub fn step_each(&self, ios: &mut [LayerIo<'_>], pool: &Pool) {
-        for io in ios.iter_mut() {
-            pre_norm(io.x, &self.pre_norm, &mut io.s.h, self.bf16);
-        }
+        pre_norm_each(&self.pre_norm, self.bf16, ios);
         gemv_each(
             self.ops,
             &self.w1,
