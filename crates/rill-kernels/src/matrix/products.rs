@@ -44,8 +44,9 @@ struct ActScratch {
 
 impl Matrix {
     /// `y0 = W·x0` and `y1 = W·x1` on tier `isa` (two rows of a batch, e.g. the
-    /// conditional and unconditional rows of classifier-free guidance). Float
-    /// weights are read once for both; every output has exactly the bits
+    /// conditional and unconditional rows of classifier-free guidance, or two music
+    /// streams). Float, int8 and 4-bit palettised weights are read from memory once
+    /// for both; every output has exactly the bits
     /// [`Matrix::gemv_rows_isa`] gives it. Models call it through [`crate::Ops`].
     pub fn gemv2_isa(
         &self,
@@ -96,6 +97,20 @@ impl Matrix {
                 let task = |t: usize| {
                     let (b, k) = blocks_of(t);
                     m.run_blocks_n(isa, &b[..k], &range, acts, [o0.get(), o1.get()]);
+                };
+                pool.run(n, &task);
+            }
+            Storage::Lut4(m) => {
+                // Each task's blocks for both vectors while they are in cache (one
+                // vector at a time, as the one-vector call runs them).
+                let [a0, a1] = scratch.quantize2(isa, x, gemv_int8::GROUP);
+                let sums = [gemv_lut4::byte_sums(&a0), gemv_lut4::byte_sums(&a1)];
+                let range = 0..rows;
+                let (n, blocks_of) = block_tasks(&range);
+                let task = |t: usize| {
+                    let (b, k) = blocks_of(t);
+                    m.run_blocks(isa, &b[..k], &range, &a0, sums[0], o0.get());
+                    m.run_blocks(isa, &b[..k], &range, &a1, sums[1], o1.get());
                 };
                 pool.run(n, &task);
             }

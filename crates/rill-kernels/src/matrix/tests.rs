@@ -117,6 +117,9 @@ fn gemv2_gives_the_bits_of_two_gemvs() {
             WeightFormat::Bf16,
             WeightFormat::F16,
             WeightFormat::Int8,
+            WeightFormat::Lut4,
+            WeightFormat::Int4,
+            WeightFormat::MlxInt8,
         ] {
             let m = Matrix::from_f32(rows, cols, w.clone(), format);
             for &isa in &tiers {
