@@ -157,8 +157,9 @@ pub fn matmul_isa(
 }
 
 /// Rows `r0 .. r0 + PANEL` (fewer at the end) of every output row of [`matmul_isa`]:
-/// widens the weight rows into `s`, zeroes the outputs, then per column block packs
-/// the block (it stays in L1) and runs the conv micro-kernel over the inputs
+/// zeroes the outputs, widens the weight rows into `s` only where they cannot be
+/// packed as stored, then per column block packs
+/// the block (in L2: see [`KC`]) and runs the conv micro-kernel over the inputs
 /// ([`chain_tile`], continuing every output's chain from its value in `y`). Only
 /// this call writes those rows of `y` (through `out`).
 fn panel_rows(isa: Isa, m: &Matrix, x: &[f32], r0: usize, s: &mut Panel, out: DisjointOut<'_>) {

@@ -306,8 +306,7 @@ impl Session {
         mut trace: Option<&mut FrameTrace>,
     ) -> [u32; LEVELS] {
         self.temporal_step(pool, trace.as_deref_mut());
-        // Depth steps: fresh 12-slot cache every frame.
-        self.scratch.depth_in.copy_from_slice(&self.scratch.x);
+        self.depth_from_temporal();
         let mut tokens = [0u32; LEVELS];
         for (k, token) in tokens.iter_mut().enumerate() {
             self.depth_begin(pool);
@@ -317,6 +316,12 @@ impl Session {
             *token = self.depth_end(k, forced, pool, trace.as_deref_mut());
         }
         self.frame_end(tokens)
+    }
+
+    /// The first depth step's input is the temporal output (each frame's depth
+    /// steps start a fresh 12-slot cache).
+    fn depth_from_temporal(&mut self) {
+        self.scratch.depth_in.copy_from_slice(&self.scratch.x);
     }
 
     /// Depth step k's input (from the temporal output, then the last token).

@@ -53,7 +53,7 @@ impl Session {
         }
         for s in sessions.iter_mut() {
             s.temporal_end(None);
-            s.scratch.depth_in.copy_from_slice(&s.scratch.x);
+            s.depth_from_temporal();
         }
         for k in 0..LEVELS {
             for s in sessions.iter_mut() {
