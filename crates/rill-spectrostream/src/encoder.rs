@@ -114,7 +114,9 @@ impl Encoder {
         pool: &Pool,
     ) -> Result<Vec<[u16; crate::LEVELS]>, CodecError> {
         let frames = self.frames(stereo_48k_interleaved, pool)?;
-        let codes = self.quantize(&frames, crate::LEVELS, pool)?;
+        let codes = self
+            .quantize(&frames, crate::LEVELS, pool)
+            .map_err(|e| too_loud(e, stereo_48k_interleaved))?;
         Ok(codes
             .chunks_exact(crate::LEVELS)
             .map(|c| std::array::from_fn(|k| c[k]))
@@ -169,5 +171,18 @@ impl Encoder {
             )));
         }
         self.rvq.quantize(self.isa, frames, levels, pool)
+    }
+}
+
+/// Finite audio only overflows the encoder (non-finite frames, or distances of
+/// infinite size) when it is absurdly loud: a refusal of [`Encoder::quantize`] on
+/// such audio says how loud it is and what to do.
+fn too_loud(e: CodecError, stereo: &[f32]) -> CodecError {
+    let peak = stereo.iter().fold(0f32, |m, v| m.max(v.abs()));
+    match e {
+        CodecError::BadInput(msg) if peak > 1.0 => CodecError::BadInput(format!(
+            "{msg}: the audio reaches {peak:e}, far beyond full scale (±1); scale it down"
+        )),
+        e => e,
     }
 }

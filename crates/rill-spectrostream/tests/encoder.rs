@@ -193,8 +193,13 @@ fn bad_input_is_an_error() {
     assert!(enc.quantize(&[0.0; 255], 12, &pool).is_err());
     assert!(enc.quantize(&[f32::NAN; 256], 12, &pool).is_err());
     // Huge (finite) audio overflows inside the network: an error, not a panic.
-    let e = enc.encode(&vec![1e30; 2 * 4800], &pool).unwrap_err();
-    assert!(matches!(e, CodecError::BadInput(_)), "{e}");
+    // The error says how loud the audio is and what to do.
+    for loud in [1e30, 1e20] {
+        let e = enc.encode(&vec![loud; 2 * 4800], &pool).unwrap_err();
+        assert!(matches!(e, CodecError::BadInput(_)), "{e}");
+        assert!(e.to_string().contains("far beyond full scale"), "{e}");
+        assert!(e.to_string().contains(&format!("{loud:e}")), "{e}");
+    }
     // One sample is enough for one frame.
     assert_eq!(enc.encode(&[0.1, -0.1], &pool).unwrap().len(), 1);
 }
