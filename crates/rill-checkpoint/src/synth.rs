@@ -9,6 +9,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::mpsc;
 
 use sha2::{Digest, Sha256};
 
@@ -197,37 +198,64 @@ pub fn write_checkpoint(
         source,
     };
     let (pending, out) = rill_io::AtomicFile::create(path).map_err(io)?;
-    let mut w = BufWriter::with_capacity(1 << 22, out);
     let mut sha = Sha256::new();
     let len = (header.len() as u64).to_le_bytes();
-    for part in [&len[..], &header] {
-        w.write_all(part).map_err(io)?;
-        sha.update(part);
-    }
+    sha.update(len);
+    sha.update(&header);
+    // The writes (disk-bound: ≈ 2/3 of a 9.8 GB file's time when made in turn) run on
+    // their own thread while the next chunk is generated and hashed; two byte buffers
+    // go round between the two.
     const CHUNK: usize = 1 << 22;
     let mut buf = vec![0f32; CHUNK];
-    let mut bytes = vec![0u8; 4 * CHUNK];
-    let mut done = 0u64;
-    for t in tensors {
-        let (mean, std) = (t.mean, t.std);
-        let key = tensor_key(seed, &t.name);
-        let n = t.numel();
-        let mut start = 0usize;
-        while start < n {
-            let len = CHUNK.min(n - start);
-            fill_values_parallel(key, start as u64, mean, std, &mut buf[..len]);
-            for (dst, v) in bytes.chunks_exact_mut(4).zip(&buf[..len]) {
-                dst.copy_from_slice(&v.to_le_bytes());
+    let mut spare = vec![vec![0u8; 4 * CHUNK]; 2];
+    let (to_writer, filled) = mpsc::sync_channel::<Vec<u8>>(1);
+    let (to_filler, empty) = mpsc::channel::<Vec<u8>>();
+    let head = [&len[..], &header[..]];
+    let written = std::thread::scope(|s| -> std::io::Result<()> {
+        let writer = s.spawn(move || -> std::io::Result<()> {
+            let mut w = BufWriter::with_capacity(1 << 22, out);
+            for part in head {
+                w.write_all(part)?;
             }
-            w.write_all(&bytes[..4 * len]).map_err(io)?;
-            sha.update(&bytes[..4 * len]);
-            start += len;
-            done += 4 * len as u64;
-            progress(done, total);
+            for bytes in filled {
+                w.write_all(&bytes)?;
+                // The filler may have stopped early; nothing to hand back then.
+                let _ = to_filler.send(bytes);
+            }
+            w.flush()
+        });
+        let mut done = 0u64;
+        'tensors: for t in tensors {
+            let (mean, std) = (t.mean, t.std);
+            let key = tensor_key(seed, &t.name);
+            let n = t.numel();
+            let mut start = 0usize;
+            while start < n {
+                let len = CHUNK.min(n - start);
+                // A failed write ends the writer, and with it the buffers' return.
+                let Some(mut bytes) = spare.pop().or_else(|| empty.recv().ok()) else {
+                    break 'tensors;
+                };
+                fill_values_parallel(key, start as u64, mean, std, &mut buf[..len]);
+                bytes.resize(4 * len, 0);
+                for (dst, v) in bytes.chunks_exact_mut(4).zip(&buf[..len]) {
+                    dst.copy_from_slice(&v.to_le_bytes());
+                }
+                sha.update(&bytes);
+                if to_writer.send(bytes).is_err() {
+                    break 'tensors;
+                }
+                start += len;
+                done += 4 * len as u64;
+                progress(done, total);
+            }
         }
-    }
-    w.flush().map_err(io)?;
-    drop(w);
+        drop(to_writer);
+        writer
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    });
+    written.map_err(io)?;
     let sha256: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
     if let Some(want) = oracle.filter(|&want| want != sha256) {
         // Dropping `pending` removes the partial file.
